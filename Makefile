@@ -1,0 +1,69 @@
+# mcs-syncer. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# Where `make tools` builds the real Kubernetes components, the testbed's
+# state folder, and our own binaries. Set MCS_TOOLS_DIR to use binaries you
+# already have instead of building them (see hack/tools/build.sh).
+CACHE       ?= $(CURDIR)/.cache
+TOOLS_BIN   := $(if $(MCS_TOOLS_DIR),$(MCS_TOOLS_DIR),$(CACHE)/bin)
+STATE_DIR   ?= $(CACHE)/testbed
+BIN         := $(CURDIR)/bin
+STATICCHECK := $(CACHE)/lint/staticcheck
+
+# The e2e package brings a clusterset up once and runs every scenario on it;
+# go test's default 10-minute timeout is too short for that on 2 cores.
+E2E_TIMEOUT ?= 45m
+GO_TEST     ?= go test -count=1
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+.PHONY: tools
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl and CoreDNS into .cache/bin (idempotent).
+	MCS_TOOLS_CACHE=$(CACHE)/bin bash hack/tools/build.sh
+
+.PHONY: build
+build: ## Build every package, and the testbed CLI into bin/.
+	CGO_ENABLED=0 go build -trimpath ./...
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/testbed ./test/testbed/cmd/testbed
+
+.PHONY: test
+test: tools ## Unit and integration tests (the race detector on).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $$(go list ./... | grep -v /test/e2e)
+
+.PHONY: e2e
+e2e: tools ## End-to-end tests on a local 3-cluster testbed.
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+.PHONY: bench
+bench: tools ## Go benchmarks of every package, with allocations.
+	MCS_TOOLS_DIR=$(TOOLS_BIN) go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/e2e)
+
+.PHONY: demo
+demo: tools build ## Bring the 3-cluster testbed up and print how to use it.
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(BIN)/testbed up --state $(STATE_DIR)
+	@echo
+	@echo "Look around:  KUBECONFIG=$(STATE_DIR)/east.kubeconfig $(TOOLS_BIN)/kubectl get nodes -L topology.kubernetes.io/zone"
+	@echo "Stop it:      make demo-down"
+
+.PHONY: demo-down
+demo-down: ## Stop the demo's testbed and remove its state.
+	go run ./test/testbed/cmd/testbed down --state $(STATE_DIR) --bin $(TOOLS_BIN)
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum
+	cd hack/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck
+
+.PHONY: clean
+clean: ## Stop the demo's testbed and remove every built or cached file.
+	-[ -d $(STATE_DIR) ] && go run ./test/testbed/cmd/testbed down --state $(STATE_DIR) --bin $(TOOLS_BIN)
+	rm -rf $(CACHE) $(BIN)

@@ -1,0 +1,45 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// bed is the clusterset shared by the tests of this package.
+var bed *testbed.Clusterset
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	stateDir, err := os.MkdirTemp("", "mcs-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	bed, err = testbed.Start(ctx, testbed.Options{
+		StateDir:       stateDir,
+		TeardownOnExit: true,
+		Log:            os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "testbed: %d clusters up in %s\n", len(bed.Clusters), time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	if err := bed.Stop(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return code
+}

@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// TestTestbedClustersServeMCSCRDs: every cluster serves ServiceExport and
+// ServiceImport in v1beta1 (stored) and v1alpha1 (read by CoreDNS).
+func TestTestbedClustersServeMCSCRDs(t *testing.T) {
+	for _, c := range bed.Clusters {
+		cs, err := c.Kubernetes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, gv := range []string{"multicluster.x-k8s.io/v1beta1", "multicluster.x-k8s.io/v1alpha1"} {
+			list, err := cs.Discovery().ServerResourcesForGroupVersion(gv)
+			if err != nil {
+				t.Fatalf("%s: %s not served: %v", c.Name, gv, err)
+			}
+			served := map[string]bool{}
+			for _, r := range list.APIResources {
+				served[r.Name] = true
+			}
+			for _, want := range []string{"serviceexports", "serviceexports/status", "serviceimports", "serviceimports/status"} {
+				if !served[want] {
+					t.Errorf("%s: %s does not serve %s (serves %v)", c.Name, gv, want, served)
+				}
+			}
+		}
+	}
+}
+
+// TestTestbedClustersHaveDistinctNetworksAndZones: each kube-apiserver
+// allocates from its own service CIDR, and each cluster's nodes span at
+// least two zones and carry pod CIDRs inside the cluster's pod CIDR.
+func TestTestbedClustersHaveDistinctNetworksAndZones(t *testing.T) {
+	ctx := context.Background()
+	var prefixes []netip.Prefix
+	for _, c := range bed.Clusters {
+		for _, cidr := range []string{c.PodCIDR, c.ServiceCIDR} {
+			p := netip.MustParsePrefix(cidr)
+			for _, other := range prefixes {
+				if p.Overlaps(other) {
+					t.Errorf("%s: %s overlaps %s of another cluster", c.Name, p, other)
+				}
+			}
+			prefixes = append(prefixes, p)
+		}
+		cs, err := c.Kubernetes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc, err := cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !inCIDR(svc.Spec.ClusterIP, c.ServiceCIDR) {
+			t.Errorf("%s: kubernetes Service has ClusterIP %s, want one in %s", c.Name, svc.Spec.ClusterIP, c.ServiceCIDR)
+		}
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones := map[string]bool{}
+		for _, n := range nodes.Items {
+			zones[n.Labels[corev1.LabelTopologyZone]] = true
+			if !prefixWithin(n.Spec.PodCIDR, c.PodCIDR) {
+				t.Errorf("%s: node %s has podCIDR %q outside %s", c.Name, n.Name, n.Spec.PodCIDR, c.PodCIDR)
+			}
+		}
+		delete(zones, "")
+		if len(zones) < 2 {
+			t.Errorf("%s: nodes span zones %v, want at least two", c.Name, zones)
+		}
+	}
+}
+
+// TestTestbedDeploymentGetsEndpointSliceAndDNS: in one cluster, a
+// Deployment of 3 replicas behind a Service gets a kube-controller-manager
+// EndpointSlice with 3 ready endpoints whose IPs lie in the cluster's pod
+// CIDR, and the cluster's CoreDNS resolves the Service's name to its
+// ClusterIP.
+func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.Cluster("east")
+	cs, err := east.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := createNamespace(ctx, t, east)
+
+	labels := map[string]string{"app": "smoke"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	svc, err = cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inCIDR(svc.Spec.ClusterIP, east.ServiceCIDR) {
+		t.Errorf("ClusterIP %s outside %s", svc.Spec.ClusterIP, east.ServiceCIDR)
+	}
+
+	var slice discoveryv1.EndpointSlice
+	eventually(ctx, t, "an EndpointSlice with 3 ready endpoints", func() error {
+		slices, err := cs.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{
+			LabelSelector: discoveryv1.LabelServiceName + "=smoke," + discoveryv1.LabelManagedBy + "=endpointslice-controller.k8s.io",
+		})
+		if err != nil {
+			return err
+		}
+		if len(slices.Items) != 1 {
+			return fmt.Errorf("%d slices", len(slices.Items))
+		}
+		slice = slices.Items[0]
+		ready := 0
+		for _, ep := range slice.Endpoints {
+			if ptr.Deref(ep.Conditions.Ready, false) {
+				ready++
+			}
+		}
+		if ready != 3 {
+			return fmt.Errorf("%d ready endpoints of %d", ready, len(slice.Endpoints))
+		}
+		return nil
+	})
+	if len(slice.Ports) != 1 || ptr.Deref(slice.Ports[0].Port, 0) != 8080 {
+		t.Errorf("slice ports %v, want the named target port resolved to 8080", slice.Ports)
+	}
+	for _, ep := range slice.Endpoints {
+		for _, addr := range ep.Addresses {
+			if !inCIDR(addr, east.PodCIDR) {
+				t.Errorf("endpoint address %s outside the pod CIDR %s", addr, east.PodCIDR)
+			}
+		}
+		if zone := ptr.Deref(ep.Zone, ""); !contains(east.Zones, zone) {
+			t.Errorf("endpoint %v has zone %q, want one of %v", ep.Addresses, zone, east.Zones)
+		}
+		if ptr.Deref(ep.NodeName, "") == "" || ep.TargetRef == nil || ep.TargetRef.Kind != "Pod" {
+			t.Errorf("endpoint %v lacks nodeName or pod targetRef", ep.Addresses)
+		}
+	}
+
+	name := fmt.Sprintf("smoke.%s.svc.cluster.local.", ns)
+	eventually(ctx, t, "CoreDNS to answer "+name, func() error {
+		ips, err := lookupA(ctx, east.DNSAddr, name)
+		if err != nil {
+			return err
+		}
+		if len(ips) != 1 || ips[0] != svc.Spec.ClusterIP {
+			return fmt.Errorf("answer %v, want [%s]", ips, svc.Spec.ClusterIP)
+		}
+		return nil
+	})
+}
+
+// TestTestbedTeardownLeavesNoProcess: Stop ends every process the testbed
+// started (those it recorded and any whose command line names its state
+// folder) and removes the state folder.
+func TestTestbedTeardownLeavesNoProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stateDir := t.TempDir()
+	one, err := testbed.Start(ctx, testbed.Options{
+		Clusters:       []string{"solo"},
+		StateDir:       stateDir,
+		TeardownOnExit: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := one.Clusters[0].Pids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "coredns"} {
+		if _, ok := pids[component]; !ok {
+			t.Errorf("no running %s recorded (have %v)", component, pids)
+		}
+	}
+	if err := one.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for component, pid := range pids {
+		if processRuns(pid) {
+			t.Errorf("%s (pid %d) still runs after Stop", component, pid)
+		}
+	}
+	if left := processesMentioning(t, stateDir); len(left) > 0 {
+		t.Errorf("processes still name the state folder after Stop: %v", left)
+	}
+	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
+		t.Errorf("state folder %s still exists (err %v)", stateDir, err)
+	}
+}
+
+func lookupA(ctx context.Context, server, name string) ([]string, error) {
+	msg := new(dns.Msg)
+	msg.SetQuestion(name, dns.TypeA)
+	in, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).ExchangeContext(ctx, msg, server)
+	if err != nil {
+		return nil, err
+	}
+	if in.Rcode != dns.RcodeSuccess {
+		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[in.Rcode])
+	}
+	var ips []string
+	for _, rr := range in.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			ips = append(ips, a.A.String())
+		}
+	}
+	return ips, nil
+}
+
+func inCIDR(ip, cidr string) bool {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	return netip.MustParsePrefix(cidr).Contains(addr)
+}
+
+// prefixWithin reports whether CIDR inner lies inside CIDR outer.
+func prefixWithin(inner, outer string) bool {
+	in, err := netip.ParsePrefix(inner)
+	if err != nil {
+		return false
+	}
+	out := netip.MustParsePrefix(outer)
+	return in.Bits() >= out.Bits() && out.Contains(in.Addr())
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// processRuns reports whether pid is a live (not zombie) process.
+func processRuns(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// processesMentioning lists the live processes whose command line contains
+// s.
+func processesMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, dir := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), s) {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(filepath.Base(dir), &pid); err == nil && processRuns(pid) {
+			found = append(found, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	return found
+}

@@ -1,0 +1,265 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// Cluster is one member of a running testbed.
+type Cluster struct {
+	// Name is the cluster's name, also its cluster ID in the clusterset
+	// config.
+	Name string
+	// PodCIDR and ServiceCIDR are this cluster's address ranges; no two
+	// clusters of a testbed overlap.
+	PodCIDR, ServiceCIDR string
+	// Zones are the values of topology.kubernetes.io/zone on its nodes.
+	Zones []string
+	// Nodes are the names of its fake nodes.
+	Nodes []string
+	// KubeconfigPath is an admin kubeconfig for this cluster alone, whose
+	// current context is Context.
+	KubeconfigPath string
+	Context        string
+	// DNSAddr is the host:port (UDP and TCP) of this cluster's CoreDNS.
+	DNSAddr string
+	// AuditLogPath is the kube-apiserver's audit log when
+	// Options.AuditPolicy is set.
+	AuditLogPath string
+
+	index      int
+	bed        *Clusterset
+	restConfig *rest.Config
+}
+
+func newCluster(cs *Clusterset, index int, name string) *Cluster {
+	c := &Cluster{
+		Name:           name,
+		PodCIDR:        fmt.Sprintf("10.%d.0.0/16", 100+index),
+		ServiceCIDR:    fmt.Sprintf("10.%d.0.0/16", 200+index),
+		KubeconfigPath: filepath.Join(cs.StateDir, name+".kubeconfig"),
+		Context:        "kwok-" + name,
+		index:          index,
+		bed:            cs,
+	}
+	if cs.opts.AuditPolicy != "" {
+		c.AuditLogPath = filepath.Join(c.kwokClusterDir(), "logs", "audit.log")
+	}
+	for z := 0; z < cs.opts.Zones; z++ {
+		zone := fmt.Sprintf("%s-%c", name, 'a'+z)
+		c.Zones = append(c.Zones, zone)
+		for n := 0; n < cs.opts.NodesPerZone; n++ {
+			c.Nodes = append(c.Nodes, fmt.Sprintf("%s-node-%d", zone, n))
+		}
+	}
+	return c
+}
+
+// nodePodCIDR is the slice of the pod CIDR that node number i owns; kwok
+// gives the node's pods their IPs from it. Slice 0 is kwok's fallback for
+// nodes without a podCIDR.
+func (c *Cluster) nodePodCIDR(i int) string {
+	return fmt.Sprintf("10.%d.%d.0/24", 100+c.index, i+1)
+}
+
+func (c *Cluster) kwokWorkdir() string { return filepath.Join(c.bed.StateDir, "kwok") }
+
+func (c *Cluster) kwokClusterDir() string {
+	return filepath.Join(c.kwokWorkdir(), "clusters", "kwok-"+c.Name)
+}
+
+// LogDir holds the logs of this cluster's processes (one file each).
+func (c *Cluster) LogDir() string { return filepath.Join(c.kwokClusterDir(), "logs") }
+
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.kwokctl(ctx, c.createArgs()...); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath)
+	if err != nil {
+		return fmt.Errorf("read kubeconfig %s: %w", c.KubeconfigPath, err)
+	}
+	// The testbed's callers create many objects quickly; client-go's
+	// default 5 QPS would make the tests measure the client, not the server.
+	cfg.QPS, cfg.Burst = 200, 400
+	c.restConfig = cfg
+	if err := c.createNodes(ctx); err != nil {
+		return err
+	}
+	if err := c.installCRDs(ctx); err != nil {
+		return err
+	}
+	return c.startCoreDNS(ctx)
+}
+
+func (c *Cluster) createArgs() []string {
+	bin := func(name string) string { return filepath.Join(c.bed.BinDir, name) }
+	args := []string{
+		"create", "cluster",
+		"--name", c.Name,
+		"--runtime", "binary",
+		"--kubeconfig", c.KubeconfigPath,
+		"--kube-authorization=true",
+		"--kube-apiserver-binary", bin("kube-apiserver"),
+		"--kube-controller-manager-binary", bin("kube-controller-manager"),
+		"--kube-scheduler-binary", bin("kube-scheduler"),
+		"--kwok-controller-binary", bin("kwok"),
+		"--etcd-binary", bin("etcd"),
+		"--wait", "2m",
+		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + c.ServiceCIDR,
+		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + c.ServiceCIDR,
+		"--extra-args", "kube-controller-manager=cluster-cidr=" + c.PodCIDR,
+		"--extra-args", "kwok-controller=cidr=" + c.nodePodCIDR(-1),
+	}
+	if c.bed.opts.AuditPolicy != "" {
+		args = append(args, "--kube-audit-policy", c.bed.opts.AuditPolicy)
+	}
+	return args
+}
+
+// kwokctl runs kwokctl with this testbed's work directory, so that it never
+// reads or writes ~/.kwok.
+func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bed.BinDir, "kwokctl"), args...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.kwokWorkdir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args[:2], " "), err, out)
+	}
+	return nil
+}
+
+// RESTConfig returns a copy of the admin rest.Config of this cluster.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// Scheme is the scheme of the clients the testbed hands out: client-go's
+// built-in types, the CRD types and both served versions of the MCS API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		mcsv1beta1.AddToScheme, mcsv1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // only fails on conflicting registrations, a programming error
+		}
+	}
+	return s
+}
+
+// Client returns a controller-runtime client (no cache) with Scheme.
+func (c *Cluster) Client() (client.Client, error) {
+	cl, err := client.New(c.RESTConfig(), client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("testbed: client for %s: %w", c.Name, err)
+	}
+	return cl, nil
+}
+
+// Kubernetes returns a client-go clientset for this cluster.
+func (c *Cluster) Kubernetes() (kubernetes.Interface, error) {
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("testbed: clientset for %s: %w", c.Name, err)
+	}
+	return cs, nil
+}
+
+// Pids returns the process ids of this cluster's running processes, by
+// component (kube-apiserver, etcd, ..., coredns).
+func (c *Cluster) Pids() (map[string]int, error) {
+	pids := map[string]int{}
+	files, err := filepath.Glob(filepath.Join(c.kwokClusterDir(), "pids", "*.pid"))
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, c.coreDNSPidPath())
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil {
+			return nil, fmt.Errorf("testbed: pid file %s: %w", f, err)
+		}
+		pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+	}
+	return pids, nil
+}
+
+// StopAPIServer stops this cluster's kube-apiserver (SIGTERM, then waits
+// until its port refuses connections); everything else keeps running. For
+// fault tests: clients see connection errors and watches break.
+func (c *Cluster) StopAPIServer(ctx context.Context) error {
+	pids, err := c.Pids()
+	if err != nil {
+		return err
+	}
+	pid, ok := pids["kube-apiserver"]
+	if !ok {
+		return fmt.Errorf("testbed: %s: kube-apiserver is not running", c.Name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("testbed: %s: stop kube-apiserver: %w", c.Name, err)
+	}
+	return pollUntil(ctx, time.Minute, func(context.Context) (bool, error) {
+		return !processAlive(pid), nil
+	})
+}
+
+// StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with
+// the same flags and data, and returns once it is ready.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	// kwokctl start skips the components that still run.
+	if err := c.kwokctl(ctx, "start", "cluster", "--name", c.Name, "--wait", "2m"); err != nil {
+		return err
+	}
+	return c.waitReady(ctx)
+}
+
+// waitReady waits until the kube-apiserver answers /readyz.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	cs, err := c.Kubernetes()
+	if err != nil {
+		return err
+	}
+	return pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	})
+}
+
+// processAlive reports whether pid runs and is not a zombie.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}

@@ -1,0 +1,65 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+	"sigs.k8s.io/yaml"
+)
+
+// MCSCRDs returns the ServiceExport and ServiceImport CRDs exactly as
+// sigs.k8s.io/mcs-api embeds them.
+func MCSCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, raw := range [][]byte{mcscrd.ServiceExportCRD, mcscrd.ServiceImportCRD} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(raw, crd); err != nil {
+			return nil, fmt.Errorf("decode MCS CRD: %w", err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// installCRDs creates the MCS CRDs and waits until the API server serves
+// them.
+func (c *Cluster) installCRDs(ctx context.Context) error {
+	crds, err := MCSCRDs()
+	if err != nil {
+		return err
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := cl.Create(ctx, crd); err != nil {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+	}
+	return pollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
+				return false, nil
+			}
+			if !established(got) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,30 @@
+// Package testbed starts a local clusterset of real Kubernetes control planes
+// for tests, benchmarks and the demo: no containers, no Docker engine.
+//
+// Each member cluster is started by kwokctl's binary runtime from the binaries
+// that hack/tools/build.sh builds (kube-apiserver, kube-controller-manager,
+// kube-scheduler and etcd of Kubernetes v1.36.3, kwok), so API validation,
+// watches, resourceVersion conflicts, garbage collection and the
+// EndpointSlice controller are the real ones. kwok plays the kubelets: fake
+// nodes, and pods that become Running and Ready with an IP.
+//
+// What the testbed guarantees, per cluster (see Cluster):
+//   - distinct, non-overlapping pod and service CIDRs (cluster i of the
+//     clusterset gets pods from 10.(100+i).0.0/16 and services from
+//     10.(200+i).0.0/16), so addresses tell which cluster they came from;
+//   - fake nodes labelled topology.kubernetes.io/zone, in at least two zones
+//     ("<cluster>-a", "<cluster>-b", ...), each with its own slice of the pod
+//     CIDR;
+//   - the MCS CRDs of sigs.k8s.io/mcs-api (v1beta1 stored, v1alpha1 served);
+//   - a CoreDNS on a loopback port, authoritative for cluster.local and
+//     clusterset.local, with the kubernetes plugin's multicluster option.
+//
+// Everything lives in one state folder: kwokctl's work directories, each
+// cluster's kubeconfig, the clusterset config file that mcs-syncer reads,
+// CoreDNS's Corefile, pid files and logs. The user's ~/.kube/config and
+// ~/.kwok are never touched. Stop (or `testbed down`) stops every process of
+// the testbed and removes the state folder; with Options.TeardownOnExit a
+// watchdog process does the same if the process that called Start dies
+// without calling Stop (a panic, a test timeout, SIGKILL), so nothing is
+// left behind.
+package testbed

@@ -1,0 +1,68 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// createNodes registers the cluster's fake nodes and waits until kwok has
+// made them Ready. Each carries its zone and its own pod CIDR, so the pods
+// kwok starts on it get IPs inside the cluster's pod CIDR.
+func (c *Cluster) createNodes(ctx context.Context) error {
+	cs, err := c.Kubernetes()
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	for i, name := range c.Nodes {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: name,
+				Labels: map[string]string{
+					"kubernetes.io/hostname":        name,
+					"kubernetes.io/os":              "linux",
+					"kubernetes.io/arch":            "amd64",
+					"topology.kubernetes.io/zone":   c.Zones[i/c.bed.opts.NodesPerZone],
+					"topology.kubernetes.io/region": c.Name,
+					"type":                          "kwok",
+				},
+				Annotations: map[string]string{
+					"kwok.x-k8s.io/node":         "fake",
+					"node.alpha.kubernetes.io/ttl": "0",
+				},
+			},
+			Spec: corev1.NodeSpec{
+				PodCIDR:  c.nodePodCIDR(i),
+				PodCIDRs: []string{c.nodePodCIDR(i)},
+			},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}
+		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create node %s: %w", name, err)
+		}
+	}
+	return pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready == len(c.Nodes), nil
+	})
+}

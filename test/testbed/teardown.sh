@@ -1,0 +1,57 @@
+#!/bin/sh
+# Tears a testbed down: stops every process whose pid file lies under the
+# state folder and whose executable is one of the testbed's binaries, then
+# removes the state folder. It is the one teardown used by Stop, by the
+# watchdog that runs when the process that started the testbed dies, and by
+# `testbed down`.
+#
+# usage: teardown.sh STATE_DIR BIN_DIR
+# With TESTBED_WAIT_STDIN=1 it first waits for end of input on stdin: the
+# watchdog's stdin is a pipe whose only writer is the process that started
+# the testbed, so end of input means that process is gone.
+set -u
+state=$1
+bin=$2
+
+if [ "${TESTBED_WAIT_STDIN:-}" = 1 ]; then
+	trap '' INT TERM HUP
+	cat >/dev/null
+fi
+
+[ -d "$state" ] || exit 0
+
+# ours PID: true if PID runs one of our binaries (guards against pid reuse).
+ours() {
+	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+	case "$exe" in
+	"$bin"/* | "$state"/*) return 0 ;;
+	esac
+	return 1
+}
+
+pids=""
+for f in $(find "$state" -name '*.pid' 2>/dev/null); do
+	pid=$(cat "$f" 2>/dev/null)
+	case "$pid" in '' | *[!0-9]*) continue ;; esac
+	if ours "$pid"; then
+		pids="$pids $pid"
+		kill "$pid" 2>/dev/null
+	fi
+done
+
+# Give them up to 20 s to exit cleanly, then kill what is left.
+i=0
+while [ $i -lt 40 ]; do
+	alive=""
+	for pid in $pids; do
+		ours "$pid" && alive="$alive $pid" # a zombie has no exe link: gone
+	done
+	[ -z "$alive" ] && break
+	sleep 0.5
+	i=$((i + 1))
+done
+for pid in $alive; do
+	kill -9 "$pid" 2>/dev/null
+done
+
+rm -rf "$state"

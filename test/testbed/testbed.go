@@ -1,0 +1,284 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// DefaultClusters are the member clusters started when Options.Clusters is
+// empty.
+var DefaultClusters = []string{"east", "west", "north"}
+
+// Binaries are the executables the testbed needs in its binary folder.
+var Binaries = []string{
+	"kube-apiserver", "kube-controller-manager", "kube-scheduler",
+	"etcd", "kwok", "kwokctl", "coredns",
+}
+
+// maxClusters bounds the clusterset so that every cluster's CIDRs fit the
+// 10.(100+i) and 10.(200+i) scheme of the package doc.
+const maxClusters = 50
+
+//go:embed teardown.sh
+var teardownScript string
+
+// Options configure Start. The zero value starts DefaultClusters with the
+// binaries of `make tools` and the state folder <repo>/.cache/testbed.
+type Options struct {
+	// Clusters names the member clusters (DNS-1123 labels), in order; the
+	// order fixes each cluster's CIDRs. Default: DefaultClusters.
+	Clusters []string
+	// StateDir holds everything the testbed writes and is removed by Stop.
+	// Default: <repo>/.cache/testbed.
+	StateDir string
+	// BinDir holds the binaries named in Binaries. Default: $MCS_TOOLS_DIR
+	// if set, else <repo>/.cache/bin (where `make tools` builds them).
+	BinDir string
+	// Zones is the number of zones per cluster (default 2, at least 1);
+	// NodesPerZone the number of fake nodes in each (default 1).
+	Zones        int
+	NodesPerZone int
+	// AuditPolicy, if set, is the path of a kube-apiserver audit policy; each
+	// kube-apiserver then writes its audit log to Cluster.AuditLogPath.
+	AuditPolicy string
+	// TeardownOnExit starts a watchdog process that tears the testbed down
+	// when the calling process exits without calling Stop. Tests want it;
+	// `testbed up`, whose clusters must outlive it, does not.
+	TeardownOnExit bool
+	// Log receives one line per step; nil discards them.
+	Log io.Writer
+}
+
+// Clusterset is a running testbed.
+type Clusterset struct {
+	// Clusters in the order of Options.Clusters.
+	Clusters []*Cluster
+	// StateDir is the state folder; ConfigPath the clusterset config file in
+	// it, in the format pkg/clusterset reads.
+	StateDir   string
+	ConfigPath string
+	// BinDir holds the binaries the testbed runs.
+	BinDir string
+
+	opts     Options
+	watchdog *exec.Cmd
+	// watchdogPipe is the only writer of the watchdog's stdin; closing it (or
+	// exiting) tells the watchdog to tear down.
+	watchdogPipe *os.File
+}
+
+func (o *Options) defaults() error {
+	if len(o.Clusters) == 0 {
+		o.Clusters = DefaultClusters
+	}
+	if len(o.Clusters) > maxClusters {
+		return fmt.Errorf("testbed: %d clusters requested, at most %d are supported", len(o.Clusters), maxClusters)
+	}
+	seen := map[string]bool{}
+	for _, name := range o.Clusters {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("testbed: cluster name %q: %s", name, strings.Join(errs, "; "))
+		}
+		if seen[name] {
+			return fmt.Errorf("testbed: cluster name %q given twice", name)
+		}
+		seen[name] = true
+	}
+	if o.Zones == 0 {
+		o.Zones = 2
+	}
+	if o.Zones < 1 || o.Zones > 26 {
+		return fmt.Errorf("testbed: zones per cluster must be 1..26, got %d", o.Zones)
+	}
+	if o.NodesPerZone == 0 {
+		o.NodesPerZone = 1
+	}
+	if o.NodesPerZone < 1 || o.Zones*o.NodesPerZone > 250 {
+		return fmt.Errorf("testbed: %d zones x %d nodes per zone: need 1..250 nodes per cluster", o.Zones, o.NodesPerZone)
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	var err error
+	if o.StateDir, o.BinDir, err = o.Paths(); err != nil {
+		return err
+	}
+	var missing []string
+	for _, b := range Binaries {
+		if info, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil || info.Mode()&0o111 == 0 {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("testbed: %s lacks %s: run `make tools` (or set MCS_TOOLS_DIR to a folder that has them)",
+			o.BinDir, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Paths returns the state and binary folders that Start uses with these
+// options, as absolute paths.
+func (o Options) Paths() (stateDir, binDir string, err error) {
+	stateDir, binDir = o.StateDir, o.BinDir
+	if binDir == "" {
+		binDir = os.Getenv("MCS_TOOLS_DIR")
+	}
+	if stateDir == "" || binDir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return "", "", err
+		}
+		if stateDir == "" {
+			stateDir = filepath.Join(root, ".cache", "testbed")
+		}
+		if binDir == "" {
+			binDir = filepath.Join(root, ".cache", "bin")
+		}
+	}
+	if stateDir, err = filepath.Abs(stateDir); err != nil {
+		return "", "", fmt.Errorf("testbed: state folder: %w", err)
+	}
+	if binDir, err = filepath.Abs(binDir); err != nil {
+		return "", "", fmt.Errorf("testbed: binary folder: %w", err)
+	}
+	return stateDir, binDir, nil
+}
+
+// RepoRoot returns the root of the mcs-syncer repository that holds the
+// working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/mcs-syncer/mcs-syncer\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testbed: not inside the mcs-syncer repository; set Options.StateDir and MCS_TOOLS_DIR")
+		}
+		dir = parent
+	}
+}
+
+// Start brings a clusterset up and returns once every cluster serves the
+// MCS CRDs, has Ready nodes and a CoreDNS that answers. A testbed left in
+// the same state folder by an earlier run is torn down first. On error,
+// whatever was started is torn down again.
+func Start(ctx context.Context, opts Options) (*Clusterset, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	cs := &Clusterset{
+		StateDir:   opts.StateDir,
+		ConfigPath: filepath.Join(opts.StateDir, "clusterset.yaml"),
+		BinDir:     opts.BinDir,
+		opts:       opts,
+	}
+	if _, err := os.Stat(opts.StateDir); err == nil {
+		fmt.Fprintf(opts.Log, "testbed: removing the testbed left in %s\n", opts.StateDir)
+		if err := Down(ctx, opts.StateDir, opts.BinDir); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	if opts.TeardownOnExit {
+		if err := cs.startWatchdog(); err != nil {
+			return nil, errors.Join(err, Down(ctx, opts.StateDir, opts.BinDir))
+		}
+	}
+	for i, name := range opts.Clusters {
+		c := newCluster(cs, i, name)
+		cs.Clusters = append(cs.Clusters, c)
+		start := time.Now()
+		if err := c.start(ctx); err != nil {
+			return nil, errors.Join(fmt.Errorf("testbed: cluster %s: %w", name, err), cs.Stop(context.WithoutCancel(ctx)))
+		}
+		fmt.Fprintf(opts.Log, "testbed: cluster %s up in %s (pods %s, services %s, DNS %s)\n",
+			name, time.Since(start).Round(time.Millisecond), c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
+	}
+	if err := writeClustersetConfig(cs); err != nil {
+		return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+	}
+	return cs, nil
+}
+
+// Cluster returns the member called name, or nil.
+func (cs *Clusterset) Cluster(name string) *Cluster {
+	for _, c := range cs.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Stop stops every process of the testbed and removes its state folder.
+func (cs *Clusterset) Stop(ctx context.Context) error {
+	if cs.watchdog != nil {
+		// Closing the pipe makes the watchdog run the teardown itself; wait
+		// for it so Stop returns with everything gone.
+		_ = cs.watchdogPipe.Close()
+		err := cs.watchdog.Wait()
+		cs.watchdog = nil
+		if err != nil {
+			return fmt.Errorf("testbed: teardown: %w", err)
+		}
+		return nil
+	}
+	return Down(ctx, cs.StateDir, cs.BinDir)
+}
+
+// Down tears down the testbed whose state folder is stateDir: it stops the
+// processes it started (those whose executable lies in binDir or stateDir)
+// and removes stateDir. It is safe to call on a folder that is gone.
+func Down(ctx context.Context, stateDir, binDir string) error {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", teardownScript, "teardown", stateDir, binDir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("testbed: teardown of %s: %w: %s", stateDir, err, out)
+	}
+	return nil
+}
+
+// startWatchdog starts the teardown script in a process of its own that
+// waits for end of input on a pipe whose only writer is this process. When
+// this process exits for whatever reason, the kernel closes the pipe and the
+// watchdog tears the testbed down. It runs in its own process group and
+// ignores SIGINT, so a Ctrl-C sent to the test's process group does not stop
+// it before it has done its job.
+func (cs *Clusterset) startWatchdog() error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("testbed: watchdog pipe: %w", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", teardownScript, "teardown", cs.StateDir, cs.BinDir)
+	cmd.Env = append(os.Environ(), "TESTBED_WAIT_STDIN=1")
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = r.Close()
+		_ = w.Close()
+		return fmt.Errorf("testbed: start watchdog: %w", err)
+	}
+	_ = r.Close()
+	cs.watchdog = cmd
+	cs.watchdogPipe = w
+	return nil
+}
