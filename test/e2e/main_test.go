@@ -14,6 +14,9 @@ import (
 var bed *testbed.Clusterset
 
 func TestMain(m *testing.M) {
+	if stateDir := os.Getenv(orphanEnv); stateDir != "" {
+		os.Exit(runOrphanedTestbed(stateDir))
+	}
 	os.Exit(run(m))
 }
 

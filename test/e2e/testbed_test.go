@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,7 +216,7 @@ func TestTestbedTeardownLeavesNoProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "coredns"} {
+	for _, component := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok-controller", "coredns"} {
 		if _, ok := pids[component]; !ok {
 			t.Errorf("no running %s recorded (have %v)", component, pids)
 		}
@@ -310,4 +314,126 @@ func processesMentioning(t *testing.T, s string) []string {
 		}
 	}
 	return found
+}
+
+// orphanEnv, when set to a state folder, makes the test binary start a
+// one-cluster testbed there, print its pids and wait to be killed: the
+// process that TestTestbedWatchdogTearsDownAfterSIGKILL kills.
+const orphanEnv = "MCS_E2E_ORPHAN_STATE"
+
+func runOrphanedTestbed(stateDir string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := testbed.Start(ctx, testbed.Options{Clusters: []string{"orphan"}, StateDir: stateDir, TeardownOnExit: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	pids, err := cs.Clusters[0].Pids()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, pid := range pids {
+		fmt.Printf("%d ", pid)
+	}
+	fmt.Println()
+	select {} // until killed
+}
+
+// TestTestbedWatchdogTearsDownAfterSIGKILL: when the process that started a
+// testbed dies without a chance to clean up (SIGKILL, as on a go test
+// timeout), the watchdog still stops every process and removes the state.
+func TestTestbedWatchdogTearsDownAfterSIGKILL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stateDir := filepath.Join(t.TempDir(), "state")
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), orphanEnv+"="+stateDir)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = child.Process.Kill()
+		t.Fatalf("child did not report its testbed: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(line) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("child printed %q", line)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != 6 {
+		t.Errorf("child's testbed runs %d processes, want 6", len(pids))
+	}
+
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	eventually(ctx, t, "the watchdog to tear the testbed down", func() error {
+		for _, pid := range pids {
+			if processRuns(pid) {
+				return fmt.Errorf("pid %d still runs", pid)
+			}
+		}
+		if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
+			return fmt.Errorf("state folder still there (%v)", err)
+		}
+		return nil
+	})
+	if left := processesMentioning(t, stateDir); len(left) > 0 {
+		t.Errorf("processes still name the state folder: %v", left)
+	}
+}
+
+// TestTestbedAPIServerStopAndRestart: StopAPIServer takes one cluster's
+// kube-apiserver away (requests fail), StartAPIServer brings it back with
+// its data, and the other clusters never notice.
+func TestTestbedAPIServerStopAndRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	north, west := bed.Cluster("north"), bed.Cluster("west")
+	ns := createNamespace(ctx, t, north)
+	cs, err := north.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	westCS, err := west.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := north.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err == nil {
+		t.Error("north answered with its kube-apiserver stopped")
+	}
+	if _, err := westCS.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("west stopped answering while north was down: %v", err)
+	}
+
+	if err := north.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace %s lost across the restart: %v", ns, err)
+	}
+	pids, err := north.Pids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pids) != 6 {
+		t.Errorf("after the restart north runs %v, want all 6 components", pids)
+	}
 }

@@ -82,7 +82,7 @@ func (c *Cluster) nodePodCIDR(i int) string {
 func (c *Cluster) kwokWorkdir() string { return filepath.Join(c.bed.StateDir, "kwok") }
 
 func (c *Cluster) kwokClusterDir() string {
-	return filepath.Join(c.kwokWorkdir(), "clusters", "kwok-"+c.Name)
+	return filepath.Join(c.kwokWorkdir(), "clusters", c.Name)
 }
 
 // LogDir holds the logs of this cluster's processes (one file each).
@@ -135,10 +135,14 @@ func (c *Cluster) createArgs() []string {
 }
 
 // kwokctl runs kwokctl with this testbed's work directory, so that it never
-// reads or writes ~/.kwok.
+// reads or writes ~/.kwok, and with the testbed's binaries first in PATH:
+// kwokctl runs whatever `kubectl` PATH finds to probe a cluster, and a
+// different one (or a cloud SDK's wrapper) may not speak v1.36 or may hang.
 func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bed.BinDir, "kwokctl"), args...)
-	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+c.kwokWorkdir())
+	cmd.Env = append(os.Environ(),
+		"KWOK_WORKDIR="+c.kwokWorkdir(),
+		"PATH="+c.bed.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args[:2], " "), err, out)
@@ -183,15 +187,19 @@ func (c *Cluster) Kubernetes() (kubernetes.Interface, error) {
 }
 
 // Pids returns the process ids of this cluster's running processes, by
-// component (kube-apiserver, etcd, ..., coredns).
+// component (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kwok-controller, coredns).
 func (c *Cluster) Pids() (map[string]int, error) {
-	pids := map[string]int{}
 	files, err := filepath.Glob(filepath.Join(c.kwokClusterDir(), "pids", "*.pid"))
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, c.coreDNSPidPath())
+	byComponent := map[string]string{"coredns": c.coreDNSPidPath()}
 	for _, f := range files {
+		byComponent[strings.TrimSuffix(filepath.Base(f), ".pid")] = f
+	}
+	pids := map[string]int{}
+	for component, f := range byComponent {
 		raw, err := os.ReadFile(f)
 		if os.IsNotExist(err) {
 			continue
@@ -203,13 +211,15 @@ func (c *Cluster) Pids() (map[string]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("testbed: pid file %s: %w", f, err)
 		}
-		pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+		if processAlive(pid) {
+			pids[component] = pid
+		}
 	}
 	return pids, nil
 }
 
-// StopAPIServer stops this cluster's kube-apiserver (SIGTERM, then waits
-// until its port refuses connections); everything else keeps running. For
+// StopAPIServer kills this cluster's kube-apiserver (SIGKILL, as in a
+// crash) and waits until it is gone; everything else keeps running. For
 // fault tests: clients see connection errors and watches break.
 func (c *Cluster) StopAPIServer(ctx context.Context) error {
 	pids, err := c.Pids()
@@ -220,12 +230,21 @@ func (c *Cluster) StopAPIServer(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("testbed: %s: kube-apiserver is not running", c.Name)
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("testbed: %s: stop kube-apiserver: %w", c.Name, err)
 	}
-	return pollUntil(ctx, time.Minute, func(context.Context) (bool, error) {
+	if err := pollUntil(ctx, time.Minute, func(context.Context) (bool, error) {
 		return !processAlive(pid), nil
-	})
+	}); err != nil {
+		return fmt.Errorf("testbed: %s: kube-apiserver did not exit: %w", c.Name, err)
+	}
+	// kwokctl restarts a component only if its pid file names no process,
+	// and a killed process stays a zombie until init reaps it, which here can
+	// take a while. Remove the pid file, as kwokctl's own stop does.
+	if err := os.Remove(filepath.Join(c.kwokClusterDir(), "pids", "kube-apiserver.pid")); err != nil {
+		return fmt.Errorf("testbed: %s: %w", c.Name, err)
+	}
+	return nil
 }
 
 // StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with

@@ -36,7 +36,7 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 					"type":                          "kwok",
 				},
 				Annotations: map[string]string{
-					"kwok.x-k8s.io/node":         "fake",
+					"kwok.x-k8s.io/node":           "fake",
 					"node.alpha.kubernetes.io/ttl": "0",
 				},
 			},

@@ -29,29 +29,29 @@ ours() {
 	return 1
 }
 
+# SIGKILL: the state is thrown away, so a graceful shutdown buys nothing,
+# and killed all at once the components wait on each other (kube-apiserver
+# on etcd) for many seconds.
 pids=""
 for f in $(find "$state" -name '*.pid' 2>/dev/null); do
 	pid=$(cat "$f" 2>/dev/null)
 	case "$pid" in '' | *[!0-9]*) continue ;; esac
 	if ours "$pid"; then
 		pids="$pids $pid"
-		kill "$pid" 2>/dev/null
+		kill -9 "$pid" 2>/dev/null
 	fi
 done
 
-# Give them up to 20 s to exit cleanly, then kill what is left.
+# Wait (up to 10 s) until they are gone before the folder they use goes.
 i=0
-while [ $i -lt 40 ]; do
+while [ $i -lt 100 ]; do
 	alive=""
 	for pid in $pids; do
 		ours "$pid" && alive="$alive $pid" # a zombie has no exe link: gone
 	done
 	[ -z "$alive" ] && break
-	sleep 0.5
+	sleep 0.1
 	i=$((i + 1))
-done
-for pid in $alive; do
-	kill -9 "$pid" 2>/dev/null
 done
 
 rm -rf "$state"

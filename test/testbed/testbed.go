@@ -23,7 +23,7 @@ var DefaultClusters = []string{"east", "west", "north"}
 
 // Binaries are the executables the testbed needs in its binary folder.
 var Binaries = []string{
-	"kube-apiserver", "kube-controller-manager", "kube-scheduler",
+	"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
 	"etcd", "kwok", "kwokctl", "coredns",
 }
 
@@ -190,7 +190,7 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		BinDir:     opts.BinDir,
 		opts:       opts,
 	}
-	if _, err := os.Stat(opts.StateDir); err == nil {
+	if entries, err := os.ReadDir(opts.StateDir); err == nil && len(entries) > 0 {
 		fmt.Fprintf(opts.Log, "testbed: removing the testbed left in %s\n", opts.StateDir)
 		if err := Down(ctx, opts.StateDir, opts.BinDir); err != nil {
 			return nil, err
