@@ -221,6 +221,24 @@ func TestTestbedTeardownLeavesNoProcess(t *testing.T) {
 			t.Errorf("no running %s recorded (have %v)", component, pids)
 		}
 	}
+	// Another process finds the running testbed through its state folder.
+	attached, err := testbed.Attach(ctx, stateDir, one.BinDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attached.Clusters) != 1 || attached.Clusters[0].DNSAddr != one.Clusters[0].DNSAddr {
+		t.Errorf("Attach found %+v, want the solo cluster with DNS %s", attached.Clusters, one.Clusters[0].DNSAddr)
+	}
+	rss, err := attached.Clusters[0].ResidentBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for component := range pids {
+		if rss[component] <= 0 {
+			t.Errorf("no resident memory reported for %s: %v", component, rss)
+		}
+	}
+
 	if err := one.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,9 @@ type Cluster struct {
 	// AuditLogPath is the kube-apiserver's audit log when
 	// Options.AuditPolicy is set.
 	AuditLogPath string
+	// Index is the cluster's position in the clusterset; it fixes the CIDRs.
+	Index int
 
-	index      int
 	bed        *Clusterset
 	restConfig *rest.Config
 }
@@ -56,7 +57,7 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 		ServiceCIDR:    fmt.Sprintf("10.%d.0.0/16", 200+index),
 		KubeconfigPath: filepath.Join(cs.StateDir, name+".kubeconfig"),
 		Context:        "kwok-" + name,
-		index:          index,
+		Index:          index,
 		bed:            cs,
 	}
 	if cs.opts.AuditPolicy != "" {
@@ -76,7 +77,7 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 // gives the node's pods their IPs from it. Slice 0 is kwok's fallback for
 // nodes without a podCIDR.
 func (c *Cluster) nodePodCIDR(i int) string {
-	return fmt.Sprintf("10.%d.%d.0/24", 100+c.index, i+1)
+	return fmt.Sprintf("10.%d.%d.0/24", 100+c.Index, i+1)
 }
 
 func (c *Cluster) kwokWorkdir() string { return filepath.Join(c.bed.StateDir, "kwok") }
@@ -92,14 +93,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.kwokctl(ctx, c.createArgs()...); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath)
-	if err != nil {
-		return fmt.Errorf("read kubeconfig %s: %w", c.KubeconfigPath, err)
+	if err := c.loadRESTConfig(); err != nil {
+		return err
 	}
-	// The testbed's callers create many objects quickly; client-go's
-	// default 5 QPS would make the tests measure the client, not the server.
-	cfg.QPS, cfg.Burst = 200, 400
-	c.restConfig = cfg
 	if err := c.createNodes(ctx); err != nil {
 		return err
 	}
@@ -150,6 +146,18 @@ func (c *Cluster) kwokctl(ctx context.Context, args ...string) error {
 	return nil
 }
 
+func (c *Cluster) loadRESTConfig() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath)
+	if err != nil {
+		return fmt.Errorf("testbed: read kubeconfig %s: %w", c.KubeconfigPath, err)
+	}
+	// The testbed's callers create many objects quickly; client-go's
+	// default 5 QPS would make the tests measure the client, not the server.
+	cfg.QPS, cfg.Burst = 200, 400
+	c.restConfig = cfg
+	return nil
+}
+
 // RESTConfig returns a copy of the admin rest.Config of this cluster.
 func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
 
@@ -159,7 +167,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		mcsv1beta1.AddToScheme, mcsv1alpha1.AddToScheme,
+		mcsv1beta1.Install, mcsv1alpha1.Install,
 	} {
 		if err := add(s); err != nil {
 			panic(err) // only fails on conflicting registrations, a programming error
@@ -281,4 +289,30 @@ func processAlive(pid int) bool {
 		return s[i+2] != 'Z'
 	}
 	return true
+}
+
+// ResidentBytes returns the resident memory (VmRSS) of each of this
+// cluster's running processes, by component, as Pids names them.
+func (c *Cluster) ResidentBytes() (map[string]int64, error) {
+	pids, err := c.Pids()
+	if err != nil {
+		return nil, err
+	}
+	rss := map[string]int64{}
+	for component, pid := range pids {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue // exited since Pids looked
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("testbed: VmRSS of %s: %w", component, err)
+				}
+				rss[component] = n * 1024
+			}
+		}
+	}
+	return rss, nil
 }

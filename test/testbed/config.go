@@ -1,8 +1,11 @@
 package testbed
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"sigs.k8s.io/yaml"
 )
@@ -35,4 +38,41 @@ func writeClustersetConfig(cs *Clusterset) error {
 		return fmt.Errorf("testbed: clusterset config: %w", err)
 	}
 	return nil
+}
+
+// stateFile records a running testbed in its state folder, so that Attach
+// (and `testbed status`) can find it again from another process.
+const stateFile = "testbed.json"
+
+func writeState(cs *Clusterset) error {
+	raw, err := json.MarshalIndent(cs.Clusters, "", "  ")
+	if err != nil {
+		return fmt.Errorf("testbed: state: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(cs.StateDir, stateFile), raw, 0o644); err != nil {
+		return fmt.Errorf("testbed: state: %w", err)
+	}
+	return nil
+}
+
+// Attach returns the testbed that a Start in another process (such as
+// `testbed up`) left running in stateDir, with binaries in binDir. Stop on
+// the result tears it down.
+func Attach(ctx context.Context, stateDir, binDir string) (*Clusterset, error) {
+	raw, err := os.ReadFile(filepath.Join(stateDir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("testbed: no running testbed in %s: %w", stateDir, err)
+	}
+	cs := &Clusterset{StateDir: stateDir, ConfigPath: filepath.Join(stateDir, "clusterset.yaml"), BinDir: binDir}
+	cs.opts.StateDir, cs.opts.BinDir = stateDir, binDir
+	if err := json.Unmarshal(raw, &cs.Clusters); err != nil {
+		return nil, fmt.Errorf("testbed: state %s: %w", filepath.Join(stateDir, stateFile), err)
+	}
+	for _, c := range cs.Clusters {
+		c.bed = cs
+		if err := c.loadRESTConfig(); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
 }

@@ -214,8 +214,10 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		fmt.Fprintf(opts.Log, "testbed: cluster %s up in %s (pods %s, services %s, DNS %s)\n",
 			name, time.Since(start).Round(time.Millisecond), c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
 	}
-	if err := writeClustersetConfig(cs); err != nil {
-		return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+	for _, write := range []func(*Clusterset) error{writeClustersetConfig, writeState} {
+		if err := write(cs); err != nil {
+			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+		}
 	}
 	return cs, nil
 }

@@ -2,10 +2,12 @@
 // down (see package github.com/mcs-syncer/mcs-syncer/test/testbed).
 //
 //	testbed up [--clusters east,west,north] [--state DIR] [--bin DIR]
+//	testbed status [--state DIR] [--bin DIR]
 //	testbed down [--state DIR] [--bin DIR]
 //
 // up returns once every cluster is ready, leaving the clusters running, and
-// prints their kubeconfigs and DNS addresses; down stops them all.
+// prints their kubeconfigs and DNS addresses; status prints each cluster's
+// processes with their resident memory; down stops them all.
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -28,8 +31,8 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) == 0 || (args[0] != "up" && args[0] != "down") {
-		return fmt.Errorf("usage: testbed up|down [flags]; testbed up -h lists the flags")
+	if len(args) == 0 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
+		return fmt.Errorf("usage: testbed up|status|down [flags]; testbed up -h lists the flags")
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("testbed "+verb, flag.ContinueOnError)
@@ -47,12 +50,23 @@ func run(args []string) error {
 	defer stop()
 	opts := testbed.Options{StateDir: *state, BinDir: *bin, Log: os.Stderr}
 
-	if verb == "down" {
+	switch verb {
+	case "down":
 		stateDir, binDir, err := opts.Paths()
 		if err != nil {
 			return err
 		}
 		return testbed.Down(ctx, stateDir, binDir)
+	case "status":
+		stateDir, binDir, err := opts.Paths()
+		if err != nil {
+			return err
+		}
+		cs, err := testbed.Attach(ctx, stateDir, binDir)
+		if err != nil {
+			return err
+		}
+		return printStatus(cs)
 	}
 
 	opts.Clusters = strings.Split(*clusters, ",")
@@ -66,5 +80,31 @@ func run(args []string) error {
 			c.Name, c.KubeconfigPath, c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)
+	return nil
+}
+
+func printStatus(cs *testbed.Clusterset) error {
+	for _, c := range cs.Clusters {
+		pids, err := c.Pids()
+		if err != nil {
+			return err
+		}
+		rss, err := c.ResidentBytes()
+		if err != nil {
+			return err
+		}
+		names := make([]string, 0, len(pids))
+		for name := range pids {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var total int64
+		fmt.Printf("%s (KUBECONFIG=%s, DNS %s)\n", c.Name, c.KubeconfigPath, c.DNSAddr)
+		for _, name := range names {
+			fmt.Printf("  %-24s pid %-8d %6.0f MiB\n", name, pids[name], float64(rss[name])/(1<<20))
+			total += rss[name]
+		}
+		fmt.Printf("  %-24s %-12s %6.0f MiB\n", "total", "", float64(total)/(1<<20))
+	}
 	return nil
 }
