@@ -20,6 +20,18 @@ fi
 
 [ -d "$state" ] || exit 0
 
+# Only ever remove a folder that Start made: it holds the marker. An empty
+# folder is simply removed; anything else is refused, so that a mistyped
+# --state can never wipe a folder of the user's.
+if [ ! -e "$state/.mcs-testbed" ]; then
+	if [ -z "$(ls -A "$state")" ]; then
+		rmdir "$state"
+		exit 0
+	fi
+	echo "teardown: $state is not a testbed state folder (no .mcs-testbed marker); leaving it alone" >&2
+	exit 1
+fi
+
 # ours PID: true if PID runs one of our binaries (guards against pid reuse).
 ours() {
 	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1

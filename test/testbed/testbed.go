@@ -31,6 +31,10 @@ var Binaries = []string{
 // 10.(100+i) and 10.(200+i) scheme of the package doc.
 const maxClusters = 50
 
+// stateMarker marks a folder as a testbed's state folder; teardown removes
+// no folder without it.
+const stateMarker = ".mcs-testbed"
+
 //go:embed teardown.sh
 var teardownScript string
 
@@ -199,6 +203,9 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(opts.StateDir, stateMarker), nil, 0o644); err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
 	if opts.TeardownOnExit {
 		if err := cs.startWatchdog(); err != nil {
 			return nil, errors.Join(err, Down(ctx, opts.StateDir, opts.BinDir))
@@ -250,7 +257,8 @@ func (cs *Clusterset) Stop(ctx context.Context) error {
 
 // Down tears down the testbed whose state folder is stateDir: it stops the
 // processes it started (those whose executable lies in binDir or stateDir)
-// and removes stateDir. It is safe to call on a folder that is gone.
+// and removes stateDir. It is safe to call on a folder that is gone or
+// empty, and refuses a non-empty folder that Start did not make.
 func Down(ctx context.Context, stateDir, binDir string) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", teardownScript, "teardown", stateDir, binDir)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -70,7 +70,7 @@ func TestDownOfMissingFolderSucceeds(t *testing.T) {
 // a process whose pid file is there but whose executable is not (a reused
 // pid), and removes the state folder.
 func TestDownStopsOnlyTestbedProcesses(t *testing.T) {
-	state, bin := t.TempDir(), t.TempDir()
+	state, bin := stateDir(t), t.TempDir()
 	ours := startSleep(t, copyExecutable(t, "sleep", bin), filepath.Join(state, "a", "pids", "ours.pid"))
 	foreign := startSleep(t, mustLookPath(t, "sleep"), filepath.Join(state, "foreign.pid"))
 
@@ -88,11 +88,28 @@ func TestDownStopsOnlyTestbedProcesses(t *testing.T) {
 	}
 }
 
+// TestDownLeavesForeignFoldersAlone: a non-empty folder without the
+// testbed's marker (a mistyped --state) is refused and left as it is.
+func TestDownLeavesForeignFoldersAlone(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(dir, "precious.txt")
+	if err := os.WriteFile(precious, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Down(context.Background(), dir, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "not a testbed state folder") {
+		t.Errorf("Down of a foreign folder: %v, want a refusal", err)
+	}
+	if _, err := os.Stat(precious); err != nil {
+		t.Errorf("Down touched a foreign folder: %v", err)
+	}
+}
+
 // TestWatchdogTearsDownWhenItsPipeCloses: the watchdog tears the testbed
 // down once the writer of its pipe is gone, as when the process that
 // started the testbed dies.
 func TestWatchdogTearsDownWhenItsPipeCloses(t *testing.T) {
-	state, bin := t.TempDir(), t.TempDir()
+	state, bin := stateDir(t), t.TempDir()
 	ours := startSleep(t, copyExecutable(t, "sleep", bin), filepath.Join(state, "ours.pid"))
 	cs := &Clusterset{StateDir: state, BinDir: bin}
 	if err := cs.startWatchdog(); err != nil {
@@ -112,6 +129,16 @@ func TestWatchdogTearsDownWhenItsPipeCloses(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("state folder still there: %v", err)
 	}
+}
+
+// stateDir returns a folder marked as a testbed's state folder.
+func stateDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, stateMarker), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // fakeBinDir returns a folder with an executable file for every binary.
