@@ -54,12 +54,19 @@ for f in $(find "$state" -name '*.pid' 2>/dev/null); do
 	fi
 done
 
-# Wait (up to 10 s) until they are gone before the folder they use goes.
+# running PID: true until PID has exited (gone, or a zombie). The exe link
+# is no test: an exiting process loses it before it stops running.
+running() {
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# Wait (up to 10 s) until they have exited before the folder they use goes.
 i=0
 while [ $i -lt 100 ]; do
 	alive=""
 	for pid in $pids; do
-		ours "$pid" && alive="$alive $pid" # a zombie has no exe link: gone
+		running "$pid" && alive="$alive $pid"
 	done
 	[ -z "$alive" ] && break
 	sleep 0.1
