@@ -1,0 +1,165 @@
+package reconciler
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
+)
+
+// EndpointGroup is a set of endpoints that share an address type and a
+// port set: the unit that slices are made of (every slice holds endpoints
+// of one group only). Any controller can fill it: from Pods
+// (DesiredFromServicePods), from another cluster's slices, from IPs in
+// annotations.
+//
+// Groups with the same address type and the same ports (in any order; a nil
+// and an empty port list are the same) are one group. Within a group,
+// endpoints are identified by their sorted addresses, hostname and
+// targetRef namespace/name; of two endpoints with the same identity the
+// last one given wins.
+type EndpointGroup struct {
+	AddressType discoveryv1.AddressType
+	Ports       []discoveryv1.EndpointPort
+	Endpoints   []discoveryv1.Endpoint
+}
+
+// group is an EndpointGroup keyed and sorted for planning.
+type group struct {
+	addressType discoveryv1.AddressType
+	portKey     string
+	ports       []discoveryv1.EndpointPort
+	// endpoints by identity, and their identities in sorted order (the
+	// order in which new endpoints are placed, so plans are deterministic).
+	byID  map[string]*discoveryv1.Endpoint
+	order []string
+}
+
+// portKey is the canonical form of a port set: ports sorted by name,
+// protocol, port and app protocol, so two equal sets in any order match.
+func portKey(ports []discoveryv1.EndpointPort) string {
+	keys := make([]string, 0, len(ports))
+	for _, p := range ports {
+		keys = append(keys, strings.Join([]string{
+			ptr.Deref(p.Name, "\x00"),
+			string(ptr.Deref(p.Protocol, "")),
+			strconv.Itoa(int(ptr.Deref(p.Port, -1))),
+			ptr.Deref(p.AppProtocol, "\x00"),
+		}, "/"))
+	}
+	slices.Sort(keys)
+	return strings.Join(keys, ",")
+}
+
+// endpointID is an endpoint's identity: the same endpoint whose conditions,
+// node, zone or hints change is updated in place, not removed and re-added.
+func endpointID(ep *discoveryv1.Endpoint) string {
+	var b strings.Builder
+	addrs := ep.Addresses
+	if !slices.IsSorted(addrs) {
+		addrs = slices.Sorted(slices.Values(addrs))
+	}
+	for _, a := range addrs {
+		b.WriteString(a)
+		b.WriteByte(',')
+	}
+	b.WriteByte('|')
+	b.WriteString(ptr.Deref(ep.Hostname, ""))
+	b.WriteByte('|')
+	if ep.TargetRef != nil {
+		b.WriteString(ep.TargetRef.Namespace)
+		b.WriteByte('/')
+		b.WriteString(ep.TargetRef.Name)
+	}
+	return b.String()
+}
+
+// groupDesired merges groups with equal keys and indexes their endpoints.
+// The result is ordered by address type and port key.
+func groupDesired(desired []EndpointGroup) []*group {
+	byKey := map[string]*group{}
+	var groups []*group
+	for i := range desired {
+		d := &desired[i]
+		pk := portKey(d.Ports)
+		key := string(d.AddressType) + "#" + pk
+		g, ok := byKey[key]
+		if !ok {
+			g = &group{addressType: d.AddressType, portKey: pk, ports: d.Ports, byID: map[string]*discoveryv1.Endpoint{}}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		for j := range d.Endpoints {
+			ep := &d.Endpoints[j]
+			id := endpointID(ep)
+			if _, seen := g.byID[id]; !seen {
+				g.order = append(g.order, id)
+			}
+			g.byID[id] = ep
+		}
+	}
+	for _, g := range groups {
+		slices.Sort(g.order)
+	}
+	slices.SortFunc(groups, func(a, b *group) int {
+		return cmp.Or(cmp.Compare(a.addressType, b.addressType), cmp.Compare(a.portKey, b.portKey))
+	})
+	return groups
+}
+
+// endpointEqual reports whether two endpoints with the same identity need
+// no update: same addresses (in order), conditions (nil differs from
+// false), hostname, node, zone, hints and targetRef (ignoring its
+// resourceVersion).
+func endpointEqual(a, b *discoveryv1.Endpoint) bool {
+	return slices.Equal(a.Addresses, b.Addresses) &&
+		boolPtrEqual(a.Conditions.Ready, b.Conditions.Ready) &&
+		boolPtrEqual(a.Conditions.Serving, b.Conditions.Serving) &&
+		boolPtrEqual(a.Conditions.Terminating, b.Conditions.Terminating) &&
+		stringPtrEqual(a.Hostname, b.Hostname) &&
+		stringPtrEqual(a.NodeName, b.NodeName) &&
+		stringPtrEqual(a.Zone, b.Zone) &&
+		hintsEqual(a.Hints, b.Hints) &&
+		targetRefKey(a) == targetRefKey(b) &&
+		mapsEqual(a.DeprecatedTopology, b.DeprecatedTopology)
+}
+
+func boolPtrEqual(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+func stringPtrEqual(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+func hintsEqual(a, b *discoveryv1.EndpointHints) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.ForZones, b.ForZones) && slices.Equal(a.ForNodes, b.ForNodes)
+}
+
+// targetRefKey returns a comparable form of the endpoint's targetRef
+// without its resourceVersion.
+func targetRefKey(ep *discoveryv1.Endpoint) [7]string {
+	if ep.TargetRef == nil {
+		return [7]string{"nil"}
+	}
+	r := ep.TargetRef
+	return [7]string{r.Kind, r.Namespace, r.Name, string(r.UID), r.APIVersion, r.FieldPath, "set"}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,761 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+// TestNewValidatesOptions: bad settings are refused with a clear error.
+func TestNewValidatesOptions(t *testing.T) {
+	client := newFakeClient(t)
+	for _, tc := range []struct {
+		managedBy string
+		opts      []Option
+		want      string
+	}{
+		{"", nil, "must not be empty"},
+		{"not a label value!", nil, "not a valid label value"},
+		{"ok", []Option{WithMaxEndpointsPerSlice(0)}, "1..1000, got 0"},
+		{"ok", []Option{WithMaxEndpointsPerSlice(1001)}, "1..1000, got 1001"},
+		{"ok", []Option{WithTracker(nil)}, "tracker must not be nil"},
+	} {
+		_, err := New(client.DiscoveryV1(), tc.managedBy, tc.opts...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%q, %d opts): %v, want an error containing %q", tc.managedBy, len(tc.opts), err, tc.want)
+		}
+	}
+}
+
+// TestEmptyServiceGetsPlaceholder: a Service without endpoints gets one
+// empty slice without ports when placeholders are on, nothing when off.
+func TestEmptyServiceGetsPlaceholder(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithPlaceholder(true))
+	svc := service()
+	reconcileService(t, r, client, svc, nil)
+	got := listSlices(t, client, "ns")
+	if len(got) != 1 || len(got[0].Endpoints) != 0 || len(got[0].Ports) != 0 {
+		t.Fatalf("slices %v, want one empty placeholder", sliceSizes(got))
+	}
+	if got[0].Labels[discoveryv1.LabelManagedBy] != "test-controller" || got[0].Labels[discoveryv1.LabelServiceName] != "svc" {
+		t.Errorf("placeholder labels %v", got[0].Labels)
+	}
+	assertIdempotent(t, r, client, svc, nil)
+
+	client = newFakeClient(t)
+	r = newReconciler(t, client)
+	reconcileService(t, r, client, svc, nil)
+	if got := listSlices(t, client, "ns"); len(got) != 0 {
+		t.Errorf("without placeholders: %d slices, want none", len(got))
+	}
+}
+
+// TestOneEndpoint: one pod gives one slice of its address type; a
+// dual-stack Service gets one slice per family.
+func TestOneEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		families []corev1.IPFamily
+		ips      []string
+		want     []discoveryv1.AddressType
+	}{
+		{"IPv4", []corev1.IPFamily{corev1.IPv4Protocol}, []string{"10.0.0.1"}, []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}},
+		{"IPv6", []corev1.IPFamily{corev1.IPv6Protocol}, []string{"fd00::1"}, []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}},
+		{"dual-stack", []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}, []string{"10.0.0.1", "fd00::1"},
+			[]discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newFakeClient(t)
+			r := newReconciler(t, client, WithPlaceholder(true))
+			svc := service()
+			svc.Spec.IPFamilies = tc.families
+			p := pod("pod-0", tc.ips[0], true)
+			p.Status.PodIPs = nil
+			for _, ip := range tc.ips {
+				p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+			}
+			reconcileService(t, r, client, svc, []*corev1.Pod{p})
+			got := listSlices(t, client, "ns")
+			var types []discoveryv1.AddressType
+			for _, s := range got {
+				types = append(types, s.AddressType)
+				if len(s.Endpoints) != 1 || len(s.Endpoints[0].Addresses) != 1 {
+					t.Errorf("%s slice holds %v", s.AddressType, s.Endpoints)
+				}
+			}
+			slices.Sort(types)
+			if !slices.Equal(types, tc.want) {
+				t.Errorf("address types %v, want %v", types, tc.want)
+			}
+			assertIdempotent(t, r, client, svc, []*corev1.Pod{p})
+		})
+	}
+}
+
+// TestPlaceholderKeptOrReplaced: an existing placeholder is kept as it is;
+// one with stale labels is replaced (recycled into one update).
+func TestPlaceholderKeptOrReplaced(t *testing.T) {
+	svc := service()
+	client := newFakeClient(t)
+	placeholder := existingSlice("svc-old", svc, nil, nil)
+	seed(t, client, placeholder)
+	r := newReconciler(t, client, WithPlaceholder(true))
+	reconcileService(t, r, client, svc, nil)
+	if w := writes(client); len(w) != 0 {
+		t.Errorf("a matching placeholder was rewritten: %v", w)
+	}
+
+	client = newFakeClient(t)
+	stale := existingSlice("svc-old", svc, nil, nil)
+	stale.Labels["app"] = "old"
+	seed(t, client, stale)
+	r = newReconciler(t, client, WithPlaceholder(true))
+	reconcileService(t, r, client, svc, nil)
+	if w := writes(client); w["update"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want the stale placeholder updated once", w)
+	}
+	got := listSlices(t, client, "ns")
+	if len(got) != 1 || got[0].Name != "svc-old" || got[0].Labels["app"] != "web" {
+		t.Errorf("placeholder after replace: %+v", got)
+	}
+}
+
+// TestPublishNotReadyAddresses: not-ready pods are ready endpoints when the
+// Service publishes not-ready addresses.
+func TestPublishNotReadyAddresses(t *testing.T) {
+	svc := service()
+	svc.Spec.PublishNotReadyAddresses = true
+	_, eps := podEndpoints(t, svc, []*corev1.Pod{pod("p", "10.0.0.1", false)})
+	c := eps[0].Conditions
+	if !ptr.Deref(c.Ready, false) || !ptr.Deref(c.Serving, false) || ptr.Deref(c.Terminating, true) {
+		t.Errorf("conditions %+v, want ready, serving, not terminating", c)
+	}
+}
+
+// TestManyEndpointsFillSlices: 250 endpoints make slices of 100, 100, 50.
+func TestManyEndpointsFillSlices(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	svc, pods := service(), readyPods(250)
+	reconcileService(t, r, client, svc, pods)
+	got := sliceSizes(listSlices(t, client, "ns"))
+	slices.Sort(got)
+	if !slices.Equal(got, []int{50, 100, 100}) {
+		t.Errorf("slice sizes %v, want [50 100 100]", got)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestPartiallyFullSlicesTakeTheRemainder: slices of 62 and 61 endpoints
+// plus 127 new ones: a full new slice, and the remaining 27 into the 62
+// slice (closest to full): 1 update + 1 create.
+func TestPartiallyFullSlicesTakeTheRemainder(t *testing.T) {
+	svc, pods := service(), readyPods(250)
+	ports, eps := podEndpoints(t, svc, pods)
+	client := newFakeClient(t)
+	seed(t, client,
+		existingSlice("svc-a", svc, ports, eps[:62]),
+		existingSlice("svc-b", svc, ports, eps[62:123]))
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 1 || w["create"] != 1 || len(w) != 2 {
+		t.Errorf("writes %v, want 1 update + 1 create", w)
+	}
+	sizes := map[string]int{}
+	for _, s := range listSlices(t, client, "ns") {
+		sizes[s.Name] = len(s.Endpoints)
+	}
+	if sizes["svc-a"] != 89 || sizes["svc-b"] != 61 {
+		t.Errorf("sizes %v, want svc-a 89 and svc-b 61 (+ a new 100)", sizes)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestWorseAllocationIsRepacked: two full slices half of whose endpoints
+// are gone are refilled with new endpoints before anything is created.
+func TestWorseAllocationIsRepacked(t *testing.T) {
+	svc, pods := service(), readyPods(300)
+	ports, eps := podEndpoints(t, svc, pods)
+	_, gone := podEndpoints(t, svc, func() []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := range 100 {
+			out = append(out, pod(fmt.Sprintf("gone-%d", i), fmt.Sprintf("10.9.0.%d", i+1), true))
+		}
+		return out
+	}())
+	client := newFakeClient(t)
+	seed(t, client,
+		existingSlice("svc-a", svc, ports, append(slices.Clone(eps[:50]), gone[:50]...)),
+		existingSlice("svc-b", svc, ports, append(slices.Clone(eps[50:100]), gone[50:]...)))
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 2 || w["create"] != 1 || len(w) != 2 {
+		t.Errorf("writes %v, want 2 updates + 1 create", w)
+	}
+	if got := sliceSizes(listSlices(t, client, "ns")); !slices.Equal(got, []int{100, 100, 100}) {
+		t.Errorf("sizes %v, want three full slices", got)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestChangedEndpointIsUpdatedInPlace: a pod turning not-ready updates its
+// slice; the slice keeps its name.
+func TestChangedEndpointIsUpdatedInPlace(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	svc, pods := service(), readyPods(3)
+	reconcileService(t, r, client, svc, pods)
+	before := listSlices(t, client, "ns")
+	client.ClearActions()
+
+	pods[1] = pod(pods[1].Name, pods[1].Status.PodIP, false)
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want 1 update", w)
+	}
+	after := listSlices(t, client, "ns")
+	if len(after) != 1 || after[0].Name != before[0].Name {
+		t.Fatalf("slices %v, want the same one slice", after)
+	}
+	for _, ep := range after[0].Endpoints {
+		if ep.TargetRef.Name == pods[1].Name && ptr.Deref(ep.Conditions.Ready, true) {
+			t.Errorf("endpoint of %s still ready", pods[1].Name)
+		}
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestLabelUpdates: slices follow the Service's labels, except the reserved
+// ones a Service cannot set on its slices.
+func TestLabelUpdates(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	svc, pods := service(), readyPods(2)
+	reconcileService(t, r, client, svc, pods)
+	client.ClearActions()
+
+	svc.Labels = map[string]string{
+		"app": "web", "tier": "front",
+		discoveryv1.LabelManagedBy:   "someone-else",
+		discoveryv1.LabelServiceName: "other",
+		corev1.IsHeadlessService:     "",
+	}
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want 1 update", w)
+	}
+	got := listSlices(t, client, "ns")[0].Labels
+	want := map[string]string{"app": "web", "tier": "front", discoveryv1.LabelManagedBy: "test-controller", discoveryv1.LabelServiceName: "svc"}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestPortChangeRecyclesSlices: 10 slices of 30 endpoints whose port
+// changes: the 300 endpoints need 3 slices, and the 3 creates reuse 3 of
+// the 10 old slices: 3 updates + 7 deletes, no create.
+func TestPortChangeRecyclesSlices(t *testing.T) {
+	svc, pods := service(), readyPods(300)
+	ports, eps := podEndpoints(t, svc, pods)
+	client := newFakeClient(t)
+	for i := range 10 {
+		seed(t, client, existingSlice(fmt.Sprintf("svc-%02d", i), svc, ports, eps[i*30:(i+1)*30]))
+	}
+	svc.Spec.Ports[0].TargetPort = intstr.FromInt32(9090)
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 3 || w["delete"] != 7 || len(w) != 2 {
+		t.Errorf("writes %v, want 3 updates + 7 deletes", w)
+	}
+	for _, s := range listSlices(t, client, "ns") {
+		if len(s.Ports) != 1 || *s.Ports[0].Port != 9090 || len(s.Endpoints) != 100 {
+			t.Errorf("slice %s: ports %v, %d endpoints", s.Name, s.Ports, len(s.Endpoints))
+		}
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestUpdatePacking: new endpoints go first into a slice that is being
+// updated anyway, so no other slice is written.
+func TestUpdatePacking(t *testing.T) {
+	svc, pods := service(), readyPods(180)
+	ports, eps := podEndpoints(t, svc, pods)
+	client := newFakeClient(t)
+	seed(t, client,
+		existingSlice("svc-a", svc, ports, eps[:80]),
+		existingSlice("svc-b", svc, ports, eps[80:150]))
+	// 10 pods of svc-a go, the 30 pods not yet in any slice stay.
+	pods = append(slices.Clone(pods[10:150]), pods[150:]...)
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want 1 update", w)
+	}
+	sizes := map[string]int{}
+	for _, s := range listSlices(t, client, "ns") {
+		sizes[s.Name] = len(s.Endpoints)
+	}
+	if sizes["svc-a"] != 100 || sizes["svc-b"] != 70 {
+		t.Errorf("sizes %v, want svc-a 100, svc-b 70", sizes)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestOwnerRecreatedReplacesSlices: with ownership enforced, slices of a
+// previous owner with the same name (another UID) are deleted, not reused.
+func TestOwnerRecreatedReplacesSlices(t *testing.T) {
+	svc, pods := service(), readyPods(5)
+	ports, eps := podEndpoints(t, svc, pods)
+	client := newFakeClient(t)
+	seed(t, client, existingSlice("svc-old", svc, ports, eps))
+	svc.UID = "svc-uid-2"
+	r := newReconciler(t, client, WithOwnershipEnforced(true))
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["create"] != 1 || w["delete"] != 1 || len(w) != 2 {
+		t.Errorf("writes %v, want 1 create + 1 delete", w)
+	}
+	got := listSlices(t, client, "ns")
+	if len(got) != 1 || got[0].Name == "svc-old" || ownerOf(got[0]) != "svc-uid-2" {
+		t.Errorf("slices after owner change: %+v", got)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestNamedTargetPorts: a named target port resolves per pod; pods that
+// name different numbers land in different slices.
+func TestNamedTargetPorts(t *testing.T) {
+	svc := service()
+	svc.Spec.Ports[0].TargetPort = intstr.FromString("http")
+	pods := readyPods(4)
+	pods[3].Spec.Containers[0].Ports[0].ContainerPort = 8443
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	byPort := map[int32]int{}
+	for _, s := range listSlices(t, client, "ns") {
+		byPort[*s.Ports[0].Port] += len(s.Endpoints)
+	}
+	if byPort[8080] != 3 || byPort[8443] != 1 || len(byPort) != 2 {
+		t.Errorf("endpoints by port %v, want 3 on 8080 and 1 on 8443", byPort)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestMaxEndpointsPerSlice: the maximum is respected for any value.
+func TestMaxEndpointsPerSlice(t *testing.T) {
+	for _, tc := range []struct {
+		max  int
+		want []int
+	}{
+		{50, slices.Repeat([]int{50}, 15)},
+		{80, append(slices.Repeat([]int{80}, 9), 30)},
+		{150, slices.Repeat([]int{150}, 5)},
+		{250, slices.Repeat([]int{250}, 3)},
+		{500, []int{250, 500}},
+	} {
+		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
+			client := newFakeClient(t)
+			r := newReconciler(t, client, WithMaxEndpointsPerSlice(tc.max))
+			svc, pods := service(), readyPods(750)
+			reconcileService(t, r, client, svc, pods)
+			got := sliceSizes(listSlices(t, client, "ns"))
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("sizes %v, want %v", got, want)
+			}
+			assertIdempotent(t, r, client, svc, pods)
+		})
+	}
+}
+
+// TestOwnerBeingDeletedCreatesNothing: while the owner is being deleted no
+// slice is created (they would only be garbage collected).
+func TestOwnerBeingDeletedCreatesNothing(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	svc := service()
+	svc.DeletionTimestamp = ptr.To(metav1.Now())
+	reconcileService(t, r, client, svc, readyPods(3))
+	if w := writes(client); len(w) != 0 {
+		t.Errorf("writes %v for an owner being deleted", w)
+	}
+}
+
+// TestNodeMissing: a pod whose node is unknown is left out and reported;
+// the other pods are reconciled.
+func TestNodeMissing(t *testing.T) {
+	svc, pods := service(), readyPods(3)
+	pods[2].Spec.NodeName = "node-gone"
+	desired, types, err := DesiredFromServicePods(svc, pods, defaultNodes)
+	if !errors.Is(err, ErrNodeNotFound) || !strings.Contains(err.Error(), "pod-2 on node-gone") {
+		t.Fatalf("error %v, want ErrNodeNotFound naming pod-2", err)
+	}
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	if err := r.Reconcile(context.Background(), Input{Owner: svc, OwnerGVK: serviceGVK, Desired: desired, AddressTypes: types, Labeler: ServiceLabels{svc}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := sliceSizes(listSlices(t, client, "ns")); !slices.Equal(got, []int{2}) {
+		t.Errorf("sizes %v, want the 2 pods with a node", got)
+	}
+}
+
+// TestTrafficDistributionHints: PreferClose gives ready endpoints a hint
+// for their zone; dropping it clears the hints with one update.
+func TestTrafficDistributionHints(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithTrafficDistribution(true))
+	svc, pods := service(), readyPods(3)
+	pods[2] = pod("pod-2", pods[2].Status.PodIP, false)
+	svc.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+	reconcileService(t, r, client, svc, pods)
+	for _, ep := range listSlices(t, client, "ns")[0].Endpoints {
+		ready := ptr.Deref(ep.Conditions.Ready, false)
+		if ready && (ep.Hints == nil || len(ep.Hints.ForZones) != 1 || ep.Hints.ForZones[0].Name != "zone-a") {
+			t.Errorf("ready endpoint %v has hints %v, want zone-a", ep.Addresses, ep.Hints)
+		}
+		if !ready && ep.Hints != nil {
+			t.Errorf("not-ready endpoint %v has hints %v", ep.Addresses, ep.Hints)
+		}
+	}
+	assertIdempotent(t, r, client, svc, pods)
+
+	client.ClearActions()
+	svc.Spec.TrafficDistribution = nil
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["update"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want 1 update clearing hints", w)
+	}
+	for _, ep := range listSlices(t, client, "ns")[0].Endpoints {
+		if ep.Hints != nil {
+			t.Errorf("hints %v left after trafficDistribution was removed", ep.Hints)
+		}
+	}
+}
+
+// TestHeadlessWithoutPorts: a headless Service without ports gets slices
+// without ports, the headless label, and hostnames for pods in its
+// subdomain.
+func TestHeadlessWithoutPorts(t *testing.T) {
+	svc := service()
+	svc.Spec.ClusterIP = corev1.ClusterIPNone
+	svc.Spec.Ports = nil
+	pods := readyPods(2)
+	pods[0].Spec.Hostname, pods[0].Spec.Subdomain = "web-0", "svc"
+	pods[1].Spec.Hostname, pods[1].Spec.Subdomain = "web-1", "other"
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	got := listSlices(t, client, "ns")
+	if len(got) != 1 || len(got[0].Ports) != 0 || len(got[0].Endpoints) != 2 {
+		t.Fatalf("slices %+v, want one slice of 2 endpoints and no ports", got)
+	}
+	if _, ok := got[0].Labels[corev1.IsHeadlessService]; !ok {
+		t.Errorf("labels %v lack %s", got[0].Labels, corev1.IsHeadlessService)
+	}
+	hostnames := map[string]string{}
+	for _, ep := range got[0].Endpoints {
+		hostnames[ep.TargetRef.Name] = ptr.Deref(ep.Hostname, "")
+	}
+	if hostnames["pod-0"] != "web-0" || hostnames["pod-1"] != "" {
+		t.Errorf("hostnames %v, want only pod-0's (its subdomain is the service)", hostnames)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestTerminatingEndpoints: a terminating pod stays an endpoint, not
+// ready, serving as long as it is Ready, terminating (KEP-1672); its end
+// removes it.
+func TestTerminatingEndpoints(t *testing.T) {
+	svc, pods := service(), readyPods(2)
+	pods[1].DeletionTimestamp = ptr.To(metav1.Now())
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, pods)
+	var found bool
+	for _, ep := range listSlices(t, client, "ns")[0].Endpoints {
+		if ep.TargetRef.Name != "pod-1" {
+			continue
+		}
+		found = true
+		c := ep.Conditions
+		if ptr.Deref(c.Ready, true) || !ptr.Deref(c.Serving, false) || !ptr.Deref(c.Terminating, false) {
+			t.Errorf("terminating endpoint conditions %+v, want ready=false serving=true terminating=true", c)
+		}
+	}
+	if !found {
+		t.Fatal("terminating pod has no endpoint")
+	}
+	pods[1].Status.Phase = corev1.PodSucceeded
+	reconcileService(t, r, client, svc, pods)
+	if got := sliceSizes(listSlices(t, client, "ns")); !slices.Equal(got, []int{1}) {
+		t.Errorf("sizes %v after the pod ended, want [1]", got)
+	}
+}
+
+// TestPlanIsDeterministic: the same input, in any order, gives the same
+// plan byte for byte.
+func TestPlanIsDeterministic(t *testing.T) {
+	svc, pods := service(), readyPods(450)
+	ports, eps := podEndpoints(t, svc, pods)
+	existing := []*discoveryv1.EndpointSlice{
+		existingSlice("svc-a", svc, ports, eps[:70]),
+		existingSlice("svc-b", svc, ports, eps[70:95]),
+		existingSlice("svc-c", svc, ports, eps[95:180]),
+	}
+	r := newReconciler(t, newFakeClient(t))
+	planJSON := func(pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) string {
+		desired, types, err := DesiredFromServicePods(svc, pods, defaultNodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := r.Plan(Input{Owner: svc, OwnerGVK: serviceGVK, Desired: desired, AddressTypes: types, Existing: existing, Labeler: ServiceLabels{svc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal([][]*discoveryv1.EndpointSlice{plan.Create, plan.Update, plan.Delete})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
+	}
+	want := planJSON(pods, existing)
+	for i := range 5 {
+		shuffledPods := slices.Clone(pods)
+		shuffledExisting := slices.Clone(existing)
+		rotate(shuffledPods, 37*(i+1))
+		rotate(shuffledExisting, i+1)
+		slices.Reverse(shuffledPods[:100])
+		if got := planJSON(shuffledPods, shuffledExisting); got != want {
+			t.Fatalf("plan differs for the same input in another order (run %d)", i)
+		}
+	}
+}
+
+func rotate[T any](s []T, n int) {
+	n %= len(s)
+	slices.Reverse(s[:n])
+	slices.Reverse(s[n:])
+	slices.Reverse(s)
+}
+
+// TestOthersAnnotationsSurvive: an annotation someone else put on a slice
+// is kept through updates; the trigger time is set, then removed.
+func TestOthersAnnotationsSurvive(t *testing.T) {
+	svc, pods := service(), readyPods(2)
+	ports, eps := podEndpoints(t, svc, pods[:1])
+	s := existingSlice("svc-a", svc, ports, eps)
+	s.Annotations = map[string]string{"example.com/note": "keep me"}
+	client := newFakeClient(t)
+	seed(t, client, s)
+	r := newReconciler(t, client)
+	in := serviceInput(t, client, svc, pods)
+	in.TriggerTime = time.Date(2026, 11, 22, 5, 0, 0, 123, time.UTC)
+	if err := r.Reconcile(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	got := listSlices(t, client, "ns")[0].Annotations
+	if got["example.com/note"] != "keep me" || got[corev1LastChangeTriggerTime] != "2026-11-22T05:00:00.000000123Z" {
+		t.Errorf("annotations %v", got)
+	}
+
+	pods[1] = pod(pods[1].Name, pods[1].Status.PodIP, false)
+	reconcileService(t, r, client, svc, pods) // zero trigger time
+	got = listSlices(t, client, "ns")[0].Annotations
+	if _, ok := got[corev1LastChangeTriggerTime]; ok || got["example.com/note"] != "keep me" {
+		t.Errorf("annotations %v, want the note kept and no trigger time", got)
+	}
+}
+
+// TestFailedWriteDoesNotStopOthers: one failing write does not abandon the
+// independent ones; the error names it, and the tracker holds only what was
+// written.
+func TestFailedWriteDoesNotStopOthers(t *testing.T) {
+	client := newFakeClient(t)
+	calls := 0
+	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		calls++
+		if calls == 2 {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd hiccup"))
+		}
+		return false, nil, nil
+	})
+	r := newReconciler(t, client)
+	svc, pods := service(), readyPods(300)
+	err := r.Reconcile(context.Background(), serviceInput(t, client, svc, pods))
+	if err == nil || !strings.Contains(err.Error(), "etcd hiccup") {
+		t.Fatalf("error %v, want the failed create reported", err)
+	}
+	if got := listSlices(t, client, "ns"); len(got) != 2 {
+		t.Fatalf("%d slices written, want the 2 creates that did not fail", len(got))
+	}
+	// The next reconcile sees both slices and writes only the missing one.
+	client.ClearActions()
+	reconcileService(t, r, client, svc, pods)
+	if w := writes(client); w["create"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want the one missing create", w)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// TestStaleCacheIsDetected: planning over a list that lacks what was just
+// written is refused with ErrStaleCache and writes nothing.
+func TestStaleCacheIsDetected(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	svc := service()
+	stale := serviceInput(t, client, svc, readyPods(3)) // lists nothing yet
+	reconcileService(t, r, client, svc, readyPods(3))
+	client.ClearActions()
+	err := r.Reconcile(context.Background(), stale)
+	if !errors.Is(err, ErrStaleCache) {
+		t.Fatalf("error %v, want ErrStaleCache", err)
+	}
+	if w := writes(client); len(w) != 0 {
+		t.Errorf("writes %v on a stale cache", w)
+	}
+	written := listSlices(t, client, "ns")
+	if r.Tracker().ShouldSync(written[0]) {
+		t.Error("the echo of our own write asks for a sync")
+	}
+}
+
+// TestForeignSlicesUntouched: slices with another managed-by value are
+// never written, even with ownership enforced.
+func TestForeignSlicesUntouched(t *testing.T) {
+	svc, pods := service(), readyPods(2)
+	ports, eps := podEndpoints(t, svc, pods)
+	theirs := existingSlice("svc-theirs", svc, ports, eps)
+	theirs.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+	theirs.OwnerReferences = nil
+	client := newFakeClient(t)
+	seed(t, client, theirs)
+	r := newReconciler(t, client, WithOwnershipEnforced(true))
+	reconcileService(t, r, client, svc, pods)
+	for _, a := range client.Actions() {
+		if n, ok := a.(k8stesting.DeleteAction); ok && n.GetName() == "svc-theirs" {
+			t.Error("deleted a slice of another controller")
+		}
+		if u, ok := a.(k8stesting.UpdateAction); ok && u.GetObject().(*discoveryv1.EndpointSlice).Name == "svc-theirs" {
+			t.Error("updated a slice of another controller")
+		}
+	}
+}
+
+// TestInputsAreNotMutated: Plan and Apply leave the existing slices and
+// the desired endpoints as they were.
+func TestInputsAreNotMutated(t *testing.T) {
+	svc, pods := service(), readyPods(250)
+	ports, eps := podEndpoints(t, svc, pods[:150])
+	client := newFakeClient(t)
+	seed(t, client, existingSlice("svc-a", svc, ports, eps[:70]), existingSlice("svc-b", svc, ports, eps[70:]))
+	svc.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+	pods[3] = pod(pods[3].Name, pods[3].Status.PodIP, false)
+	in := serviceInput(t, client, svc, pods[10:])
+	before := deepCopyInput(in)
+	r := newReconciler(t, client, WithTrafficDistribution(true), WithPlaceholder(true))
+	if err := r.Reconcile(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(in.Existing, before.Existing) {
+		t.Error("existing slices were modified")
+	}
+	if !equality.Semantic.DeepEqual(in.Desired, before.Desired) {
+		t.Error("desired endpoints were modified")
+	}
+}
+
+func deepCopyInput(in Input) Input {
+	out := in
+	out.Existing = nil
+	for _, s := range in.Existing {
+		out.Existing = append(out.Existing, s.DeepCopy())
+	}
+	out.Desired = nil
+	for _, g := range in.Desired {
+		c := EndpointGroup{AddressType: g.AddressType}
+		for _, p := range g.Ports {
+			c.Ports = append(c.Ports, *p.DeepCopy())
+		}
+		for _, ep := range g.Endpoints {
+			c.Endpoints = append(c.Endpoints, *ep.DeepCopy())
+		}
+		out.Desired = append(out.Desired, c)
+	}
+	return out
+}
+
+// TestCustomOwner: any object with a GVK owns slices; a plan can be
+// decorated before it is applied.
+func TestCustomOwner(t *testing.T) {
+	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "import", Namespace: "ns", UID: "import-uid"}}
+	gvk := discoveryv1.SchemeGroupVersion.WithKind("Anything")
+	gvk.Group, gvk.Version, gvk.Kind = "multicluster.x-k8s.io", "v1beta1", "ServiceImport"
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithOwnershipEnforced(true))
+	in := Input{
+		Owner: owner, OwnerGVK: gvk,
+		AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+		Desired: []EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"10.1.0.1"}, Zone: ptr.To("east-a"), Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "east-a"}}}},
+		}}},
+		Labeler: LabelerFunc(func() (map[string]string, map[string]string) {
+			return map[string]string{"source": "east"}, nil
+		}),
+	}
+	plan, err := r.Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan.Create[0].Annotations = map[string]string{"decorated": "yes"}
+	if err := r.Apply(context.Background(), plan); err != nil {
+		t.Fatal(err)
+	}
+	got := listSlices(t, client, "ns")[0]
+	ref := metav1.GetControllerOf(got)
+	if ref == nil || ref.Kind != "ServiceImport" || ref.APIVersion != "multicluster.x-k8s.io/v1beta1" || ref.UID != "import-uid" {
+		t.Errorf("controller ref %+v", ref)
+	}
+	if got.Annotations["decorated"] != "yes" || got.Labels["source"] != "east" || !strings.HasPrefix(got.Name, "import-") {
+		t.Errorf("slice %s: labels %v annotations %v", got.Name, got.Labels, got.Annotations)
+	}
+	if got.Endpoints[0].Hints == nil {
+		t.Error("hints given by the caller were dropped with traffic distribution off")
+	}
+}
+
+// TestUnsupportedAddressTypeIsDeleted: slices of an address type the owner
+// no longer has are deleted.
+func TestUnsupportedAddressTypeIsDeleted(t *testing.T) {
+	svc := service()
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	p := pod("pod-0", "10.0.0.1", true)
+	p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	reconcileService(t, r, client, svc, []*corev1.Pod{p})
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+	reconcileService(t, r, client, svc, []*corev1.Pod{p})
+	got := listSlices(t, client, "ns")
+	if len(got) != 1 || got[0].AddressType != discoveryv1.AddressTypeIPv4 {
+		t.Errorf("slices %+v, want only the IPv4 one", got)
+	}
+}

@@ -1,0 +1,133 @@
+package reconciler
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrStaleCache is returned (wrapped) by Plan and Reconcile when the
+// existing slices given are older than what this reconciler last wrote: the
+// caller's informer cache has not caught up, so planning now would undo or
+// repeat writes. Nothing is written; requeue the owner.
+var ErrStaleCache = errors.New("endpointslice cache is stale")
+
+// deletionExpected marks a slice this reconciler deleted.
+const deletionExpected = -1
+
+// Tracker remembers, per owner, the generation of every slice the reconciler
+// wrote and the slices it deleted, to detect a stale informer cache. It is
+// safe for concurrent use.
+type Tracker struct {
+	mu sync.Mutex
+	// generations[owner UID][slice name] is the generation last written,
+	// or deletionExpected.
+	generations map[types.UID]map[string]int64
+}
+
+// NewTracker returns an empty Tracker.
+func NewTracker() *Tracker {
+	return &Tracker{generations: map[types.UID]map[string]int64{}}
+}
+
+// ownerOf returns the UID of the slice's controller owner, or "".
+func ownerOf(slice *discoveryv1.EndpointSlice) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(slice); ref != nil {
+		return ref.UID
+	}
+	return ""
+}
+
+func (t *Tracker) set(owner types.UID, name string, generation int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bySlice, ok := t.generations[owner]
+	if !ok {
+		bySlice = map[string]int64{}
+		t.generations[owner] = bySlice
+	}
+	bySlice[name] = generation
+}
+
+// written records a slice returned by a create or update.
+func (t *Tracker) written(owner types.UID, slice *discoveryv1.EndpointSlice) {
+	t.set(owner, slice.Name, slice.Generation)
+}
+
+// deleted records a slice this reconciler deleted.
+func (t *Tracker) deleted(owner types.UID, slice *discoveryv1.EndpointSlice) {
+	t.set(owner, slice.Name, deletionExpected)
+}
+
+// Stale returns an error wrapping ErrStaleCache if existing (the owner's
+// slices as the caller's cache has them) is older than what was written: a
+// slice with a lower generation than recorded, a slice whose deletion is
+// expected, or a recorded slice that is missing. When the cache has caught
+// up, deletions it no longer lists are forgotten.
+func (t *Tracker) Stale(owner types.UID, existing []*discoveryv1.EndpointSlice) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	bySlice := t.generations[owner]
+	if len(bySlice) == 0 {
+		return nil
+	}
+	listed := make(map[string]bool, len(existing))
+	for _, s := range existing {
+		listed[s.Name] = true
+		g, ok := bySlice[s.Name]
+		if !ok {
+			continue
+		}
+		if g == deletionExpected {
+			return fmt.Errorf("%w: EndpointSlice %s is still listed after its deletion", ErrStaleCache, s.Name)
+		}
+		if s.Generation < g {
+			return fmt.Errorf("%w: EndpointSlice %s has generation %d, %d was written", ErrStaleCache, s.Name, s.Generation, g)
+		}
+	}
+	for name, g := range bySlice {
+		if g != deletionExpected && !listed[name] {
+			return fmt.Errorf("%w: written EndpointSlice %s is not listed yet", ErrStaleCache, name)
+		}
+	}
+	for name, g := range bySlice {
+		if g == deletionExpected {
+			delete(bySlice, name)
+		}
+	}
+	return nil
+}
+
+// ShouldSync tells, for a slice seen in a watch event, whether the owner
+// needs a reconcile: not if the event only echoes a write of this
+// reconciler (generation not newer than recorded).
+func (t *Tracker) ShouldSync(slice *discoveryv1.EndpointSlice) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g, ok := t.generations[ownerOf(slice)][slice.Name]
+	return !ok || g == deletionExpected || slice.Generation > g
+}
+
+// Observed tells the tracker that the cache no longer holds a slice (a
+// delete event): an expected deletion is then complete, and an unexpected
+// one is forgotten so that the next reconcile recreates what is missing.
+func (t *Tracker) Observed(deleted *discoveryv1.EndpointSlice) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	owner := ownerOf(deleted)
+	delete(t.generations[owner], deleted.Name)
+	if len(t.generations[owner]) == 0 {
+		delete(t.generations, owner)
+	}
+}
+
+// ForgetOwner drops everything recorded for an owner.
+func (t *Tracker) ForgetOwner(owner types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.generations, owner)
+}
