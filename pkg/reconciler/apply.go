@@ -109,4 +109,3 @@ func deleteOptions(s *discoveryv1.EndpointSlice) metav1.DeleteOptions {
 func namespaceTerminating(err error) bool {
 	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
 }
-

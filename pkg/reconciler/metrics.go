@@ -34,7 +34,7 @@ const (
 )
 
 type metrics struct {
-	added, removed, changedPerSync              prometheus.Histogram
+	added, removed, changedPerSync             prometheus.Histogram
 	endpointsDesired, numSlices, desiredSlices prometheus.Gauge
 	changes, syncs                             *prometheus.CounterVec
 
