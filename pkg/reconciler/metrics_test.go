@@ -1,0 +1,79 @@
+package reconciler
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestMetrics: writes are counted by operation, and the gauges count the
+// endpoints and slices of every address type (dual-stack counts both).
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithMetrics(reg))
+	svc := service()
+	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	pods := readyPods(150)
+	for i, p := range pods {
+		p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: "fd00::" + strconv.FormatInt(int64(i+1), 16)})
+	}
+	reconcileService(t, r, client, svc, pods)
+
+	m := r.metrics
+	if got := testutil.ToFloat64(m.changes.WithLabelValues(opCreate)); got != 4 {
+		t.Errorf("creates counted %v, want 4 (2 slices per family)", got)
+	}
+	if got := testutil.ToFloat64(m.endpointsDesired); got != 300 {
+		t.Errorf("endpoints_desired %v, want 300 (150 per family)", got)
+	}
+	if got := testutil.ToFloat64(m.numSlices); got != 4 {
+		t.Errorf("num_endpoint_slices %v, want 4", got)
+	}
+	if got := testutil.ToFloat64(m.desiredSlices); got != 4 {
+		t.Errorf("desired_endpoint_slices %v, want 4", got)
+	}
+
+	// Scale down: the gauges replace this owner's share, not add to it.
+	reconcileService(t, r, client, svc, pods[:20])
+	if got := testutil.ToFloat64(m.endpointsDesired); got != 40 {
+		t.Errorf("endpoints_desired after scale-down %v, want 40", got)
+	}
+	if got := testutil.ToFloat64(m.syncs.WithLabelValues(syncResultSuccess)); got != 2 {
+		t.Errorf("successful syncs %v, want 2", got)
+	}
+	r.Forget(svc.UID)
+	if got := testutil.ToFloat64(m.endpointsDesired); got != 0 {
+		t.Errorf("endpoints_desired after Forget %v, want 0", got)
+	}
+
+	// A second reconciler on the same registry shares the metrics.
+	r2, err := New(client.DiscoveryV1(), "other", WithMetrics(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.metrics.changes != r.metrics.changes {
+		t.Error("a second reconciler did not reuse the registered metrics")
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	for _, want := range []string{
+		"endpointslice_reconciler_changes_total", "endpointslice_reconciler_syncs_total",
+		"endpointslice_reconciler_endpoints_desired", "endpointslice_reconciler_endpoints_added_per_sync",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("registry lacks %s (has %v)", want, names)
+		}
+	}
+}
+
