@@ -134,4 +134,3 @@ func FuzzReconcile(f *testing.F) {
 		}
 	})
 }
-

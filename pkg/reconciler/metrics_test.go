@@ -76,4 +76,3 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
-

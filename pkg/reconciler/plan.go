@@ -92,9 +92,7 @@ func (r *Reconciler) Plan(in Input) (*Plan, error) {
 			b.remove(s)
 		}
 	}
-	for _, s := range foreign {
-		b.plan.Delete = append(b.plan.Delete, s)
-	}
+	b.plan.Delete = append(b.plan.Delete, foreign...)
 	return b.plan, nil
 }
 
@@ -304,9 +302,7 @@ func (b *planner) addressType(addressType discoveryv1.AddressType, groups []*gro
 
 	b.plan.figures.endpoints += totalEndpoints
 	b.plan.figures.slices += len(existing) - len(deletes) + len(creates)
-	for _, s := range creates {
-		b.plan.Create = append(b.plan.Create, s)
-	}
+	b.plan.Create = append(b.plan.Create, creates...)
 	for _, p := range updates {
 		s := p.mutable()
 		b.setMetadata(s)
