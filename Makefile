@@ -39,8 +39,9 @@ e2e: tools ## End-to-end tests on a local 3-cluster testbed.
 	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 .PHONY: bench
-bench: tools ## Go benchmarks of every package, with allocations.
-	MCS_TOOLS_DIR=$(TOOLS_BIN) go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/e2e)
+bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/endpointslice (bench/).
+	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
+	cd bench && go run .
 
 .PHONY: demo
 demo: tools build ## Bring the 3-cluster testbed up and print how to use it.
@@ -59,6 +60,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
+	cd bench && go vet ./... && $(STATICCHECK) ./...
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum
 	cd hack/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck

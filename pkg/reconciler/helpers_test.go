@@ -30,7 +30,7 @@ var endpointSlicesResource = discoveryv1.SchemeGroupVersion.WithResource("endpoi
 // like the API server's: generateName gives a name, creates get a UID and
 // generation 1, and an update bumps the generation when anything but
 // metadata (or the labels) changed.
-func newFakeClient(t *testing.T) *fake.Clientset {
+func newFakeClient(t testing.TB) *fake.Clientset {
 	t.Helper()
 	client := fake.NewClientset()
 	var mu sync.Mutex
