@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
 
@@ -757,5 +758,45 @@ func TestUnsupportedAddressTypeIsDeleted(t *testing.T) {
 	got := listSlices(t, client, "ns")
 	if len(got) != 1 || got[0].AddressType != discoveryv1.AddressTypeIPv4 {
 		t.Errorf("slices %+v, want only the IPv4 one", got)
+	}
+}
+
+// TestNamespaceTerminatingStopsQuietly: when the namespace is being
+// deleted, the reconcile ends without error and without more writes.
+func TestNamespaceTerminatingStopsQuietly(t *testing.T) {
+	client := newFakeClient(t)
+	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		err := apierrors.NewForbidden(discoveryv1.Resource("endpointslices"), "", errors.New("namespace ns is being terminated"))
+		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+		return true, nil, err
+	})
+	r := newReconciler(t, client)
+	if err := r.Reconcile(context.Background(), serviceInput(t, client, service(), readyPods(250))); err != nil {
+		t.Fatalf("error %v, want none while the namespace terminates", err)
+	}
+	if w := writes(client); w["create"] != 1 || len(w) != 1 {
+		t.Errorf("writes %v, want the one refused create and nothing after it", w)
+	}
+}
+
+// TestFailedWriteRecordsEvent: a failed write leaves a Warning event on the
+// owner.
+func TestFailedWriteRecordsEvent(t *testing.T) {
+	client := newFakeClient(t)
+	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcd hiccup"))
+	})
+	recorder := record.NewFakeRecorder(10)
+	r := newReconciler(t, client, WithEventRecorder(recorder))
+	if err := r.Reconcile(context.Background(), serviceInput(t, client, service(), readyPods(1))); err == nil {
+		t.Fatal("no error for a failed create")
+	}
+	select {
+	case e := <-recorder.Events:
+		if !strings.HasPrefix(e, "Warning FailedToUpdateEndpointSlices") || !strings.Contains(e, "etcd hiccup") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no event recorded")
 	}
 }
