@@ -293,14 +293,14 @@ func countingClient() (*fake.Clientset, map[string]int) {
 	n := 0
 	client.PrependReactor("*", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		counts[action.GetVerb()]++
-		switch a := action.(type) {
-		case k8stesting.CreateAction:
-			s := a.GetObject().(*discoveryv1.EndpointSlice)
+		switch action.GetVerb() {
+		case "create":
+			s := action.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
 			n++
 			s.Name = fmt.Sprintf("%s%05d", s.GenerateName, n)
 			return true, s, nil
-		case k8stesting.UpdateAction:
-			return true, a.GetObject(), nil
+		case "update":
+			return true, action.(k8stesting.UpdateAction).GetObject(), nil
 		}
 		return true, nil, nil
 	})
