@@ -1,7 +1,20 @@
-// Package clusterset will hold the clusterset's shared vocabulary and state:
-// cluster IDs, membership (the clusterset config file and one connection per
-// member cluster), ExportedService, the in-memory export store, and the pure
-// merge and conflict-resolution rules of KEP-1645.
+// Package clusterset holds the shared vocabulary and state of a clusterset
+// (KEP-1645), used by both the export and the import side:
 //
-// It is filled by the export issue; nothing here yet.
+//   - ClusterID: a member's ID, a DNS-1123 label, validated at start-up.
+//   - Config: the membership file (LoadConfig): the clusterset's name and,
+//     per member, its ID and how to reach it (kubeconfig path and context,
+//     or in-cluster). See config/samples/clusterset.yaml.
+//   - Members: one controller-runtime cluster.Cluster per member, started
+//     and stopped with the manager, with each member's connection state
+//     (connected or not, and since when) taken from its informers' watch
+//     health, exported as a metric and queryable by the import side.
+//   - ExportedService: what one cluster exports under one namespace/name:
+//     the ServiceExport's age, the exported spec, and the endpoints grouped
+//     in the type pkg/reconciler takes.
+//   - Store: the exports of every cluster, keyed by namespace/name,
+//     notifying subscribers of the keys that changed.
+//   - Merge: the pure rules that turn all exports of one namespace/name into
+//     one ServiceImport spec and the conflicts between them (oldest export
+//     wins, ties by cluster ID).
 package clusterset

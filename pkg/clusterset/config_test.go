@@ -1,0 +1,112 @@
+package clusterset
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// kubeconfig writes a kubeconfig for server into dir and returns its name.
+func kubeconfig(t *testing.T, dir, name, server string) string {
+	t.Helper()
+	raw := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: %s}
+users:
+- name: u
+  user: {token: abc}
+contexts:
+- name: ctx
+  context: {cluster: c, user: u}
+current-context: ctx
+`, server)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestParseConfig(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	kubeconfig(t, dir, "west.kubeconfig", "https://127.0.0.1:7443")
+	kubeconfig(t, dir, "west-again.kubeconfig", "https://127.0.0.1:7443")
+
+	cfg, err := ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n  kubeconfig: west.kubeconfig\n  context: ctx\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Members) != 2 || cfg.Member("west") == nil || cfg.Member("west").Kubeconfig != filepath.Join(dir, "west.kubeconfig") {
+		t.Errorf("config %+v", cfg)
+	}
+	rc, err := cfg.Member("east").RESTConfig()
+	if err != nil || rc.Host != "https://127.0.0.1:6443" {
+		t.Errorf("east rest config %v, %v", rc, err)
+	}
+
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", "clusterset: prod\nmember: []\n", `unknown field "member"`},
+		{"no name", "members:\n- id: east\n  kubeconfig: east.kubeconfig\n", "clusterset: name is missing"},
+		{"bad name", "clusterset: Prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `name "Prod" is not a DNS-1123 label`},
+		{"no members", "clusterset: prod\n", "members: no member clusters"},
+		{"bad id", "clusterset: prod\nmembers:\n- id: East_1\n  kubeconfig: east.kubeconfig\n", `members[0]: cluster ID "East_1" is not a DNS-1123 label`},
+		{"duplicate id", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: east\n  kubeconfig: west.kubeconfig\n", `members[1]: cluster ID "east" appears twice`},
+		{"duplicate target", "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n- id: west2\n  kubeconfig: west-again.kubeconfig\n", "member west2: reaches the same API server (https://127.0.0.1:7443) as member west"},
+		{"missing file", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: nope.kubeconfig\n", "member east: kubeconfig " + filepath.Join(dir, "nope.kubeconfig")},
+		{"no kubeconfig", "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true)"},
+		{"both", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  inCluster: true\n", "member east: set kubeconfig or inCluster, not both"},
+		{"unknown context", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  context: nope\n", `member east: kubeconfig ` + filepath.Join(dir, "east.kubeconfig") + ` (context "nope")`},
+		{"two in-cluster", "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.yaml), dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clusterset.yaml")
+	if err := os.WriteFile(path, []byte("clusterset: prod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %v does not name %s", err, path)
+	}
+	if _, err := LoadConfig(path + ".missing"); err == nil {
+		t.Error("no error for a missing file")
+	}
+}
+
+// TestSampleConfigParses: the documented sample is valid apart from its
+// kubeconfig files.
+func TestSampleConfigParses(t *testing.T) {
+	raw, err := os.ReadFile("../../config/samples/clusterset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://east.example:6443")
+	kubeconfig(t, dir, "west.kubeconfig", "https://west.example:6443")
+	if _, err := ParseConfig(raw, dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestParseClusterID(t *testing.T) {
+	if _, err := ParseClusterID("east-1"); err != nil {
+		t.Error(err)
+	}
+	for _, bad := range []string{"", "East", "a.b", strings.Repeat("a", 64), "-east"} {
+		if _, err := ParseClusterID(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
+			t.Errorf("ParseClusterID(%q): %v", bad, err)
+		}
+	}
+}

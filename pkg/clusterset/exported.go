@@ -1,0 +1,58 @@
+package clusterset
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// ExportedService is what one member cluster exports under one
+// namespace/name: the Service's exported spec and its endpoints. It is a
+// value: once put into a Store it must not be modified.
+type ExportedService struct {
+	// Cluster exports it.
+	Cluster ClusterID
+	// Key is the namespace/name of the Service and its ServiceExport.
+	Key types.NamespacedName
+	// ExportCreated is the ServiceExport's creationTimestamp: the oldest
+	// export wins conflicts.
+	ExportCreated metav1.Time
+	Spec          ExportedSpec
+	// Endpoints are the Service's endpoints, from all its EndpointSlices,
+	// grouped by address type and port set.
+	Endpoints []reconciler.EndpointGroup
+	// LastChangeTriggerTime is the newest
+	// endpoints.kubernetes.io/last-change-trigger-time of the source slices
+	// (zero if none carries one).
+	LastChangeTriggerTime time.Time
+}
+
+// ExportedSpec is the part of a Service (and its ServiceExport) that a
+// ServiceImport takes over.
+type ExportedSpec struct {
+	Type                  mcsv1beta1.ServiceImportType
+	Ports                 []mcsv1beta1.ServicePort
+	SessionAffinity       corev1.ServiceAffinity
+	SessionAffinityConfig *corev1.SessionAffinityConfig
+	InternalTrafficPolicy *corev1.ServiceInternalTrafficPolicy
+	TrafficDistribution   *string
+	IPFamilies            []corev1.IPFamily
+	// Labels and Annotations are the ServiceExport's exportedLabels and
+	// exportedAnnotations (not the Service's own).
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Equal reports whether two exports carry the same information.
+func (e *ExportedService) Equal(o *ExportedService) bool {
+	return e.Cluster == o.Cluster && e.Key == o.Key && e.ExportCreated.Equal(&o.ExportCreated) &&
+		e.LastChangeTriggerTime.Equal(o.LastChangeTriggerTime) &&
+		equality.Semantic.DeepEqual(e.Spec, o.Spec) &&
+		equality.Semantic.DeepEqual(e.Endpoints, o.Endpoints)
+}

@@ -1,0 +1,240 @@
+package clusterset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// MembersOptions configure NewMembers.
+type MembersOptions struct {
+	// Scheme of every member's client and cache. Required.
+	Scheme *runtime.Scheme
+	// ConfigureCache, if set, adjusts each member's cache options (the
+	// export watcher selects which EndpointSlices it caches).
+	ConfigureCache func(*cache.Options)
+	// Registerer receives mcs_syncer_member_connected{cluster}; nil means
+	// none.
+	Registerer prometheus.Registerer
+	// ProbeInterval is how often a disconnected member is probed until it
+	// answers again (default 2s, doubling up to 30s).
+	ProbeInterval time.Duration
+}
+
+// Members holds one controller-runtime cluster.Cluster (client and cache)
+// per member, and each member's connection state. Add it to a manager:
+// the clusters start and stop with it.
+type Members struct {
+	ids      []ClusterID
+	clusters map[ClusterID]cluster.Cluster
+	probes   map[ClusterID]*connection
+	gauge    *prometheus.GaugeVec
+	interval time.Duration
+
+	mu        sync.Mutex
+	listeners []func(ClusterID, bool)
+}
+
+// connection is one member's connection state.
+type connection struct {
+	mu        sync.Mutex
+	connected bool
+	since     time.Time
+	// lost is signalled when a watch fails, to start probing.
+	lost chan struct{}
+	probe func(context.Context) error
+}
+
+// NewMembers creates (but does not start) a cluster.Cluster per member of
+// cfg. Every member starts disconnected until it first answers.
+func NewMembers(cfg *Config, opts MembersOptions) (*Members, error) {
+	if opts.Scheme == nil {
+		return nil, errors.New("members: scheme is required")
+	}
+	m := &Members{
+		clusters: map[ClusterID]cluster.Cluster{},
+		probes:   map[ClusterID]*connection{},
+		interval: opts.ProbeInterval,
+		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcs_syncer_member_connected",
+			Help: "1 while mcs-syncer reaches the member cluster's API server, 0 otherwise.",
+		}, []string{"cluster"}),
+	}
+	if m.interval <= 0 {
+		m.interval = 2 * time.Second
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(m.gauge); err != nil {
+			return nil, fmt.Errorf("members: register metric: %w", err)
+		}
+	}
+	now := time.Now()
+	for i := range cfg.Members {
+		member := &cfg.Members[i]
+		rc, err := member.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		conn := &connection{since: now, lost: make(chan struct{}, 1)}
+		id := member.ID
+		cl, err := cluster.New(rc, func(o *cluster.Options) {
+			o.Scheme = opts.Scheme
+			if opts.ConfigureCache != nil {
+				opts.ConfigureCache(&o.Cache)
+			}
+			o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
+				m.watchFailed(ctx, id, err)
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", id, err)
+		}
+		dc, err := discovery.NewDiscoveryClientForConfig(rc)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", id, err)
+		}
+		conn.probe = func(ctx context.Context) error {
+			_, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			return err
+		}
+		m.ids = append(m.ids, id)
+		m.clusters[id] = cl
+		m.probes[id] = conn
+		m.gauge.WithLabelValues(string(id)).Set(0)
+	}
+	return m, nil
+}
+
+// IDs returns the members' IDs in the config's order.
+func (m *Members) IDs() []ClusterID { return m.ids }
+
+// Cluster returns a member's cluster.Cluster, or nil.
+func (m *Members) Cluster(id ClusterID) cluster.Cluster { return m.clusters[id] }
+
+// Connected reports whether a member's API server answers, and since when
+// that is so.
+func (m *Members) Connected(id ClusterID) (connected bool, since time.Time) {
+	c, ok := m.probes[id]
+	if !ok {
+		return false, time.Time{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connected, c.since
+}
+
+// OnChange registers f to be called (from a goroutine of Members) whenever
+// a member connects or disconnects.
+func (m *Members) OnChange(f func(id ClusterID, connected bool)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.listeners = append(m.listeners, f)
+}
+
+// AddTo adds every member's cluster, and the connection prober, to mgr.
+func (m *Members) AddTo(mgr manager.Manager) error {
+	for _, id := range m.ids {
+		if err := mgr.Add(m.clusters[id]); err != nil {
+			return fmt.Errorf("member %s: %w", id, err)
+		}
+	}
+	return mgr.Add(manager.RunnableFunc(m.run))
+}
+
+// run probes every member until it answers, and again whenever one of its
+// watches fails, until ctx ends.
+func (m *Members) run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, id := range m.ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.watch(ctx, id)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (m *Members) watch(ctx context.Context, id ClusterID) {
+	c := m.probes[id]
+	logger := log.FromContext(ctx).WithValues("cluster", id)
+	for {
+		// Probe until the member answers, backing off.
+		backoff := wait.Backoff{Duration: m.interval, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second}
+		_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+			err := c.probe(ctx)
+			if err != nil {
+				logger.V(4).Info("Member not reachable", "err", err.Error())
+			}
+			return err == nil, nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		m.set(ctx, id, true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.lost:
+		}
+	}
+}
+
+// watchFailed is the member caches' watch error handler: a failure to
+// reach the API server marks the member disconnected until a probe answers.
+func (m *Members) watchFailed(ctx context.Context, id ClusterID, err error) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return // shutting down
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return // the API server answered (an expired resourceVersion, a refusal): it is reachable
+	}
+	log.FromContext(ctx).V(2).Info("Watch of member failed", "cluster", id, "err", err.Error())
+	m.set(ctx, id, false)
+	c := m.probes[id]
+	select {
+	case c.lost <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Members) set(ctx context.Context, id ClusterID, connected bool) {
+	c := m.probes[id]
+	c.mu.Lock()
+	changed := c.connected != connected
+	if changed {
+		c.connected = connected
+		c.since = time.Now()
+	}
+	c.mu.Unlock()
+	if !changed {
+		return
+	}
+	value := 0.0
+	if connected {
+		value = 1
+	}
+	m.gauge.WithLabelValues(string(id)).Set(value)
+	log.FromContext(ctx).Info("Member connection changed", "cluster", id, "connected", connected)
+	m.mu.Lock()
+	listeners := append([]func(ClusterID, bool){}, m.listeners...)
+	m.mu.Unlock()
+	for _, f := range listeners {
+		f(id, connected)
+	}
+}
