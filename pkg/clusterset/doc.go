@@ -7,8 +7,13 @@
 //     or in-cluster). See config/samples/clusterset.yaml.
 //   - Members: one controller-runtime cluster.Cluster per member, started
 //     and stopped with the manager, with each member's connection state
-//     (connected or not, and since when) taken from its informers' watch
-//     health, exported as a metric and queryable by the import side.
+//     (connected or not, and since when), exported as the metric
+//     mcs_syncer_member_connected{cluster} and queryable by the import side.
+//     The state comes from probes of the member's /readyz: at once when one
+//     of its informers' watches fails, every HealthInterval while connected
+//     (client-go retries refused connections inside its reflectors without
+//     reporting them, so watch errors alone miss a dead API server), and
+//     with backoff while disconnected.
 //   - ExportedService: what one cluster exports under one namespace/name:
 //     the ServiceExport's age, the exported spec, and the endpoints grouped
 //     in the type pkg/reconciler takes.

@@ -32,6 +32,13 @@ type MembersOptions struct {
 	// ProbeInterval is how often a disconnected member is probed until it
 	// answers again (default 2s, doubling up to 30s).
 	ProbeInterval time.Duration
+	// HealthInterval is how often a connected member is probed (default
+	// 10s). A failed watch triggers a probe at once; the periodic probe
+	// catches what watches do not report: client-go retries a refused
+	// connection inside its reflectors without calling the watch error
+	// handler, so a member whose API server is gone can look healthy to its
+	// informers for as long as it stays gone.
+	HealthInterval time.Duration
 }
 
 // Members holds one controller-runtime cluster.Cluster (client and cache)
@@ -43,6 +50,7 @@ type Members struct {
 	probes   map[ClusterID]*connection
 	gauge    *prometheus.GaugeVec
 	interval time.Duration
+	health   time.Duration
 
 	mu        sync.Mutex
 	listeners []func(ClusterID, bool)
@@ -54,7 +62,7 @@ type connection struct {
 	connected bool
 	since     time.Time
 	// lost is signalled when a watch fails, to start probing.
-	lost chan struct{}
+	lost  chan struct{}
 	probe func(context.Context) error
 }
 
@@ -68,6 +76,7 @@ func NewMembers(cfg *Config, opts MembersOptions) (*Members, error) {
 		clusters: map[ClusterID]cluster.Cluster{},
 		probes:   map[ClusterID]*connection{},
 		interval: opts.ProbeInterval,
+		health:   opts.HealthInterval,
 		gauge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcs_syncer_member_connected",
 			Help: "1 while mcs-syncer reaches the member cluster's API server, 0 otherwise.",
@@ -75,6 +84,9 @@ func NewMembers(cfg *Config, opts MembersOptions) (*Members, error) {
 	}
 	if m.interval <= 0 {
 		m.interval = 2 * time.Second
+	}
+	if m.health <= 0 {
+		m.health = 10 * time.Second
 	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(m.gauge); err != nil {
@@ -154,8 +166,9 @@ func (m *Members) AddTo(mgr manager.Manager) error {
 	return mgr.Add(manager.RunnableFunc(m.run))
 }
 
-// run probes every member until it answers, and again whenever one of its
-// watches fails, until ctx ends.
+// run keeps every member's connection state until ctx ends: probing a
+// disconnected member with backoff until it answers, a connected one every
+// HealthInterval and whenever one of its watches fails.
 func (m *Members) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, id := range m.ids {
@@ -186,16 +199,28 @@ func (m *Members) watch(ctx context.Context, id ClusterID) {
 			return
 		}
 		m.set(ctx, id, true)
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.lost:
+		// Connected: probe now and then, and at once when a watch fails.
+		for connected := true; connected; {
+			timer := time.NewTimer(m.health)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-c.lost:
+			case <-timer.C:
+			}
+			timer.Stop()
+			if err := c.probe(ctx); err != nil && ctx.Err() == nil {
+				logger.V(2).Info("Member stopped answering", "err", err.Error())
+				connected = false
+			}
 		}
+		m.set(ctx, id, false)
 	}
 }
 
 // watchFailed is the member caches' watch error handler: a failure to
-// reach the API server marks the member disconnected until a probe answers.
+// reach the API server triggers a probe, which decides.
 func (m *Members) watchFailed(ctx context.Context, id ClusterID, err error) {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return // shutting down
@@ -205,7 +230,6 @@ func (m *Members) watchFailed(ctx context.Context, id ClusterID, err error) {
 		return // the API server answered (an expired resourceVersion, a refusal): it is reachable
 	}
 	log.FromContext(ctx).V(2).Info("Watch of member failed", "cluster", id, "err", err.Error())
-	m.set(ctx, id, false)
 	c := m.probes[id]
 	select {
 	case c.lost <- struct{}{}:

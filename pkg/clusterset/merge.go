@@ -65,7 +65,9 @@ var fieldRules = []fieldRule{
 		func(a, b *ExportedSpec) bool { return affinity(a) == affinity(b) },
 		func(s *ExportedSpec) string { return string(affinity(s)) }},
 	{mcsv1beta1.ServiceExportReasonSessionAffinityConfigConflict, "sessionAffinityConfig",
-		func(a, b *ExportedSpec) bool { return equality.Semantic.DeepEqual(a.SessionAffinityConfig, b.SessionAffinityConfig) },
+		func(a, b *ExportedSpec) bool {
+			return equality.Semantic.DeepEqual(a.SessionAffinityConfig, b.SessionAffinityConfig)
+		},
 		func(s *ExportedSpec) string { return showAffinityConfig(s.SessionAffinityConfig) }},
 	{mcsv1beta1.ServiceExportReasonLabelsConflict, "exportedLabels",
 		func(a, b *ExportedSpec) bool { return maps.Equal(a.Labels, b.Labels) },
@@ -77,7 +79,9 @@ var fieldRules = []fieldRule{
 		func(a, b *ExportedSpec) bool { return internalPolicy(a) == internalPolicy(b) },
 		func(s *ExportedSpec) string { return string(internalPolicy(s)) }},
 	{mcsv1beta1.ServiceExportReasonTrafficDistributionConflict, "trafficDistribution",
-		func(a, b *ExportedSpec) bool { return ptr.Deref(a.TrafficDistribution, "") == ptr.Deref(b.TrafficDistribution, "") },
+		func(a, b *ExportedSpec) bool {
+			return ptr.Deref(a.TrafficDistribution, "") == ptr.Deref(b.TrafficDistribution, "")
+		},
 		func(s *ExportedSpec) string { return ptr.Deref(s.TrafficDistribution, "<unset>") }},
 	{mcsv1beta1.ServiceExportReasonIPFamilyConflict, "ipFamilies",
 		func(a, b *ExportedSpec) bool { return slices.Equal(a.IPFamilies, b.IPFamilies) },

@@ -4,27 +4,17 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
-// eventually polls check until it returns nil, failing the test with the
-// last error if ctx ends first.
+// eventually polls check until it returns nil (see testbed.Eventually).
 func eventually(ctx context.Context, t *testing.T, what string, check func() error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
-		last = check()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
+	testbed.Eventually(ctx, t, what, check)
 }
 
 // createNamespace creates a namespace named after the test in cluster c and

@@ -1,0 +1,311 @@
+package export
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// ConfigureCache makes a member's cache hold only EndpointSlices without
+// multicluster.kubernetes.io/service-name: imported slices are never read
+// by the export side (loop prevention).
+func ConfigureCache(o *cache.Options) {
+	notImported, err := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant requirement; cannot fail
+	}
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	o.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.NewSelector().Add(*notImported)}
+}
+
+// Options configure a Watcher.
+type Options struct {
+	// Cluster is the member the watcher reads. Required.
+	Cluster clusterset.ClusterID
+	// Store receives the exports. Required.
+	Store *clusterset.Store
+	// WriteStatus makes the watcher write ServiceExport status. Off when
+	// another mcs-syncer (the member's own, in per-cluster mode) owns it.
+	WriteStatus bool
+}
+
+// Watcher is the export watcher of one member cluster.
+type Watcher struct {
+	cluster     clusterset.ClusterID
+	client      client.Client
+	store       *clusterset.Store
+	writeStatus bool
+}
+
+var _ reconcile.Reconciler = (*Watcher)(nil)
+
+// New returns the watcher of member cl.
+func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
+	if opts.Cluster == "" || opts.Store == nil {
+		return nil, fmt.Errorf("export: cluster and store are required")
+	}
+	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus}, nil
+}
+
+// SetupWithManager registers the watcher as controller "export-<cluster>"
+// of mgr, watching the member's cache.
+func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) error {
+	storeEvents := make(chan event.GenericEvent)
+	// Forward the Store's notifications for as long as the manager runs.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for e := range w.store.Subscribe(ctx) {
+			select {
+			case storeEvents <- e:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
+	c := cl.GetCache()
+	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
+		Named("export-" + string(w.cluster)).
+		// The ServiceExport is the root object.
+		WatchesRawSource(source.Kind(c, &mcsv1beta1.ServiceExport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceExport]{})).
+		// Its Service (same namespace/name) gives the spec and validity.
+		WatchesRawSource(source.Kind(c, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(ifExported(w, func(s *corev1.Service) types.NamespacedName {
+			return client.ObjectKeyFromObject(s)
+		})))).
+		// The Service's slices give the endpoints; slices of Services that
+		// are not exported are dropped here.
+		WatchesRawSource(source.Kind(c, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(ifExported(w, func(s *discoveryv1.EndpointSlice) types.NamespacedName {
+			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
+		})))).
+		// Another cluster's export of the same name changes the Conflict
+		// condition.
+		WatchesRawSource(source.Channel(storeEvents, &handler.EnqueueRequestForObject{})).
+		Complete(w)
+}
+
+// ifExported maps an object to the key of its ServiceExport, or to nothing
+// if the cache holds no such ServiceExport: objects of Services that are
+// not exported cost a cache lookup, no reconcile.
+func ifExported[T client.Object](w *Watcher, key func(T) types.NamespacedName) handler.TypedMapFunc[T, reconcile.Request] {
+	return func(ctx context.Context, obj T) []reconcile.Request {
+		k := key(obj)
+		if k.Name == "" {
+			return nil
+		}
+		// The typed object, so the lookup uses the ServiceExport informer
+		// the watcher has anyway (metadata would start another one).
+		if err := w.client.Get(ctx, k, &mcsv1beta1.ServiceExport{}); err != nil {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: k}}
+	}
+}
+
+// Reconcile brings one export up to date from the current state of its
+// ServiceExport, Service and EndpointSlices.
+func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx).WithValues("cluster", w.cluster)
+	se := &mcsv1beta1.ServiceExport{}
+	if err := w.client.Get(ctx, req.NamespacedName, se); err != nil {
+		if apierrors.IsNotFound(err) {
+			if w.store.Delete(w.cluster, req.NamespacedName) {
+				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
+			}
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("get ServiceExport %s: %w", req.NamespacedName, err)
+	}
+
+	svc := &corev1.Service{}
+	if err := w.client.Get(ctx, req.NamespacedName, svc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("get Service %s: %w", req.NamespacedName, err)
+		}
+		w.store.Delete(w.cluster, req.NamespacedName)
+		return reconcile.Result{}, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonNoService,
+			fmt.Sprintf("Service %s does not exist in cluster %s; create it to export it", req.NamespacedName, w.cluster))
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		w.store.Delete(w.cluster, req.NamespacedName)
+		return reconcile.Result{}, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonInvalidServiceType,
+			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", req.NamespacedName))
+	}
+
+	es, err := w.exportedService(ctx, se, svc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if w.store.Put(es) {
+		logger.V(2).Info("Export updated", "serviceExport", klogRef(se))
+	}
+	return reconcile.Result{}, w.setExported(ctx, se)
+}
+
+func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// exportedService builds the export from the ServiceExport, its Service
+// and all the Service's slices in the cache.
+func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (*clusterset.ExportedService, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+		return nil, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	es := &clusterset.ExportedService{
+		Cluster:       w.cluster,
+		Key:           client.ObjectKeyFromObject(se),
+		ExportCreated: se.CreationTimestamp,
+		Spec:          exportedSpec(se, svc),
+	}
+	es.Endpoints, es.LastChangeTriggerTime = endpointGroups(list.Items)
+	return es, nil
+}
+
+func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) clusterset.ExportedSpec {
+	spec := clusterset.ExportedSpec{
+		Type:                  mcsv1beta1.ClusterSetIP,
+		SessionAffinity:       svc.Spec.SessionAffinity,
+		SessionAffinityConfig: svc.Spec.SessionAffinityConfig.DeepCopy(),
+		InternalTrafficPolicy: svc.Spec.InternalTrafficPolicy,
+		TrafficDistribution:   svc.Spec.TrafficDistribution,
+		IPFamilies:            slices.Clone(svc.Spec.IPFamilies),
+		Labels:                se.Spec.ExportedLabels,
+		Annotations:           se.Spec.ExportedAnnotations,
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		spec.Type = mcsv1beta1.Headless
+	}
+	for _, p := range svc.Spec.Ports {
+		spec.Ports = append(spec.Ports, mcsv1beta1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
+	}
+	return spec
+}
+
+// endpointGroups groups the endpoints of slices by address type and port
+// set, in a canonical order (so an unchanged world compares equal), and
+// returns the newest last-change-trigger-time among them.
+func endpointGroups(items []discoveryv1.EndpointSlice) ([]reconciler.EndpointGroup, time.Time) {
+	slices.SortFunc(items, func(a, b discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
+	var groups []reconciler.EndpointGroup
+	index := map[string]int{}
+	var newest time.Time
+	for i := range items {
+		s := &items[i]
+		if t, err := time.Parse(time.RFC3339Nano, s.Annotations[corev1.EndpointsLastChangeTriggerTime]); err == nil && t.After(newest) {
+			newest = t
+		}
+		key := string(s.AddressType) + "#" + portsKey(s.Ports)
+		gi, ok := index[key]
+		if !ok {
+			gi = len(groups)
+			index[key] = gi
+			groups = append(groups, reconciler.EndpointGroup{AddressType: s.AddressType, Ports: s.DeepCopy().Ports})
+		}
+		for _, ep := range s.Endpoints {
+			groups[gi].Endpoints = append(groups[gi].Endpoints, *ep.DeepCopy())
+		}
+	}
+	for gi := range groups {
+		slices.SortFunc(groups[gi].Endpoints, func(a, b discoveryv1.Endpoint) int {
+			return cmp.Compare(fmt.Sprint(a.Addresses), fmt.Sprint(b.Addresses))
+		})
+	}
+	slices.SortFunc(groups, func(a, b reconciler.EndpointGroup) int {
+		return cmp.Or(cmp.Compare(a.AddressType, b.AddressType), cmp.Compare(portsKey(a.Ports), portsKey(b.Ports)))
+	})
+	return groups, newest
+}
+
+// portsKey is a canonical string of a port set.
+func portsKey(ports []discoveryv1.EndpointPort) string {
+	keys := make([]string, len(ports))
+	for i, p := range ports {
+		keys[i] = fmt.Sprintf("%s/%s/%d/%s", deref(p.Name), deref(p.Protocol), deref(p.Port), deref(p.AppProtocol))
+	}
+	slices.Sort(keys)
+	return fmt.Sprint(keys)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// setExported writes Valid=True, Ready=True and the Conflict condition of
+// the merge over the Store.
+func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport) error {
+	merged := clusterset.Merge(w.store.Get(client.ObjectKeyFromObject(se)))
+	conflict := metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionConflict), Status: metav1.ConditionFalse,
+		Reason: string(mcsv1beta1.ServiceExportReasonNoConflicts), Message: "no conflicts with the other exports of this Service"}
+	if merged.Conflict != nil {
+		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, merged.Conflict.Reason(), merged.Conflict.Message
+	}
+	return w.writeConditions(ctx, se, nil,
+		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
+			Reason: string(mcsv1beta1.ServiceExportReasonValid), Message: "the Service can be exported"},
+		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionTrue,
+			Reason: string(mcsv1beta1.ServiceExportReasonExported), Message: fmt.Sprintf("exported to the clusterset from %s (with %v)", w.cluster, merged.Clusters)},
+		conflict)
+}
+
+// setInvalid writes Valid=False with reason and message, Ready=False, and
+// removes Conflict (an invalid export is not part of the clusterset).
+func (w *Watcher) setInvalid(ctx context.Context, se *mcsv1beta1.ServiceExport, reason mcsv1beta1.ServiceExportConditionReason, message string) error {
+	return w.writeConditions(ctx, se, []string{string(mcsv1beta1.ServiceExportConditionConflict)},
+		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionFalse, Reason: string(reason), Message: message},
+		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionFalse,
+			Reason: string(mcsv1beta1.ServiceExportReasonPending), Message: "not exported until the export is valid"})
+}
+
+// writeConditions sets conditions (and removes the types in remove) on a
+// copy of se and writes its status only if anything changed.
+func (w *Watcher) writeConditions(ctx context.Context, se *mcsv1beta1.ServiceExport, remove []string, conds ...metav1.Condition) error {
+	if !w.writeStatus {
+		return nil
+	}
+	updated := se.DeepCopy()
+	changed := false
+	for _, c := range conds {
+		c.ObservedGeneration = se.Generation
+		changed = meta.SetStatusCondition(&updated.Status.Conditions, c) || changed
+	}
+	for _, t := range remove {
+		changed = meta.RemoveStatusCondition(&updated.Status.Conditions, t) || changed
+	}
+	if !changed {
+		return nil
+	}
+	if err := w.client.Status().Update(ctx, updated); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("update status of ServiceExport %s: %w", klogRef(se), err)
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+package testbed
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Eventually polls check every 250ms until it returns nil, failing t with
+// the last error if ctx ends first. Tests against the testbed wait with it
+// instead of sleeping.
+func Eventually(ctx context.Context, t testing.TB, what string, check func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
+	}
+}
