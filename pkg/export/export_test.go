@@ -255,6 +255,9 @@ func TestExportFollowsTheService(t *testing.T) {
 	if es.Spec.Type != mcsv1beta1.ClusterSetIP || len(es.Spec.Ports) != 1 || es.Spec.Ports[0].Port != 80 || es.Spec.Ports[0].Name != "http" {
 		t.Errorf("spec %+v", es.Spec)
 	}
+	if es.LastChangeTriggerTime.IsZero() {
+		t.Error("no last-change-trigger-time taken from kube-controller-manager's slices")
+	}
 	if es.Spec.Labels["tier"] != "front" {
 		t.Errorf("exported labels %v", es.Spec.Labels)
 	}
