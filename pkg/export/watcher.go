@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +55,9 @@ type Options struct {
 	// WriteStatus makes the watcher write ServiceExport status. Off when
 	// another mcs-syncer (the member's own, in per-cluster mode) owns it.
 	WriteStatus bool
+	// Recorder, if set, records a Warning event on a ServiceExport when it
+	// becomes invalid or conflicting (only with WriteStatus).
+	Recorder record.EventRecorder
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -62,6 +66,7 @@ type Watcher struct {
 	client      client.Client
 	store       *clusterset.Store
 	writeStatus bool
+	recorder    record.EventRecorder
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -71,7 +76,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	if opts.Cluster == "" || opts.Store == nil {
 		return nil, fmt.Errorf("export: cluster and store are required")
 	}
-	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus}, nil
+	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder}, nil
 }
 
 // SetupWithManager registers the watcher as controller "export-<cluster>"
@@ -307,5 +312,31 @@ func (w *Watcher) writeConditions(ctx context.Context, se *mcsv1beta1.ServiceExp
 	if err := w.client.Status().Update(ctx, updated); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("update status of ServiceExport %s: %w", klogRef(se), err)
 	}
+	w.recordProblems(se, updated)
 	return nil
+}
+
+// recordProblems records a Warning event for each problem that a status
+// write just raised: the export became invalid, or a conflict appeared or
+// changed.
+func (w *Watcher) recordProblems(before, after *mcsv1beta1.ServiceExport) {
+	if w.recorder == nil {
+		return
+	}
+	for _, problem := range []struct {
+		typ    mcsv1beta1.ServiceExportConditionType
+		status metav1.ConditionStatus
+	}{
+		{mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse},
+		{mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue},
+	} {
+		now := meta.FindStatusCondition(after.Status.Conditions, string(problem.typ))
+		if now == nil || now.Status != problem.status {
+			continue
+		}
+		if was := meta.FindStatusCondition(before.Status.Conditions, string(problem.typ)); was != nil && was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
+			continue
+		}
+		w.recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
+	}
 }

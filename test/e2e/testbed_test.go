@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -186,7 +185,7 @@ func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
 
 	name := fmt.Sprintf("smoke.%s.svc.cluster.local.", ns)
 	eventually(ctx, t, "CoreDNS to answer "+name, func() error {
-		ips, err := lookupA(ctx, east.DNSAddr, name)
+		ips, err := testbed.Lookup(ctx, east.DNSAddr, name)
 		if err != nil {
 			return err
 		}
@@ -253,25 +252,6 @@ func TestTestbedTeardownLeavesNoProcess(t *testing.T) {
 	if _, err := os.Stat(stateDir); !os.IsNotExist(err) {
 		t.Errorf("state folder %s still exists (err %v)", stateDir, err)
 	}
-}
-
-func lookupA(ctx context.Context, server, name string) ([]string, error) {
-	msg := new(dns.Msg)
-	msg.SetQuestion(name, dns.TypeA)
-	in, _, err := (&dns.Client{Net: "udp", Timeout: 5 * time.Second}).ExchangeContext(ctx, msg, server)
-	if err != nil {
-		return nil, err
-	}
-	if in.Rcode != dns.RcodeSuccess {
-		return nil, fmt.Errorf("rcode %s", dns.RcodeToString[in.Rcode])
-	}
-	var ips []string
-	for _, rr := range in.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			ips = append(ips, a.A.String())
-		}
-	}
-	return ips, nil
 }
 
 func inCIDR(ip, cidr string) bool {

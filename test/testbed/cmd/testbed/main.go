@@ -3,11 +3,13 @@
 //
 //	testbed up [--clusters east,west,north] [--state DIR] [--bin DIR]
 //	testbed status [--state DIR] [--bin DIR]
+//	testbed lookup [--state DIR] --cluster NAME DNS-NAME
 //	testbed down [--state DIR] [--bin DIR]
 //
 // up returns once every cluster is ready, leaving the clusters running, and
 // prints their kubeconfigs and DNS addresses; status prints each cluster's
-// processes with their resident memory; down stops them all.
+// processes with their resident memory; lookup asks a cluster's CoreDNS for
+// the A records of a name; down stops them all.
 package main
 
 import (
@@ -31,19 +33,24 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) == 0 || (args[0] != "up" && args[0] != "down" && args[0] != "status") {
-		return fmt.Errorf("usage: testbed up|status|down [flags]; testbed up -h lists the flags")
+	if len(args) == 0 || (args[0] != "up" && args[0] != "down" && args[0] != "status" && args[0] != "lookup") {
+		return fmt.Errorf("usage: testbed up|status|lookup|down [flags]; testbed up -h lists the flags")
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("testbed "+verb, flag.ContinueOnError)
 	state := fs.String("state", "", "state folder (default <repo>/.cache/testbed)")
 	bin := fs.String("bin", "", "folder of the binaries (default $MCS_TOOLS_DIR, else <repo>/.cache/bin)")
 	clusters := fs.String("clusters", strings.Join(testbed.DefaultClusters, ","), "comma-separated cluster names (up only)")
+	cluster := fs.String("cluster", "", "the cluster whose CoreDNS answers (lookup only)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("testbed %s: unexpected argument %q", verb, fs.Arg(0))
+	wantArgs := 0
+	if verb == "lookup" {
+		wantArgs = 1
+	}
+	if fs.NArg() != wantArgs {
+		return fmt.Errorf("testbed %s: %d arguments, want %d", verb, fs.NArg(), wantArgs)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -57,6 +64,25 @@ func run(args []string) error {
 			return err
 		}
 		return testbed.Down(ctx, stateDir, binDir)
+	case "lookup":
+		stateDir, binDir, err := opts.Paths()
+		if err != nil {
+			return err
+		}
+		cs, err := testbed.Attach(ctx, stateDir, binDir)
+		if err != nil {
+			return err
+		}
+		c := cs.Cluster(*cluster)
+		if c == nil {
+			return fmt.Errorf("testbed lookup: --cluster %q is not a cluster of the testbed", *cluster)
+		}
+		ips, err := testbed.Lookup(ctx, c.DNSAddr, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		fmt.Println(strings.Join(ips, " "))
+		return nil
 	case "status":
 		stateDir, binDir, err := opts.Paths()
 		if err != nil {

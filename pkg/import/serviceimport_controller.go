@@ -1,0 +1,558 @@
+package imports
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// ManagedByLabel marks the ServiceImports and derived Services mcs-syncer
+// owns (value: the managed-by value); others are never modified.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
+
+// Options configure a Controller.
+type Options struct {
+	// Consumer is the cluster the controller writes into. Required.
+	Consumer clusterset.ClusterID
+	// Store holds the exports; Members every member's connection state.
+	// Both required.
+	Store   *clusterset.Store
+	Members *clusterset.Members
+	// ManagedBy labels the slices (endpointslice.kubernetes.io/managed-by)
+	// and the ServiceImports and derived Services (ManagedByLabel). Default
+	// "mcs".
+	ManagedBy string
+	// MaxEndpointsPerSlice, default reconciler.DefaultMaxEndpointsPerSlice.
+	MaxEndpointsPerSlice int
+	// UnreachableGrace is how long a disconnected member keeps its
+	// endpoints in the imports; 0 keeps them forever.
+	UnreachableGrace time.Duration
+	// Metrics receives the import metrics and the reconciler's; nil means
+	// none.
+	Metrics *Metrics
+}
+
+// Controller is the import controller of one consumer cluster.
+type Controller struct {
+	opts       Options
+	client     client.Client
+	sliceCache cache.Cache
+	// reconcilers, one per source cluster: each tracks the slices of its
+	// source, so that reconciling one source never sees the others' slices
+	// as missing.
+	reconcilers map[clusterset.ClusterID]*reconciler.Reconciler
+
+	mu            sync.Mutex
+	missingLogged map[types.NamespacedName]bool
+}
+
+var _ reconcile.Reconciler = (*Controller)(nil)
+
+// New returns the import controller of consumer cl.
+func New(cl cluster.Cluster, opts Options) (*Controller, error) {
+	if opts.Consumer == "" || opts.Store == nil || opts.Members == nil {
+		return nil, errors.New("import: consumer, store and members are required")
+	}
+	if opts.ManagedBy == "" {
+		opts.ManagedBy = "mcs"
+	}
+	if opts.MaxEndpointsPerSlice == 0 {
+		opts.MaxEndpointsPerSlice = reconciler.DefaultMaxEndpointsPerSlice
+	}
+	// The member's cache leaves imported slices out (the export side must
+	// never read them), so the slices this controller writes get a cache of
+	// their own, holding nothing else.
+	managed, err := labels.NewRequirement(discoveryv1.LabelManagedBy, selection.Equals, []string{opts.ManagedBy})
+	if err != nil {
+		return nil, fmt.Errorf("import: managed-by %q: %w", opts.ManagedBy, err)
+	}
+	imported, _ := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.Exists, nil)
+	sliceCache, err := cache.New(cl.GetConfig(), cache.Options{
+		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed, *imported)}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import %s: slice cache: %w", opts.Consumer, err)
+	}
+	clientset, err := kubernetes.NewForConfig(cl.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
+	}
+	c := &Controller{
+		opts: opts, client: cl.GetClient(), sliceCache: sliceCache,
+		reconcilers:   map[clusterset.ClusterID]*reconciler.Reconciler{},
+		missingLogged: map[types.NamespacedName]bool{},
+	}
+	for _, source := range opts.Members.IDs() {
+		ro := []reconciler.Option{
+			reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
+			reconciler.WithOwnershipEnforced(true),
+			reconciler.WithEventRecorder(cl.GetEventRecorderFor("mcs-syncer")),
+		}
+		if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
+			ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))
+		}
+		r, err := reconciler.New(clientset.DiscoveryV1(), opts.ManagedBy, ro...)
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
+		}
+		c.reconcilers[source] = r
+	}
+	return c, nil
+}
+
+// SetupWithManager registers the controller as "import-<consumer>" of mgr.
+func (c *Controller) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) error {
+	if err := mgr.Add(c.sliceCache); err != nil {
+		return err
+	}
+	keys := make(chan event.GenericEvent)
+	// The Store's changes, and a member connecting or disconnecting, change
+	// what an import holds.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for e := range c.opts.Store.Subscribe(ctx) {
+			select {
+			case keys <- e:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
+	c.opts.Members.OnChange(func(id clusterset.ClusterID, _ bool) {
+		go func() {
+			for _, key := range c.opts.Store.Keys() {
+				keys <- event.GenericEvent{Object: keyObject(key)}
+			}
+		}()
+	})
+	memberCache := cl.GetCache()
+	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
+		Named("import-" + string(c.opts.Consumer)).
+		// The ServiceImport itself: an edit or a deletion by a person is
+		// repaired.
+		WatchesRawSource(source.Kind(memberCache, &mcsv1beta1.ServiceImport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceImport]{})).
+		// Derived Services, by their owning ServiceImport.
+		WatchesRawSource(source.Kind(memberCache, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Service) []reconcile.Request {
+			if ref := metav1.GetControllerOfNoCopy(s); ref != nil && ref.Kind == serviceImportGVK.Kind && ref.APIVersion == serviceImportGVK.GroupVersion().String() {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}}}
+			}
+			return nil
+		}))).
+		// Imported slices: changes by others are repaired; echoes of our own
+		// writes are ignored; deletions complete the tracker's records.
+		WatchesRawSource(source.Kind(c.sliceCache, &discoveryv1.EndpointSlice{}, c.sliceHandler())).
+		// A namespace that appears may now receive imports.
+		WatchesRawSource(source.Kind(memberCache, &corev1.Namespace{}, handler.TypedFuncs[*corev1.Namespace, reconcile.Request]{
+			CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Namespace], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				for _, key := range c.opts.Store.Keys() {
+					if key.Namespace == e.Object.Name {
+						q.Add(reconcile.Request{NamespacedName: key})
+					}
+				}
+			},
+		})).
+		WatchesRawSource(source.Channel(keys, &handler.EnqueueRequestForObject{})).
+		Complete(c)
+}
+
+func keyObject(key types.NamespacedName) client.Object {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+}
+
+func (c *Controller) sliceHandler() handler.TypedEventHandler[*discoveryv1.EndpointSlice, reconcile.Request] {
+	enqueue := func(s *discoveryv1.EndpointSlice, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if name := s.Labels[mcsv1beta1.LabelServiceName]; name != "" {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: name}})
+		}
+	}
+	return handler.TypedFuncs[*discoveryv1.EndpointSlice, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*discoveryv1.EndpointSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r := c.reconcilers[clusterset.ClusterID(e.Object.Labels[mcsv1beta1.LabelSourceCluster])]; r == nil || r.Tracker().ShouldSync(e.Object) {
+				enqueue(e.Object, q)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*discoveryv1.EndpointSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r := c.reconcilers[clusterset.ClusterID(e.ObjectNew.Labels[mcsv1beta1.LabelSourceCluster])]; r == nil || r.Tracker().ShouldSync(e.ObjectNew) {
+				enqueue(e.ObjectNew, q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*discoveryv1.EndpointSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if r := c.reconcilers[clusterset.ClusterID(e.Object.Labels[mcsv1beta1.LabelSourceCluster])]; r != nil {
+				r.Tracker().Observed(e.Object)
+			}
+			enqueue(e.Object, q)
+		},
+	}
+}
+
+// Reconcile brings one import in the consumer cluster in line with the
+// Store. A write that lost a race with another (a resourceVersion
+// conflict) is retried without being reported as an error.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req.NamespacedName)
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	logger := log.FromContext(ctx).WithValues("cluster", c.opts.Consumer)
+	exports, recheck := c.reachableExports(key)
+
+	ns := &corev1.Namespace{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: key.Namespace}, ns); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("get namespace %s: %w", key.Namespace, err)
+		}
+		if len(exports) > 0 && c.firstMissing(key) {
+			logger.Info("Namespace does not exist here; the import is skipped until it does", "serviceImport", key)
+			c.opts.Metrics.namespaceMissing(c.opts.Consumer)
+		}
+		return reconcile.Result{}, nil
+	}
+	if ns.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+
+	si := &mcsv1beta1.ServiceImport{}
+	err := c.client.Get(ctx, key, si)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("get ServiceImport %s: %w", key, err)
+	}
+	if exists && si.Labels[ManagedByLabel] != c.opts.ManagedBy {
+		logger.Info("ServiceImport is not managed by mcs-syncer; leaving it alone", "serviceImport", key)
+		return reconcile.Result{}, nil
+	}
+	if len(exports) == 0 {
+		if exists {
+			// Its derived Service and slices go with it (owner references).
+			if err := c.client.Delete(ctx, si, client.Preconditions{UID: &si.UID}); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("delete ServiceImport %s: %w", key, err)
+			}
+			logger.V(2).Info("ServiceImport deleted: nobody exports it any more", "serviceImport", key)
+		}
+		c.forget(si)
+		return reconcile.Result{RequeueAfter: recheck}, nil
+	}
+
+	merged := clusterset.Merge(exports)
+	if si, err = c.applyServiceImport(ctx, key, si, exists, merged); err != nil {
+		return reconcile.Result{}, err
+	}
+	ips, err := c.applyDerivedService(ctx, si, merged)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !slices.Equal(si.Spec.IPs, ips) {
+		si.Spec.IPs = ips
+		if err := c.client.Update(ctx, si); err != nil {
+			return reconcile.Result{}, fmt.Errorf("update ips of ServiceImport %s: %w", key, err)
+		}
+	}
+	sliceErr := c.applySlices(ctx, si, merged, exports)
+	if err := c.applyStatus(ctx, si, merged); err != nil {
+		return reconcile.Result{}, errors.Join(sliceErr, err)
+	}
+	if errors.Is(sliceErr, reconciler.ErrStaleCache) {
+		// The slice cache has not seen our last writes yet; its events
+		// requeue us, this is the fallback.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{RequeueAfter: recheck}, sliceErr
+}
+
+// reachableExports returns the exports of key whose cluster is connected,
+// or disconnected for less than the grace period, and when to look again
+// for a member whose grace runs out.
+func (c *Controller) reachableExports(key types.NamespacedName) ([]*clusterset.ExportedService, time.Duration) {
+	var out []*clusterset.ExportedService
+	var recheck time.Duration
+	now := time.Now()
+	for _, es := range c.opts.Store.Get(key) {
+		connected, since := c.opts.Members.Connected(es.Cluster)
+		if connected || c.opts.UnreachableGrace == 0 {
+			out = append(out, es)
+			continue
+		}
+		left := c.opts.UnreachableGrace - now.Sub(since)
+		if left <= 0 {
+			continue
+		}
+		out = append(out, es)
+		if recheck == 0 || left < recheck {
+			recheck = left
+		}
+	}
+	return out, recheck
+}
+
+func (c *Controller) firstMissing(key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := !c.missingLogged[key]
+	c.missingLogged[key] = true
+	return first
+}
+
+func (c *Controller) forget(si *mcsv1beta1.ServiceImport) {
+	c.mu.Lock()
+	delete(c.missingLogged, client.ObjectKeyFromObject(si))
+	c.mu.Unlock()
+	if si.UID != "" {
+		for _, r := range c.reconcilers {
+			r.Forget(si.UID)
+		}
+	}
+}
+
+// applyServiceImport creates the ServiceImport or updates its spec, labels
+// and annotations, keeping spec.ips (set from the derived Service later).
+func (c *Controller) applyServiceImport(ctx context.Context, key types.NamespacedName, si *mcsv1beta1.ServiceImport, exists bool, merged clusterset.Merged) (*mcsv1beta1.ServiceImport, error) {
+	want := si.DeepCopy()
+	want.Name, want.Namespace = key.Name, key.Namespace
+	want.Labels = maps.Clone(merged.Spec.Labels)
+	if want.Labels == nil {
+		want.Labels = map[string]string{}
+	}
+	want.Labels[ManagedByLabel] = c.opts.ManagedBy
+	want.Annotations = maps.Clone(merged.Spec.Annotations)
+	if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
+		if want.Annotations == nil {
+			want.Annotations = map[string]string{}
+		}
+		want.Annotations[DerivedServiceAnnotation] = DerivedServiceName(key)
+	}
+	s := merged.Spec
+	want.Spec = mcsv1beta1.ServiceImportSpec{
+		Type: s.Type, Ports: s.Ports, SessionAffinity: s.SessionAffinity, SessionAffinityConfig: s.SessionAffinityConfig,
+		IPFamilies: s.IPFamilies, InternalTrafficPolicy: s.InternalTrafficPolicy, TrafficDistribution: s.TrafficDistribution,
+		IPs: si.Spec.IPs,
+	}
+	if want.Spec.Ports == nil {
+		want.Spec.Ports = []mcsv1beta1.ServicePort{}
+	}
+	if s.Type == mcsv1beta1.Headless {
+		want.Spec.IPs = nil
+	}
+	if !exists {
+		if err := c.client.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("create ServiceImport %s: %w", key, err)
+		}
+		return want, nil
+	}
+	if equality.Semantic.DeepEqual(want.Spec, si.Spec) && maps.Equal(want.Labels, si.Labels) && maps.Equal(want.Annotations, si.Annotations) {
+		return si, nil
+	}
+	if err := c.client.Update(ctx, want); err != nil {
+		return nil, fmt.Errorf("update ServiceImport %s: %w", key, err)
+	}
+	return want, nil
+}
+
+// applyDerivedService keeps the derived Service of a ClusterSetIP import
+// (and removes it from a Headless one) and returns the clusterset IPs.
+func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged) ([]string, error) {
+	name := types.NamespacedName{Namespace: si.Namespace, Name: DerivedServiceName(client.ObjectKeyFromObject(si))}
+	svc := &corev1.Service{}
+	err := c.client.Get(ctx, name, svc)
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get derived Service %s: %w", name, err)
+	}
+	if exists && !metav1.IsControlledBy(svc, si) {
+		return nil, fmt.Errorf("derived Service %s exists but is not owned by ServiceImport %s; delete it or rename", name, si.Name)
+	}
+	if merged.Spec.Type != mcsv1beta1.ClusterSetIP {
+		if exists {
+			if err := c.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+				return nil, fmt.Errorf("delete derived Service %s: %w", name, err)
+			}
+		}
+		return nil, nil
+	}
+	want := svc.DeepCopy()
+	want.Name, want.Namespace = name.Name, name.Namespace
+	want.Labels = map[string]string{ManagedByLabel: c.opts.ManagedBy, mcsv1beta1.LabelServiceName: si.Name}
+	want.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(si, serviceImportGVK)}
+	want.Spec.Type = corev1.ServiceTypeClusterIP
+	want.Spec.Selector = nil
+	want.Spec.Ports = nil
+	for _, p := range merged.Spec.Ports {
+		// Every field the API server would default is set, so that an
+		// unchanged import compares equal and is not rewritten.
+		want.Spec.Ports = append(want.Spec.Ports, corev1.ServicePort{
+			Name: p.Name, Protocol: cmp.Or(p.Protocol, corev1.ProtocolTCP), AppProtocol: p.AppProtocol,
+			Port: p.Port, TargetPort: intstr.FromInt32(p.Port),
+		})
+	}
+	want.Spec.SessionAffinity = cmp.Or(merged.Spec.SessionAffinity, corev1.ServiceAffinityNone)
+	want.Spec.SessionAffinityConfig = merged.Spec.SessionAffinityConfig
+	if len(merged.Spec.IPFamilies) > 0 {
+		want.Spec.IPFamilies = merged.Spec.IPFamilies
+		policy := corev1.IPFamilyPolicySingleStack
+		if len(merged.Spec.IPFamilies) > 1 {
+			policy = corev1.IPFamilyPolicyRequireDualStack
+		}
+		want.Spec.IPFamilyPolicy = &policy
+	}
+	if !exists {
+		if err := c.client.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("create derived Service %s: %w", name, err)
+		}
+		return want.Spec.ClusterIPs, nil
+	}
+	if !equality.Semantic.DeepEqual(want.Spec, svc.Spec) || !maps.Equal(want.Labels, svc.Labels) {
+		if err := c.client.Update(ctx, want); err != nil {
+			return nil, fmt.Errorf("update derived Service %s: %w", name, err)
+		}
+	}
+	return want.Spec.ClusterIPs, nil
+}
+
+// applySlices reconciles the slices of every source cluster: the
+// endpoints of those exporting, nothing for the others.
+func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, exports []*clusterset.ExportedService) error {
+	var list discoveryv1.EndpointSliceList
+	if err := c.sliceCache.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingLabels{mcsv1beta1.LabelServiceName: si.Name}); err != nil {
+		return fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		id := clusterset.ClusterID(s.Labels[mcsv1beta1.LabelSourceCluster])
+		bySource[id] = append(bySource[id], s)
+	}
+	exportOf := map[clusterset.ClusterID]*clusterset.ExportedService{}
+	for _, es := range exports {
+		exportOf[es.Cluster] = es
+	}
+	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
+	var errs []error
+	for _, source := range c.opts.Members.IDs() {
+		es := exportOf[source]
+		if es == nil && len(bySource[source]) == 0 {
+			continue
+		}
+		in := reconciler.Input{
+			Owner: si, OwnerGVK: serviceImportGVK,
+			AddressTypes: addressTypes,
+			Existing:     bySource[source],
+			Labeler:      c.labeler(si, merged, source),
+		}
+		if es != nil {
+			in.TriggerTime = es.LastChangeTriggerTime
+			for _, g := range es.Endpoints {
+				if slices.Contains(addressTypes, g.AddressType) {
+					in.Desired = append(in.Desired, g)
+				}
+			}
+		}
+		r := c.reconcilers[source]
+		plan, err := r.Plan(in)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
+			continue
+		}
+		if plan.Empty() {
+			continue
+		}
+		if err := r.Apply(ctx, plan); err != nil {
+			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
+			continue
+		}
+		c.opts.Metrics.written(source, c.opts.Consumer, es)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID) reconciler.Labeler {
+	return reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
+		l := map[string]string{
+			mcsv1beta1.LabelServiceName:   si.Name,
+			mcsv1beta1.LabelSourceCluster: string(source),
+		}
+		// Only for ClusterSetIP: kube-proxy then routes the derived
+		// Service's IP to these endpoints. Never the plain Service name,
+		// which would mix them into the local Service.
+		if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
+			l[discoveryv1.LabelServiceName] = DerivedServiceName(client.ObjectKeyFromObject(si))
+		}
+		return l, nil
+	})
+}
+
+func addressTypesOf(families []corev1.IPFamily) []discoveryv1.AddressType {
+	var out []discoveryv1.AddressType
+	for _, f := range families {
+		switch f {
+		case corev1.IPv4Protocol:
+			out = append(out, discoveryv1.AddressTypeIPv4)
+		case corev1.IPv6Protocol:
+			out = append(out, discoveryv1.AddressTypeIPv6)
+		}
+	}
+	if len(out) == 0 {
+		out = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
+	}
+	return out
+}
+
+// applyStatus writes the ServiceImport's status when it changed.
+func (c *Controller) applyStatus(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged) error {
+	want := si.DeepCopy()
+	want.Status.Clusters = nil
+	for _, id := range merged.Clusters {
+		want.Status.Clusters = append(want.Status.Clusters, mcsv1beta1.ClusterStatus{Cluster: string(id)})
+	}
+	want.Status.EndpointSliceObjects = mcsv1beta1.EndpointSliceObjectsPresent
+	meta.SetStatusCondition(&want.Status.Conditions, metav1.Condition{
+		Type: string(mcsv1beta1.ServiceImportConditionReady), Status: metav1.ConditionTrue,
+		Reason: string(mcsv1beta1.ServiceImportReasonReady), ObservedGeneration: si.Generation,
+		Message: fmt.Sprintf("imported from %v", merged.Clusters),
+	})
+	if equality.Semantic.DeepEqual(want.Status, si.Status) {
+		return nil
+	}
+	if err := c.client.Status().Update(ctx, want); err != nil {
+		return fmt.Errorf("update status of ServiceImport %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	return nil
+}
