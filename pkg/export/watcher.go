@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +57,7 @@ type Options struct {
 	WriteStatus bool
 	// Recorder, if set, records a Warning event on a ServiceExport when it
 	// becomes invalid or conflicting (only with WriteStatus).
-	Recorder record.EventRecorder
+	Recorder events.EventRecorder
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -66,7 +66,7 @@ type Watcher struct {
 	client      client.Client
 	store       *clusterset.Store
 	writeStatus bool
-	recorder    record.EventRecorder
+	recorder    events.EventRecorder
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -337,6 +337,6 @@ func (w *Watcher) recordProblems(before, after *mcsv1beta1.ServiceExport) {
 		if was := meta.FindStatusCondition(before.Status.Conditions, string(problem.typ)); was != nil && was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
 			continue
 		}
-		w.recorder.Event(after, corev1.EventTypeWarning, now.Reason, now.Message)
+		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, now.Reason, "Export", "%s", now.Message)
 	}
 }

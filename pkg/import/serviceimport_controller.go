@@ -121,7 +121,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 		ro := []reconciler.Option{
 			reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
 			reconciler.WithOwnershipEnforced(true),
-			reconciler.WithEventRecorder(cl.GetEventRecorderFor("mcs-syncer")),
+			reconciler.WithEventRecorder(cl.GetEventRecorder("mcs-syncer")),
 		}
 		if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
 			ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))
@@ -227,7 +227,7 @@ func (c *Controller) sliceHandler() handler.TypedEventHandler[*discoveryv1.Endpo
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := c.reconcile(ctx, req.NamespacedName)
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
 	}
 	return res, err
 }

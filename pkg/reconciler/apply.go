@@ -81,7 +81,7 @@ func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 	if err != nil {
 		r.metrics.syncs.WithLabelValues(syncResultError).Inc()
 		if r.recorder != nil {
-			r.recorder.Eventf(owner, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices",
+			r.recorder.Eventf(owner, nil, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "UpdateEndpointSlices",
 				"Error updating EndpointSlices: %v", err)
 		}
 		return err

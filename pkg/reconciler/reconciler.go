@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -37,7 +37,7 @@ type Reconciler struct {
 	placeholder          bool
 	enforceOwnership     bool
 	trafficDistribution  bool
-	recorder             record.EventRecorder
+	recorder             events.EventRecorder
 	tracker              *Tracker
 	metrics              *metrics
 }
@@ -84,7 +84,7 @@ func WithTrafficDistribution(on bool) Option {
 
 // WithEventRecorder records a Warning event on the owner when writes fail.
 // The recorder's scheme must know the owner's type.
-func WithEventRecorder(rec record.EventRecorder) Option {
+func WithEventRecorder(rec events.EventRecorder) Option {
 	return func(r *Reconciler) error { r.recorder = rec; return nil }
 }
 

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 )
 
@@ -786,7 +786,7 @@ func TestFailedWriteRecordsEvent(t *testing.T) {
 	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcd hiccup"))
 	})
-	recorder := record.NewFakeRecorder(10)
+	recorder := events.NewFakeRecorder(10)
 	r := newReconciler(t, client, WithEventRecorder(recorder))
 	if err := r.Reconcile(context.Background(), serviceInput(t, client, service(), readyPods(1))); err == nil {
 		t.Fatal("no error for a failed create")
