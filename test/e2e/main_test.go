@@ -39,7 +39,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "testbed: %d clusters up in %s\n", len(bed.Clusters), time.Since(start).Round(time.Millisecond))
+	stopSyncer, err := startSyncer(ctx, stateDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = bed.Stop(context.Background())
+		return 1
+	}
 	code := m.Run()
+	if err := stopSyncer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
 	if err := bed.Stop(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

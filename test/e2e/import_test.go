@@ -1,0 +1,353 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+func clientOf(t *testing.T, cluster string) client.Client {
+	t.Helper()
+	cl, err := bed.Cluster(cluster).Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// namespaceEverywhere creates namespace name in every cluster and deletes
+// it when the test ends.
+func namespaceEverywhere(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	for _, c := range bed.Clusters {
+		cl := clientOf(t, c.Name)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := cl.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
+	}
+}
+
+// app creates Deployment, Service and ServiceExport "web" in ns of cl.
+func app(ctx context.Context, t *testing.T, cl client.Client, ns string, replicas, port int32, mutate func(*corev1.Service)) *appsv1.Deployment {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				}}},
+			},
+		},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: corev1.ServiceSpec{
+			Selector: labels,
+			Ports:    []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	if mutate != nil {
+		mutate(svc)
+	}
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
+	for _, obj := range []client.Object{d, svc, se} {
+		if err := cl.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func getImport(ctx context.Context, cl client.Client, ns string) (*mcsv1beta1.ServiceImport, error) {
+	si := &mcsv1beta1.ServiceImport{}
+	return si, cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, si)
+}
+
+// importedSlices lists the slices imported for ns/web in cl, by source
+// cluster.
+func importedSlices(ctx context.Context, cl client.Client, ns string) (map[string][]discoveryv1.EndpointSlice, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := cl.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: "web"}); err != nil {
+		return nil, err
+	}
+	out := map[string][]discoveryv1.EndpointSlice{}
+	for _, s := range list.Items {
+		out[s.Labels[mcsv1beta1.LabelSourceCluster]] = append(out[s.Labels[mcsv1beta1.LabelSourceCluster]], s)
+	}
+	return out, nil
+}
+
+func countReady(slices []discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range slices {
+		for _, ep := range s.Endpoints {
+			if ptr.Deref(ep.Conditions.Ready, false) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func exportCondition(ctx context.Context, cl client.Client, ns string, typ mcsv1beta1.ServiceExportConditionType) (*metav1.Condition, error) {
+	se := &mcsv1beta1.ServiceExport{}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, se); err != nil {
+		return nil, err
+	}
+	c := meta.FindStatusCondition(se.Status.Conditions, string(typ))
+	if c == nil {
+		return nil, fmt.Errorf("no %s condition", typ)
+	}
+	return c, nil
+}
+
+// TestExportIsImportedEverywhere: a Service exported from east becomes a
+// ServiceImport with its spec and a clusterset IP in all three clusters;
+// west and north get slices of east's endpoints with the standard's labels
+// and the endpoints' conditions, zone and node; the export's status is
+// Valid, Ready, without conflict; north's CoreDNS answers the clusterset
+// name with the clusterset IP.
+func TestExportIsImportedEverywhere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-everywhere"
+	namespaceEverywhere(ctx, t, ns)
+	east := clientOf(t, "east")
+	app(ctx, t, east, ns, 3, 80, func(s *corev1.Service) {
+		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
+		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+	})
+
+	derived := imports.DerivedServiceName(types.NamespacedName{Namespace: ns, Name: "web"})
+	for _, c := range bed.Clusters {
+		cl := clientOf(t, c.Name)
+		var si *mcsv1beta1.ServiceImport
+		eventually(ctx, t, c.Name+": the ServiceImport with a clusterset IP", func() (err error) {
+			if si, err = getImport(ctx, cl, ns); err != nil {
+				return err
+			}
+			if len(si.Spec.IPs) != 1 {
+				return fmt.Errorf("ips %v", si.Spec.IPs)
+			}
+			return nil
+		})
+		s := si.Spec
+		if s.Type != mcsv1beta1.ClusterSetIP || len(s.Ports) != 1 || s.Ports[0].Port != 80 || s.Ports[0].Name != "http" ||
+			s.SessionAffinity != corev1.ServiceAffinityClientIP || ptr.Deref(s.InternalTrafficPolicy, "") != corev1.ServiceInternalTrafficPolicyLocal ||
+			ptr.Deref(s.TrafficDistribution, "") != corev1.ServiceTrafficDistributionPreferClose || !slices.Equal(s.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) {
+			t.Errorf("%s: ServiceImport spec %+v", c.Name, s)
+		}
+		if !inCIDR(s.IPs[0], c.ServiceCIDR) {
+			t.Errorf("%s: clusterset IP %s outside the cluster's service CIDR %s", c.Name, s.IPs[0], c.ServiceCIDR)
+		}
+		svc := &corev1.Service{}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: derived}, svc); err != nil {
+			t.Errorf("%s: derived Service %s: %v", c.Name, derived, err)
+		} else if svc.Spec.ClusterIP != s.IPs[0] || svc.Spec.Selector != nil || !metav1.IsControlledBy(svc, si) || si.Annotations[imports.DerivedServiceAnnotation] != derived {
+			t.Errorf("%s: derived Service %s: ip %s selector %v owners %v; annotation %q", c.Name, derived, svc.Spec.ClusterIP, svc.Spec.Selector, svc.OwnerReferences, si.Annotations[imports.DerivedServiceAnnotation])
+		}
+		if c.Name == "east" {
+			continue
+		}
+		eventually(ctx, t, c.Name+": 3 ready endpoints from east", func() error {
+			bySource, err := importedSlices(ctx, cl, ns)
+			if err != nil {
+				return err
+			}
+			if n := countReady(bySource["east"]); n != 3 || len(bySource) != 1 {
+				return fmt.Errorf("%d ready endpoints from east, sources %d", n, len(bySource))
+			}
+			return nil
+		})
+		bySource, _ := importedSlices(ctx, cl, ns)
+		for _, sl := range bySource["east"] {
+			want := map[string]string{
+				mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: "east",
+				discoveryv1.LabelManagedBy: "mcs", discoveryv1.LabelServiceName: derived,
+			}
+			for k, v := range want {
+				if sl.Labels[k] != v {
+					t.Errorf("%s: slice %s label %s=%q, want %q", c.Name, sl.Name, k, sl.Labels[k], v)
+				}
+			}
+			if ref := metav1.GetControllerOf(&sl); ref == nil || ref.Kind != "ServiceImport" {
+				t.Errorf("%s: slice %s owner %v", c.Name, sl.Name, sl.OwnerReferences)
+			}
+			for _, ep := range sl.Endpoints {
+				if !inCIDR(ep.Addresses[0], bed.Cluster("east").PodCIDR) || !contains(bed.Cluster("east").Zones, ptr.Deref(ep.Zone, "")) ||
+					ptr.Deref(ep.NodeName, "") == "" || ep.Conditions.Serving == nil || ep.Conditions.Terminating == nil {
+					t.Errorf("%s: endpoint %+v", c.Name, ep)
+				}
+			}
+		}
+	}
+	for typ, want := range map[mcsv1beta1.ServiceExportConditionType]string{
+		mcsv1beta1.ServiceExportConditionValid: "True/Valid", mcsv1beta1.ServiceExportConditionReady: "True/Exported", mcsv1beta1.ServiceExportConditionConflict: "False/NoConflicts",
+	} {
+		eventually(ctx, t, "ServiceExport "+string(typ)+"="+want, func() error {
+			c, err := exportCondition(ctx, east, ns, typ)
+			if err != nil {
+				return err
+			}
+			if got := string(c.Status) + "/" + c.Reason; got != want {
+				return fmt.Errorf("%s", got)
+			}
+			return nil
+		})
+	}
+
+	north := bed.Cluster("north")
+	si, _ := getImport(ctx, clientOf(t, "north"), ns)
+	name := "web." + ns + ".svc.clusterset.local"
+	eventually(ctx, t, "north's CoreDNS to answer "+name, func() error {
+		ips, err := testbed.Lookup(ctx, north.DNSAddr, name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(ips, si.Spec.IPs) {
+			return fmt.Errorf("answer %v, want %v", ips, si.Spec.IPs)
+		}
+		return nil
+	})
+}
+
+// TestImportFollowsScale: scaling east's Deployment 3 -> 10 -> 2 is
+// followed by north's imported slices, which carry the source slices'
+// last-change-trigger-time.
+func TestImportFollowsScale(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-scale"
+	namespaceEverywhere(ctx, t, ns)
+	east, north := clientOf(t, "east"), clientOf(t, "north")
+	d := app(ctx, t, east, ns, 3, 80, nil)
+	for _, replicas := range []int32{3, 10, 2} {
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To(replicas)
+		if err := east.Patch(ctx, d, patch); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, fmt.Sprintf("north to import %d ready endpoints with the source's trigger time", replicas), func() error {
+			bySource, err := importedSlices(ctx, north, ns)
+			if err != nil {
+				return err
+			}
+			if n := countReady(bySource["east"]); n != int(replicas) {
+				return fmt.Errorf("%d ready endpoints", n)
+			}
+			var source discoveryv1.EndpointSliceList
+			if err := east.List(ctx, &source, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: "web"}); err != nil {
+				return err
+			}
+			newest := ""
+			for _, s := range source.Items {
+				if tt := s.Annotations[corev1.EndpointsLastChangeTriggerTime]; tt > newest {
+					newest = tt
+				}
+			}
+			for _, s := range bySource["east"] {
+				if got := s.Annotations[corev1.EndpointsLastChangeTriggerTime]; got != newestRFC3339Nano(newest) {
+					return fmt.Errorf("imported slice %s trigger time %q, source's newest %q", s.Name, got, newest)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// newestRFC3339Nano normalizes a trigger time as the reconciler writes it
+// (UTC, RFC 3339 with nanoseconds).
+func newestRFC3339Nano(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// TestSameServiceFromTwoClusters: the same Service exported from west
+// (first) and east: north imports slices from both, status.clusters lists
+// both; different ports are a PortConflict on both exports and the older
+// (west's) port is imported.
+func TestSameServiceFromTwoClusters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-two"
+	namespaceEverywhere(ctx, t, ns)
+	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
+	app(ctx, t, west, ns, 2, 80, nil)
+	eventually(ctx, t, "west's export to be older than a second", func() error {
+		c, err := exportCondition(ctx, west, ns, mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if time.Since(c.LastTransitionTime.Time) < 1100*time.Millisecond {
+			return fmt.Errorf("ready since %s", c.LastTransitionTime)
+		}
+		return nil
+	})
+	app(ctx, t, east, ns, 3, 8080, nil)
+
+	eventually(ctx, t, "north to import from both", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if countReady(bySource["east"]) != 3 || countReady(bySource["west"]) != 2 {
+			return fmt.Errorf("ready: east %d, west %d", countReady(bySource["east"]), countReady(bySource["west"]))
+		}
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		var clusters []string
+		for _, c := range si.Status.Clusters {
+			clusters = append(clusters, c.Cluster)
+		}
+		if !slices.Equal(clusters, []string{"east", "west"}) {
+			return fmt.Errorf("status.clusters %v", clusters)
+		}
+		if len(si.Spec.Ports) != 1 || si.Spec.Ports[0].Port != 80 {
+			return fmt.Errorf("ports %v, want west's (older) 80", si.Spec.Ports)
+		}
+		return nil
+	})
+	for name, cl := range map[string]client.Client{"east": east, "west": west} {
+		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
+			c, err := exportCondition(ctx, cl, ns, mcsv1beta1.ServiceExportConditionConflict)
+			if err != nil {
+				return err
+			}
+			if c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" || !strings.Contains(c.Message, "west (oldest export)") {
+				return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
+			}
+			return nil
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// syncerMetrics is the address of the running mcs-syncer's /metrics.
+var syncerMetrics string
+
+// startSyncer builds mcs-syncer and runs it as a real process in central
+// mode against the testbed, with a short unreachable grace so fault tests
+// stay short. It returns once /readyz answers, and a function that stops it
+// with SIGTERM (a graceful shutdown) and waits for it. The process is
+// killed with the test binary (Pdeathsig) if that dies first.
+func startSyncer(ctx context.Context, stateDir string) (func() error, error) {
+	root, err := testbed.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(stateDir, "mcs-syncer-bin")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mcs-syncer")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build mcs-syncer: %w\n%s", err, out)
+	}
+	metricsAddr, probeAddr, err := freeAddr(), freeAddr(), nil
+	if metricsAddr == "" || probeAddr == "" {
+		return nil, errors.New("no free port")
+	}
+	syncerMetrics = metricsAddr
+	// The log outlives the testbed's state folder, for a failure's post-mortem.
+	logDir, err := os.MkdirTemp("", "mcs-e2e-syncer-")
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, "mcs-syncer.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--clusterset-config", bed.ConfigPath,
+		"--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", probeAddr,
+		"--cluster-unreachable-grace", "20s",
+		"--zap-log-level", "info")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logFile.Close() }()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-exited:
+			return false, fmt.Errorf("mcs-syncer exited: %v; log: %s", err, logPath)
+		default:
+		}
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("mcs-syncer not ready: %w", err)
+	}
+	return func() error {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				return fmt.Errorf("mcs-syncer did not shut down cleanly on SIGTERM: %v; log: %s", err, logPath)
+			}
+			return nil
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("mcs-syncer did not stop within a minute of SIGTERM; log: %s", logPath)
+		}
+	}, nil
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ""
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
