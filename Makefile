@@ -44,14 +44,11 @@ bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/end
 	cd bench && go run .
 
 .PHONY: demo
-demo: tools build ## Bring the 3-cluster testbed up and print how to use it.
-	MCS_TOOLS_DIR=$(TOOLS_BIN) $(BIN)/testbed up --state $(STATE_DIR)
-	@echo
-	@echo "Look around:  KUBECONFIG=$(STATE_DIR)/east.kubeconfig $(TOOLS_BIN)/kubectl get nodes -L topology.kubernetes.io/zone"
-	@echo "Stop it:      make demo-down"
+demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from two of them, and what the third imports.
+	STATE_DIR=$(STATE_DIR) MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/demo.sh
 
 .PHONY: demo-down
-demo-down: ## Stop the demo's testbed and remove its state.
+demo-down: ## Stop the demo (mcs-syncer and the clusters) and remove its state.
 	go run ./test/testbed/cmd/testbed down --state $(STATE_DIR) --bin $(TOOLS_BIN)
 
 .PHONY: lint
