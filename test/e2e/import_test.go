@@ -351,3 +351,184 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 		})
 	}
 }
+
+// resourceVersions returns the resourceVersion of every ServiceImport,
+// Service and imported EndpointSlice in ns of cl, by kind/name.
+func resourceVersions(ctx context.Context, t *testing.T, cl client.Client, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	var sis mcsv1beta1.ServiceImportList
+	var svcs corev1.ServiceList
+	var eps discoveryv1.EndpointSliceList
+	for _, list := range []client.ObjectList{&sis, &svcs, &eps} {
+		if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range sis.Items {
+		out["ServiceImport/"+o.Name] = o.ResourceVersion
+	}
+	for _, o := range svcs.Items {
+		out["Service/"+o.Name] = o.ResourceVersion
+	}
+	for _, o := range eps.Items {
+		if o.Labels[mcsv1beta1.LabelServiceName] != "" {
+			out["EndpointSlice/"+o.Name] = o.ResourceVersion
+		}
+	}
+	return out
+}
+
+// TestRestartWritesNothing: an unchanged world costs no write, also right
+// after mcs-syncer restarts and reconciles everything again.
+func TestRestartWritesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-restart"
+	namespaceEverywhere(ctx, t, ns)
+	east, north := clientOf(t, "east"), clientOf(t, "north")
+	app(ctx, t, east, ns, 3, 80, nil)
+	eventually(ctx, t, "north to import 3 endpoints", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if countReady(bySource["east"]) != 3 {
+			return fmt.Errorf("%d ready", countReady(bySource["east"]))
+		}
+		return nil
+	})
+	eventually(ctx, t, "the export's status to settle", func() error {
+		c, err := exportCondition(ctx, east, ns, mcsv1beta1.ServiceExportConditionConflict)
+		if err != nil {
+			return err
+		}
+		if c.Reason != "NoConflicts" {
+			return fmt.Errorf("conflict %s", c.Reason)
+		}
+		return nil
+	})
+	before := resourceVersions(ctx, t, north, ns)
+	se := &mcsv1beta1.ServiceExport{}
+	if err := east.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, se); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syncer.restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the new process has reconciled every import of north at
+	// least once (each cluster holds the ServiceImports of every test).
+	var imports mcsv1beta1.ServiceImportList
+	if err := north.List(ctx, &imports); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the restarted mcs-syncer to reconcile north's imports", func() error {
+		n, err := syncer.metric(ctx, `controller_runtime_reconcile_total{controller="import-north",result="success"}`)
+		if err != nil {
+			return err
+		}
+		if int(n) < len(imports.Items) {
+			return fmt.Errorf("%v reconciles of %d imports", n, len(imports.Items))
+		}
+		return nil
+	})
+	after := resourceVersions(ctx, t, north, ns)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s was written after the restart (resourceVersion %s -> %s)", k, v, after[k])
+		}
+	}
+	seAfter := &mcsv1beta1.ServiceExport{}
+	if err := east.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, seAfter); err != nil {
+		t.Fatal(err)
+	}
+	if seAfter.ResourceVersion != se.ResourceVersion {
+		t.Errorf("ServiceExport status rewritten after the restart: %s -> %s", se.ResourceVersion, seAfter.ResourceVersion)
+	}
+}
+
+// TestUnreachableMemberIsWithdrawnAfterGrace: a short blip of west changes
+// nothing; west unreachable for longer than the grace (20s here) loses its
+// endpoints and, as the only exporter, its ServiceImport in north; both
+// come back when west does.
+func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ns := "import-unreachable"
+	namespaceEverywhere(ctx, t, ns)
+	west, north := clientOf(t, "west"), clientOf(t, "north")
+	app(ctx, t, west, ns, 2, 80, nil)
+	importedFromWest := func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if countReady(bySource["west"]) != 2 {
+			return fmt.Errorf("%d ready endpoints from west", countReady(bySource["west"]))
+		}
+		return nil
+	}
+	eventually(ctx, t, "north to import west's endpoints", importedFromWest)
+	si, err := getImport(ctx, north, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A blip shorter than the grace, long enough for mcs-syncer to see
+	// west disconnected: nothing is withdrawn.
+	westBed := bed.Cluster("west")
+	connected := func(want float64) func() error {
+		return func() error {
+			v, err := syncer.metric(ctx, `mcs_syncer_member_connected{cluster="west"}`)
+			if err != nil {
+				return err
+			}
+			if v != want {
+				return fmt.Errorf("mcs_syncer_member_connected{cluster=west} = %v", v)
+			}
+			return nil
+		}
+	}
+	if err := westBed.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "mcs-syncer to see west disconnected", connected(0))
+	if err := westBed.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "mcs-syncer to see west connected again", connected(1))
+	if again, err := getImport(ctx, north, ns); err != nil || again.UID != si.UID {
+		t.Fatalf("the ServiceImport did not survive a short blip: %v", err)
+	}
+	if err := importedFromWest(); err != nil {
+		t.Fatalf("west's endpoints did not survive a short blip: %v", err)
+	}
+
+	// Down for longer than the grace: withdrawn.
+	if err := westBed.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	eventually(ctx, t, "north to withdraw west's import", func() error {
+		if _, err := getImport(ctx, north, ns); err == nil {
+			return fmt.Errorf("ServiceImport still there")
+		}
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if len(bySource["west"]) > 0 {
+			return fmt.Errorf("%d slices from west", len(bySource["west"]))
+		}
+		return nil
+	})
+	if waited := time.Since(stopped); waited < 20*time.Second {
+		t.Errorf("withdrawn after %s, before the 20s grace", waited)
+	}
+
+	if err := westBed.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "west's import to return", importedFromWest)
+}

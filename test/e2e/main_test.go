@@ -39,14 +39,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "testbed: %d clusters up in %s\n", len(bed.Clusters), time.Since(start).Round(time.Millisecond))
-	stopSyncer, err := startSyncer(ctx, stateDir)
-	if err != nil {
+	if syncer, err = startSyncer(ctx, stateDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = bed.Stop(context.Background())
 		return 1
 	}
 	code := m.Run()
-	if err := stopSyncer(); err != nil {
+	if err := syncer.stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}

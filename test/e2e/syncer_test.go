@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,15 +19,64 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
-// syncerMetrics is the address of the running mcs-syncer's /metrics.
-var syncerMetrics string
+// syncer is the running mcs-syncer.
+var syncer *syncerProcess
+
+// syncerProcess is a running mcs-syncer.
+type syncerProcess struct {
+	// metricsAddr is the host:port of its /metrics.
+	metricsAddr string
+	stateDir    string
+	stop        func() error
+}
+
+// restart stops the syncer gracefully and starts a new one.
+func (p *syncerProcess) restart(ctx context.Context) error {
+	if err := p.stop(); err != nil {
+		return err
+	}
+	next, err := startSyncer(ctx, p.stateDir)
+	if err != nil {
+		return err
+	}
+	*p = *next
+	return nil
+}
+
+// metric returns the value of the sample of the running syncer's /metrics
+// whose name and labels (as written in the exposition format, e.g.
+// `controller_runtime_reconcile_total{controller="import-north",result="success"}`)
+// are given, or 0 when there is none.
+func (p *syncerProcess) metric(ctx context.Context, sample string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			var v float64
+			_, err := fmt.Sscan(rest, &v)
+			return v, err
+		}
+	}
+	return 0, nil
+}
 
 // startSyncer builds mcs-syncer and runs it as a real process in central
 // mode against the testbed, with a short unreachable grace so fault tests
 // stay short. It returns once /readyz answers, and a function that stops it
 // with SIGTERM (a graceful shutdown) and waits for it. The process is
 // killed with the test binary (Pdeathsig) if that dies first.
-func startSyncer(ctx context.Context, stateDir string) (func() error, error) {
+func startSyncer(ctx context.Context, stateDir string) (*syncerProcess, error) {
 	root, err := testbed.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -40,7 +91,6 @@ func startSyncer(ctx context.Context, stateDir string) (func() error, error) {
 	if metricsAddr == "" || probeAddr == "" {
 		return nil, errors.New("no free port")
 	}
-	syncerMetrics = metricsAddr
 	// The log outlives the testbed's state folder, for a failure's post-mortem.
 	logDir, err := os.MkdirTemp("", "mcs-e2e-syncer-")
 	if err != nil {
@@ -81,7 +131,7 @@ func startSyncer(ctx context.Context, stateDir string) (func() error, error) {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("mcs-syncer not ready: %w", err)
 	}
-	return func() error {
+	return &syncerProcess{metricsAddr: metricsAddr, stateDir: stateDir, stop: func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
@@ -93,7 +143,7 @@ func startSyncer(ctx context.Context, stateDir string) (func() error, error) {
 			_ = cmd.Process.Kill()
 			return fmt.Errorf("mcs-syncer did not stop within a minute of SIGTERM; log: %s", logPath)
 		}
-	}, nil
+	}}, nil
 }
 
 func freeAddr() string {
