@@ -156,7 +156,7 @@ func run(o *options) error {
 		cl := members.Cluster(id)
 		w, err := export.New(cl, export.Options{
 			Cluster: id, Store: store, WriteStatus: o.localCluster == "" || string(id) == o.localCluster,
-			Recorder: cl.GetEventRecorder("mcs-syncer"),
+			Recorder: cl.GetEventRecorder("mcs-syncer"), Members: members.IDs(),
 		})
 		if err != nil {
 			return err

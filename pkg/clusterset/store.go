@@ -19,11 +19,15 @@ type Store struct {
 	mu    sync.RWMutex
 	byKey map[types.NamespacedName]map[ClusterID]*ExportedService
 	subs  []*subscription
+	// synced holds the clusters whose exports are all in the Store (their
+	// export watcher's first pass is done). Until then the Store's view of
+	// a cluster is partial, and nothing may be withdrawn on its account.
+	synced map[ClusterID]bool
 }
 
 // NewStore returns an empty Store.
 func NewStore() *Store {
-	return &Store{byKey: map[types.NamespacedName]map[ClusterID]*ExportedService{}}
+	return &Store{byKey: map[types.NamespacedName]map[ClusterID]*ExportedService{}, synced: map[ClusterID]bool{}}
 }
 
 // Put stores an export, replacing the same cluster's export of the same
@@ -107,6 +111,28 @@ func (s *Store) Keys() []types.NamespacedName {
 	s.mu.RUnlock()
 	slices.SortFunc(keys, compareKeys)
 	return keys
+}
+
+// MarkSynced records that every export of cluster is in the Store, and
+// announces every key, so that decisions deferred until then are taken.
+func (s *Store) MarkSynced(cluster ClusterID) {
+	s.mu.Lock()
+	already := s.synced[cluster]
+	s.synced[cluster] = true
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	for _, key := range s.Keys() {
+		s.notify(key)
+	}
+}
+
+// Synced reports whether every export of cluster is in the Store.
+func (s *Store) Synced(cluster ClusterID) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.synced[cluster]
 }
 
 // Count returns the number of keys a cluster exports.

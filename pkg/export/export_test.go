@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -96,7 +95,7 @@ func run(m *testing.M) int {
 			break
 		}
 		var w *export.Watcher
-		w, err = export.New(members.Cluster(id), export.Options{Cluster: id, Store: store, WriteStatus: true})
+		w, err = export.New(members.Cluster(id), export.Options{Cluster: id, Store: store, WriteStatus: true, Members: members.IDs()})
 		if err == nil {
 			err = w.SetupWithManager(mgr, members.Cluster(id))
 		}
@@ -139,34 +138,12 @@ func namespace(ctx context.Context, t *testing.T, name string, clusters ...strin
 	}
 }
 
-// webService creates in ns of cluster a Deployment "web" of replicas pods
-// and a Service "web" with the given port (named target port "http",
-// container port 8080).
+// webService creates in ns a Deployment "web" of replicas pods and a
+// Service "web" with the given port (targeting the pods' port "http", 8080).
 func webService(ctx context.Context, t *testing.T, cl client.Client, ns string, replicas int32, port int32) *appsv1.Deployment {
 	t.Helper()
-	labels := map[string]string{"app": "web"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				}}},
-			},
-		},
-	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromString("http")}},
-		},
-	}
-	for _, obj := range []client.Object{d, svc} {
+	d := testbed.Deployment(ns, "web", replicas)
+	for _, obj := range []client.Object{d, testbed.Service(ns, "web", port)} {
 		if err := cl.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -305,9 +282,7 @@ func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
 	webService(ctx, t, east, ns, 0, 80)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Labels: map[string]string{"app": "web"}, Finalizers: []string{"mcs-syncer.test/hold"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "app", Image: "registry.k8s.io/pause:3.10", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-		}}},
+		Spec:       testbed.Deployment(ns, "web", 1).Spec.Template.Spec,
 	}
 	if err := east.Create(ctx, pod); err != nil {
 		t.Fatal(err)

@@ -58,6 +58,10 @@ type Options struct {
 	// Recorder, if set, records a Warning event on a ServiceExport when it
 	// becomes invalid or conflicting (only with WriteStatus).
 	Recorder events.EventRecorder
+	// Members are every member's IDs: the Conflict condition is written only
+	// once the Store holds every member's exports, so that a restart never
+	// flips it on a partial view. Empty: only Cluster.
+	Members []clusterset.ClusterID
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -67,6 +71,7 @@ type Watcher struct {
 	store       *clusterset.Store
 	writeStatus bool
 	recorder    events.EventRecorder
+	members     []clusterset.ClusterID
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -76,7 +81,11 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	if opts.Cluster == "" || opts.Store == nil {
 		return nil, fmt.Errorf("export: cluster and store are required")
 	}
-	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder}, nil
+	members := opts.Members
+	if len(members) == 0 {
+		members = []clusterset.ClusterID{opts.Cluster}
+	}
+	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder, members: members}, nil
 }
 
 // SetupWithManager registers the watcher as controller "export-<cluster>"
@@ -96,6 +105,13 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 		return err
 	}
 	c := cl.GetCache()
+	// The first pass: every ServiceExport the cache holds at start goes into
+	// the Store before the Store calls this cluster synced.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return w.initialSync(ctx, c)
+	})); err != nil {
+		return err
+	}
 	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
 		Named("export-" + string(w.cluster)).
 		// The ServiceExport is the root object.
@@ -113,6 +129,34 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 		// condition.
 		WatchesRawSource(source.Channel(storeEvents, &handler.EnqueueRequestForObject{})).
 		Complete(w)
+}
+
+// initialSync reconciles every ServiceExport in the cache once it has
+// synced, then marks the cluster synced in the Store. A member that is
+// unreachable at start stays unsynced until its cache syncs.
+func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) error {
+	if !c.WaitForCacheSync(ctx) {
+		return nil // stopping
+	}
+	logger := log.FromContext(ctx).WithValues("cluster", w.cluster)
+	for {
+		var list mcsv1beta1.ServiceExportList
+		err := c.List(ctx, &list)
+		for i := 0; err == nil && i < len(list.Items); i++ {
+			_, err = w.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		if err == nil {
+			w.store.MarkSynced(w.cluster)
+			logger.V(2).Info("Exports synced", "serviceExports", len(list.Items))
+			return nil
+		}
+		logger.Error(err, "First pass over the ServiceExports failed; retrying")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // ifExported maps an object to the key of its ServiceExport, or to nothing
@@ -269,17 +313,25 @@ func deref[T any](p *T) T {
 // the merge over the Store.
 func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport) error {
 	merged := clusterset.Merge(w.store.Get(client.ObjectKeyFromObject(se)))
+	conds := []metav1.Condition{
+		{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
+			Reason: string(mcsv1beta1.ServiceExportReasonValid), Message: "the Service can be exported"},
+		{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionTrue,
+			Reason: string(mcsv1beta1.ServiceExportReasonExported), Message: "exported to the clusterset"},
+	}
+	for _, id := range w.members {
+		if !w.store.Synced(id) {
+			// A partial view: the Conflict condition waits (the Store
+			// announces every key once the member is synced).
+			return w.writeConditions(ctx, se, nil, conds...)
+		}
+	}
 	conflict := metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionConflict), Status: metav1.ConditionFalse,
 		Reason: string(mcsv1beta1.ServiceExportReasonNoConflicts), Message: "no conflicts with the other exports of this Service"}
 	if merged.Conflict != nil {
 		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, merged.Conflict.Reason(), merged.Conflict.Message
 	}
-	return w.writeConditions(ctx, se, nil,
-		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
-			Reason: string(mcsv1beta1.ServiceExportReasonValid), Message: "the Service can be exported"},
-		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionTrue,
-			Reason: string(mcsv1beta1.ServiceExportReasonExported), Message: fmt.Sprintf("exported to the clusterset from %s (with %v)", w.cluster, merged.Clusters)},
-		conflict)
+	return w.writeConditions(ctx, se, nil, append(conds, conflict)...)
 }
 
 // setInvalid writes Valid=False with reason and message, Ready=False, and

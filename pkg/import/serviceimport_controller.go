@@ -235,6 +235,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	logger := log.FromContext(ctx).WithValues("cluster", c.opts.Consumer)
 	exports, recheck := c.reachableExports(key)
+	unsettled, settleRecheck := c.unsettledSources()
+	recheck = minPositive(recheck, settleRecheck)
 
 	ns := &corev1.Namespace{}
 	if err := c.client.Get(ctx, types.NamespacedName{Name: key.Namespace}, ns); err != nil {
@@ -262,6 +264,12 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return reconcile.Result{}, nil
 	}
 	if len(exports) == 0 {
+		if len(unsettled) > 0 {
+			// Some member's exports are not known yet (mcs-syncer just
+			// started, or the member is unreachable within its grace):
+			// absence proves nothing; look again later.
+			return reconcile.Result{RequeueAfter: recheck}, nil
+		}
 		if exists {
 			// Its derived Service and slices go with it (owner references).
 			if err := c.client.Delete(ctx, si, client.Preconditions{UID: &si.UID}); client.IgnoreNotFound(err) != nil {
@@ -287,7 +295,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 			return reconcile.Result{}, fmt.Errorf("update ips of ServiceImport %s: %w", key, err)
 		}
 	}
-	sliceErr := c.applySlices(ctx, si, merged, exports)
+	sliceErr := c.applySlices(ctx, si, merged, exports, unsettled)
 	if err := c.applyStatus(ctx, si, merged); err != nil {
 		return reconcile.Result{}, errors.Join(sliceErr, err)
 	}
@@ -317,11 +325,47 @@ func (c *Controller) reachableExports(key types.NamespacedName) ([]*clusterset.E
 			continue
 		}
 		out = append(out, es)
-		if recheck == 0 || left < recheck {
-			recheck = left
-		}
+		recheck = minPositive(recheck, left)
 	}
 	return out, recheck
+}
+
+// unsettledSources returns the members whose exports the Store does not
+// fully know yet, and when to look again: a member not yet synced (at
+// start) is looked at again in a second; one that is unreachable is
+// settled, with nothing exported, once its grace has run out.
+func (c *Controller) unsettledSources() (map[clusterset.ClusterID]bool, time.Duration) {
+	unsettled := map[clusterset.ClusterID]bool{}
+	var recheck time.Duration
+	now := time.Now()
+	for _, id := range c.opts.Members.IDs() {
+		if c.opts.Store.Synced(id) {
+			continue
+		}
+		connected, since := c.opts.Members.Connected(id)
+		if connected {
+			unsettled[id] = true // its first pass is under way
+			recheck = minPositive(recheck, time.Second)
+			continue
+		}
+		if c.opts.UnreachableGrace == 0 {
+			unsettled[id] = true // kept until it is back; its reconnection requeues
+			continue
+		}
+		if left := c.opts.UnreachableGrace - now.Sub(since); left > 0 {
+			unsettled[id] = true
+			recheck = minPositive(recheck, left)
+		}
+	}
+	return unsettled, recheck
+}
+
+// minPositive returns the smaller of two durations, ignoring zeros.
+func minPositive(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 func (c *Controller) firstMissing(key types.NamespacedName) bool {
@@ -449,7 +493,7 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 
 // applySlices reconciles the slices of every source cluster: the
 // endpoints of those exporting, nothing for the others.
-func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, exports []*clusterset.ExportedService) error {
+func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, exports []*clusterset.ExportedService, unsettled map[clusterset.ClusterID]bool) error {
 	var list discoveryv1.EndpointSliceList
 	if err := c.sliceCache.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingLabels{mcsv1beta1.LabelServiceName: si.Name}); err != nil {
 		return fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
@@ -468,8 +512,8 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	var errs []error
 	for _, source := range c.opts.Members.IDs() {
 		es := exportOf[source]
-		if es == nil && len(bySource[source]) == 0 {
-			continue
+		if (es == nil && len(bySource[source]) == 0) || (es == nil && unsettled[source]) {
+			continue // nothing to do, or nothing known yet: its slices stay as they are
 		}
 		in := reconciler.Input{
 			Owner: si, OwnerGVK: serviceImportGVK,

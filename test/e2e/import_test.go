@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -49,28 +48,8 @@ func namespaceEverywhere(ctx context.Context, t *testing.T, name string) {
 // app creates Deployment, Service and ServiceExport "web" in ns of cl.
 func app(ctx context.Context, t *testing.T, cl client.Client, ns string, replicas, port int32, mutate func(*corev1.Service)) *appsv1.Deployment {
 	t.Helper()
-	labels := map[string]string{"app": "web"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				}}},
-			},
-		},
-	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromString("http")}},
-		},
-	}
+	d := testbed.Deployment(ns, "web", replicas)
+	svc := testbed.Service(ns, "web", port)
 	if mutate != nil {
 		mutate(svc)
 	}

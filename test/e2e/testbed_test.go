@@ -14,11 +14,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
@@ -110,32 +108,11 @@ func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
 	}
 	ns := createNamespace(ctx, t, east)
 
-	labels := map[string]string{"app": "smoke"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "registry.k8s.io/pause:3.10",
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				}}},
-			},
-		},
-	}
+	deploy := testbed.Deployment(ns, "smoke", 3)
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke", Namespace: ns},
-		Spec: corev1.ServiceSpec{
-			Selector: labels,
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}},
-		},
-	}
-	svc, err = cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, testbed.Service(ns, "smoke", 80), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
