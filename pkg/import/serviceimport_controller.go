@@ -377,9 +377,13 @@ func (c *Controller) firstMissing(key types.NamespacedName) bool {
 }
 
 func (c *Controller) forget(si *mcsv1beta1.ServiceImport) {
+	key := client.ObjectKeyFromObject(si)
 	c.mu.Lock()
-	delete(c.missingLogged, client.ObjectKeyFromObject(si))
+	delete(c.missingLogged, key)
 	c.mu.Unlock()
+	for _, source := range c.opts.Members.IDs() {
+		c.opts.Metrics.setImported(source, c.opts.Consumer, key, 0)
+	}
 	if si.UID != "" {
 		for _, r := range c.reconcilers {
 			r.Forget(si.UID)
@@ -529,6 +533,11 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 				}
 			}
 		}
+		endpoints := 0
+		for _, g := range in.Desired {
+			endpoints += len(g.Endpoints)
+		}
+		c.opts.Metrics.setImported(source, c.opts.Consumer, client.ObjectKeyFromObject(si), endpoints)
 		r := c.reconcilers[source]
 		plan, err := r.Plan(in)
 		if err != nil {

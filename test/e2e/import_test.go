@@ -201,6 +201,24 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 		})
 	}
 
+	for _, sample := range []string{
+		`mcs_syncer_imported_endpoints{consumer_cluster="north",source_cluster="east"}`,
+		`mcs_syncer_propagation_latency_seconds_count{consumer_cluster="north",source_cluster="east"}`,
+		`mcs_syncer_exported_services{cluster="east"}`,
+		`mcs_syncer_member_connected{cluster="north"}`,
+	} {
+		eventually(ctx, t, sample+" > 0", func() error {
+			v, err := syncer.metric(ctx, sample)
+			if err != nil {
+				return err
+			}
+			if v <= 0 {
+				return fmt.Errorf("%v", v)
+			}
+			return nil
+		})
+	}
+
 	north := bed.Cluster("north")
 	si, _ := getImport(ctx, clientOf(t, "north"), ns)
 	name := "web." + ns + ".svc.clusterset.local"
