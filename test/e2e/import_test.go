@@ -529,3 +529,154 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	}
 	eventually(ctx, t, "west's import to return", importedFromWest)
 }
+
+// TestImportsAreRepaired: a person deleting the ServiceImport, an imported
+// slice or the derived Service in a consumer gets it back.
+func TestImportsAreRepaired(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-repair"
+	namespaceEverywhere(ctx, t, ns)
+	east, north := clientOf(t, "east"), clientOf(t, "north")
+	app(ctx, t, east, ns, 2, 80, nil)
+	imported := func() error {
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if len(si.Spec.IPs) != 1 {
+			return fmt.Errorf("ips %v", si.Spec.IPs)
+		}
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if countReady(bySource["east"]) != 2 {
+			return fmt.Errorf("%d ready endpoints", countReady(bySource["east"]))
+		}
+		return nil
+	}
+	eventually(ctx, t, "the import", imported)
+
+	bySource, _ := importedSlices(ctx, north, ns)
+	if err := north.Delete(ctx, &bySource["east"][0]); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the deleted slice to be replaced", imported)
+
+	derived := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: imports.DerivedServiceName(types.NamespacedName{Namespace: ns, Name: "web"})}}
+	if err := north.Delete(ctx, derived); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the derived Service to be recreated and its IP imported", func() error {
+		svc := &corev1.Service{}
+		if err := north.Get(ctx, client.ObjectKeyFromObject(derived), svc); err != nil {
+			return err
+		}
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(si.Spec.IPs, svc.Spec.ClusterIPs) {
+			return fmt.Errorf("ips %v, derived Service has %v", si.Spec.IPs, svc.Spec.ClusterIPs)
+		}
+		return nil
+	})
+
+	si, _ := getImport(ctx, north, ns)
+	if err := north.Delete(ctx, si); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the ServiceImport to be recreated", func() error {
+		again, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if again.UID == si.UID {
+			return fmt.Errorf("still the deleted one")
+		}
+		return imported()
+	})
+}
+
+// TestMissingNamespaceIsNotCreated: a consumer without the namespace gets
+// no ServiceImport (and the namespace is not created); once the namespace
+// exists, the import appears.
+func TestMissingNamespaceIsNotCreated(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-nsmissing"
+	east, north := clientOf(t, "east"), clientOf(t, "north")
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if err := east.Create(ctx, nsObj.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = east.Delete(context.Background(), nsObj.DeepCopy())
+		_ = north.Delete(context.Background(), nsObj.DeepCopy())
+	})
+	app(ctx, t, east, ns, 1, 80, nil)
+	eventually(ctx, t, "north to count the missing namespace", func() error {
+		v, err := syncer.metric(ctx, `mcs_syncer_import_namespace_missing_total{consumer_cluster="north"}`)
+		if err != nil {
+			return err
+		}
+		if v < 1 {
+			return fmt.Errorf("%v", v)
+		}
+		return nil
+	})
+	if err := north.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); err == nil {
+		t.Fatal("mcs-syncer created the namespace")
+	}
+	if err := north.Create(ctx, nsObj.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the import once the namespace exists", func() error {
+		_, err := getImport(ctx, north, ns)
+		return err
+	})
+}
+
+// TestStoppedExportIsRemoved: when one of two exporters deletes its
+// ServiceExport, its slices leave the consumers and the ServiceImport lists
+// only the other cluster.
+func TestStoppedExportIsRemoved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-stopped"
+	namespaceEverywhere(ctx, t, ns)
+	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
+	app(ctx, t, east, ns, 1, 80, nil)
+	app(ctx, t, west, ns, 1, 80, nil)
+	eventually(ctx, t, "slices from both", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if countReady(bySource["east"]) != 1 || countReady(bySource["west"]) != 1 {
+			return fmt.Errorf("east %d, west %d", countReady(bySource["east"]), countReady(bySource["west"]))
+		}
+		return nil
+	})
+	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "east's slices gone and the import from west only", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if len(bySource["east"]) != 0 || countReady(bySource["west"]) != 1 {
+			return fmt.Errorf("slices from east %d, ready from west %d", len(bySource["east"]), countReady(bySource["west"]))
+		}
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if len(si.Status.Clusters) != 1 || si.Status.Clusters[0].Cluster != "west" {
+			return fmt.Errorf("status.clusters %v", si.Status.Clusters)
+		}
+		return nil
+	})
+}
