@@ -1,0 +1,113 @@
+// Package config_test checks the deployment manifests: the pinned CRDs
+// match sigs.k8s.io/mcs-api, and both overlays render with kustomize (the
+// one built into kubectl v1.36) into what a controller needs.
+package config_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+func TestCRDsMatchTheModule(t *testing.T) {
+	for file, want := range map[string][]byte{
+		"crd/multicluster.x-k8s.io_serviceexports.yaml": mcscrd.ServiceExportCRD,
+		"crd/multicluster.x-k8s.io_serviceimports.yaml": mcscrd.ServiceImportCRD,
+	} {
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from sigs.k8s.io/mcs-api's embedded CRD; copy it again from the module", file)
+		}
+	}
+}
+
+// render runs `kubectl kustomize` on an overlay and returns its documents
+// by kind/name.
+func render(t *testing.T, overlay string) map[string][]byte {
+	t.Helper()
+	dir := os.Getenv("MCS_TOOLS_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", ".cache", "bin")
+	}
+	out, err := exec.Command(filepath.Join(dir, "kubectl"), "kustomize", filepath.Join("overlays", overlay)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize overlays/%s: %v\n%s", overlay, err, out)
+	}
+	docs := map[string][]byte{}
+	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
+	for {
+		doc, err := reader.Read()
+		if err != nil {
+			break
+		}
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := sigsyaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatal(err)
+		}
+		docs[meta.Kind+"/"+meta.Metadata.Name] = doc
+	}
+	return docs
+}
+
+func TestOverlaysRender(t *testing.T) {
+	for _, overlay := range []string{"central", "per-cluster"} {
+		t.Run(overlay, func(t *testing.T) {
+			docs := render(t, overlay)
+			for _, want := range []string{
+				"CustomResourceDefinition/serviceexports.multicluster.x-k8s.io", "CustomResourceDefinition/serviceimports.multicluster.x-k8s.io",
+				"ClusterRole/mcs-syncer", "ClusterRole/mcs-syncer-remote-reader", "Role/mcs-syncer-leader-election",
+				"ClusterRoleBinding/mcs-syncer", "RoleBinding/mcs-syncer-leader-election",
+				"ServiceAccount/mcs-syncer", "Deployment/mcs-syncer", "Service/mcs-syncer-metrics", "Namespace/mcs-system",
+			} {
+				if docs[want] == nil {
+					t.Errorf("renders no %s", want)
+				}
+			}
+			var d appsv1.Deployment
+			if err := sigsyaml.UnmarshalStrict(docs["Deployment/mcs-syncer"], &d); err != nil {
+				t.Fatal(err)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			sc := d.Spec.Template.Spec.SecurityContext
+			if *d.Spec.Replicas != 2 || !slices.Contains(c.Args, "--leader-elect") || c.LivenessProbe == nil || c.ReadinessProbe == nil ||
+				sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || c.SecurityContext == nil || !*c.SecurityContext.ReadOnlyRootFilesystem ||
+				c.Resources.Requests.Cpu().IsZero() || d.Namespace != "mcs-system" {
+				t.Errorf("Deployment is not deployable as a controller should be: %+v", d.Spec.Template.Spec)
+			}
+			hasLocal := slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--local-cluster=") })
+			if hasLocal != (overlay == "per-cluster") {
+				t.Errorf("--local-cluster in args: %v, want it only in per-cluster", hasLocal)
+			}
+			var reader rbacv1.ClusterRole
+			if err := sigsyaml.UnmarshalStrict(docs["ClusterRole/mcs-syncer-remote-reader"], &reader); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reader.Rules {
+				for _, v := range r.Verbs {
+					if v != "get" && v != "list" && v != "watch" {
+						t.Errorf("remote reader may %s %v", v, r.Resources)
+					}
+				}
+			}
+		})
+	}
+}
