@@ -27,6 +27,7 @@ type syncerProcess struct {
 	// metricsAddr is the host:port of its /metrics.
 	metricsAddr string
 	stateDir    string
+	logPath     string
 	stop        func() error
 }
 
@@ -77,15 +78,24 @@ func (p *syncerProcess) metric(ctx context.Context, sample string) (float64, err
 // with SIGTERM (a graceful shutdown) and waits for it. The process is
 // killed with the test binary (Pdeathsig) if that dies first.
 func startSyncer(ctx context.Context, stateDir string) (*syncerProcess, error) {
+	return startSyncerWith(ctx, stateDir, "--clusterset-config", bed.ConfigPath, "--cluster-unreachable-grace", "20s")
+}
+
+// startSyncerWith builds mcs-syncer (once per state folder) and runs it
+// with args (plus free metrics and probe ports), returning once /readyz
+// answers.
+func startSyncerWith(ctx context.Context, stateDir string, args ...string) (*syncerProcess, error) {
 	root, err := testbed.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	bin := filepath.Join(stateDir, "mcs-syncer-bin")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mcs-syncer")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build mcs-syncer: %w\n%s", err, out)
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mcs-syncer")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build mcs-syncer: %w\n%s", err, out)
+		}
 	}
 	metricsAddr, probeAddr, err := freeAddr(), freeAddr(), nil
 	if metricsAddr == "" || probeAddr == "" {
@@ -101,12 +111,10 @@ func startSyncer(ctx context.Context, stateDir string) (*syncerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
-		"--clusterset-config", bed.ConfigPath,
+	cmd := exec.Command(bin, append([]string{
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
-		"--cluster-unreachable-grace", "20s",
-		"--zap-log-level", "info")
+		"--zap-log-level", "info"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -131,7 +139,7 @@ func startSyncer(ctx context.Context, stateDir string) (*syncerProcess, error) {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("mcs-syncer not ready: %w", err)
 	}
-	return &syncerProcess{metricsAddr: metricsAddr, stateDir: stateDir, stop: func() error {
+	return &syncerProcess{metricsAddr: metricsAddr, stateDir: stateDir, logPath: logPath, stop: func() error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:

@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// TestPerClusterModeWithLeastPrivilege runs mcs-syncer in per-cluster
+// mode, one process per member, each with ServiceAccount tokens bound to
+// the roles of config/rbac (not the admin kubeconfig): its own cluster
+// through ClusterRole mcs-syncer, the others through
+// mcs-syncer-remote-reader. The export/import scenario passes, no process
+// is refused anything, and the remote identity cannot write.
+func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	// The central mcs-syncer of the other tests would write the same
+	// objects: stop it for this test.
+	if err := syncer.stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		next, err := startSyncer(context.Background(), syncer.stateDir)
+		if err != nil {
+			t.Errorf("restart the central mcs-syncer: %v", err)
+			return
+		}
+		*syncer = *next
+	})
+
+	roles := rbacRoles(t)
+	dir := t.TempDir()
+	localTokens, remoteTokens := map[string]string{}, map[string]string{}
+	for _, c := range bed.Clusters {
+		localTokens[c.Name], remoteTokens[c.Name] = grantSyncerIdentities(ctx, t, c, roles)
+	}
+
+	// One mcs-syncer per member: its own cluster with the local identity,
+	// the others with their remote-reader identity.
+	var procs []*syncerProcess
+	for _, self := range bed.Clusters {
+		conf := testbed.ClustersetConfig{Clusterset: "testbed"}
+		for _, member := range bed.Clusters {
+			token := remoteTokens[member.Name]
+			if member.Name == self.Name {
+				token = localTokens[member.Name]
+			}
+			path := filepath.Join(dir, fmt.Sprintf("%s-sees-%s.kubeconfig", self.Name, member.Name))
+			writeTokenKubeconfig(t, member, token, path)
+			conf.Members = append(conf.Members, testbed.Member{ID: member.Name, Kubeconfig: path})
+		}
+		raw, err := sigsyaml.Marshal(conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		confPath := filepath.Join(dir, self.Name+"-clusterset.yaml")
+		if err := os.WriteFile(confPath, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", confPath, "--local-cluster", self.Name,
+			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	defer func() {
+		for _, p := range procs {
+			if err := p.stop(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+
+	// The scenario: exported from east, imported by west and north; east's
+	// own mcs-syncer writes its ServiceExport's status.
+	ns := "rbac-scenario"
+	namespaceEverywhere(ctx, t, ns)
+	east := clientOf(t, "east")
+	app(ctx, t, east, ns, 2, 80, nil)
+	for _, consumer := range []string{"west", "north"} {
+		cl := clientOf(t, consumer)
+		eventually(ctx, t, consumer+": the import of east's 2 endpoints with a clusterset IP", func() error {
+			si, err := getImport(ctx, cl, ns)
+			if err != nil {
+				return err
+			}
+			if len(si.Spec.IPs) != 1 {
+				return fmt.Errorf("ips %v", si.Spec.IPs)
+			}
+			bySource, err := importedSlices(ctx, cl, ns)
+			if err != nil {
+				return err
+			}
+			if countReady(bySource["east"]) != 2 {
+				return fmt.Errorf("%d ready endpoints", countReady(bySource["east"]))
+			}
+			return nil
+		})
+	}
+	eventually(ctx, t, "east's ServiceExport Ready=True/Exported", func() error {
+		c, err := exportCondition(ctx, east, ns, mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if c.Reason != "Exported" {
+			return fmt.Errorf("%s", c.Reason)
+		}
+		return nil
+	})
+
+	// Withdrawing the export exercises the deletes.
+	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, consumer := range []string{"west", "north"} {
+		cl := clientOf(t, consumer)
+		eventually(ctx, t, consumer+": the import withdrawn", func() error {
+			if _, err := getImport(ctx, cl, ns); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("ServiceImport still there (%v)", err)
+			}
+			return nil
+		})
+	}
+
+	// Least privilege is enough: nobody was refused anything.
+	for _, p := range procs {
+		log, err := os.ReadFile(p.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.Index(bytes.ToLower(log), []byte("forbidden")); i >= 0 {
+			t.Errorf("%s: a request was forbidden: %s", p.logPath, firstLine(log[max(0, i-200):]))
+		}
+	}
+
+	// The remote identity reads, and cannot write.
+	remote := clientWithToken(t, bed.Cluster("east"), remoteTokens["east"])
+	var exports mcsv1beta1.ServiceExportList
+	if err := remote.List(ctx, &exports, client.InNamespace(ns)); err != nil {
+		t.Errorf("the remote reader cannot list ServiceExports: %v", err)
+	}
+	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "intruder", Namespace: ns}, Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{}}}
+	if err := remote.Create(ctx, si); !apierrors.IsForbidden(err) {
+		t.Errorf("the remote reader created a ServiceImport: %v", err)
+	}
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: ns}}
+	if err := east.Create(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Get(ctx, types.NamespacedName{Namespace: ns, Name: "again"}, se); err != nil {
+		t.Fatal(err)
+	}
+	se.Status.Conditions = nil
+	if err := remote.Status().Update(ctx, se); !apierrors.IsForbidden(err) {
+		t.Errorf("the remote reader wrote ServiceExport status: %v", err)
+	}
+	if err := remote.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); !apierrors.IsForbidden(err) {
+		t.Errorf("the remote reader deleted a Service: %v", err)
+	}
+}
+
+// rbacRoles reads the ClusterRoles and the leader-election Role of
+// config/rbac, exactly as deployed.
+func rbacRoles(t *testing.T) (roles struct {
+	local, remote *rbacv1.ClusterRole
+	leader        *rbacv1.Role
+}) {
+	t.Helper()
+	root, err := testbed.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"role.yaml", "leader_election_role.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(root, "config", "rbac", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+		for {
+			doc, err := reader.Read()
+			if err != nil {
+				break
+			}
+			var kind struct {
+				Kind string `json:"kind"`
+			}
+			if err := sigsyaml.Unmarshal(doc, &kind); err != nil {
+				t.Fatal(err)
+			}
+			switch kind.Kind {
+			case "ClusterRole":
+				var r rbacv1.ClusterRole
+				if err := sigsyaml.UnmarshalStrict(doc, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Name == "mcs-syncer" {
+					roles.local = &r
+				} else {
+					roles.remote = &r
+				}
+			case "Role":
+				var r rbacv1.Role
+				if err := sigsyaml.UnmarshalStrict(doc, &r); err != nil {
+					t.Fatal(err)
+				}
+				roles.leader = &r
+			}
+		}
+	}
+	if roles.local == nil || roles.remote == nil || roles.leader == nil {
+		t.Fatal("config/rbac lacks a role")
+	}
+	return roles
+}
+
+// grantSyncerIdentities creates in c the roles, two ServiceAccounts (the
+// local identity and the one other members' mcs-syncers use) bound to
+// them, and returns a token of each.
+func grantSyncerIdentities(ctx context.Context, t *testing.T, c *testbed.Cluster, roles struct {
+	local, remote *rbacv1.ClusterRole
+	leader        *rbacv1.Role
+}) (local, remote string) {
+	t.Helper()
+	cs, err := c.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := clientOf(t, c.Name)
+	const ns = "mcs-system"
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		roles.local.DeepCopy(), roles.remote.DeepCopy(),
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: roles.leader.Name, Namespace: ns}, Rules: roles.leader.Rules},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer", Namespace: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-remote", Namespace: ns}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roles.local.Name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "mcs-syncer", Namespace: ns}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-remote-reader"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roles.remote.Name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "mcs-syncer-remote", Namespace: ns}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-leader-election", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roles.leader.Name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "mcs-syncer", Namespace: ns}}},
+	}
+	for _, o := range objs {
+		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: create %T %s: %v", c.Name, o, o.GetName(), err)
+		}
+	}
+	token := func(sa string) string {
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: token of %s: %v", c.Name, sa, err)
+		}
+		return tr.Status.Token
+	}
+	return token("mcs-syncer"), token("mcs-syncer-remote")
+}
+
+// writeTokenKubeconfig writes a kubeconfig for c that authenticates with
+// token instead of the admin certificate.
+func writeTokenKubeconfig(t *testing.T, c *testbed.Cluster, token, path string) {
+	t.Helper()
+	cfg := c.RESTConfig()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["ctx"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	kc.CurrentContext = "ctx"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func clientWithToken(t *testing.T, c *testbed.Cluster, token string) client.Client {
+	t.Helper()
+	cfg := c.RESTConfig()
+	anon := rest.AnonymousClientConfig(cfg)
+	anon.BearerToken = token
+	cl, err := client.New(anon, client.Options{Scheme: testbed.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func firstLine(b []byte) string {
+	s := string(b)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
