@@ -25,10 +25,22 @@ help: ## List the targets.
 tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl and CoreDNS into .cache/bin (idempotent).
 	MCS_TOOLS_CACHE=$(CACHE)/bin bash hack/tools/build.sh
 
+IMAGE ?= mcs-syncer:latest
+
 .PHONY: build
-build: ## Build every package, and the testbed CLI into bin/.
+build: ## Build every package; mcs-syncer (as the image does) and the testbed CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath ./...
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/mcs-syncer ./cmd/mcs-syncer
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/testbed ./test/testbed/cmd/testbed
+
+.PHONY: image
+image: ## Build the container image $(IMAGE) (needs a Docker engine).
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "make image: no Docker engine is reachable here, so no image was built."; \
+		echo "The Dockerfile's build step is what 'make build' runs (CGO_ENABLED=0 -trimpath -ldflags '-s -w')."; \
+		exit 1; \
+	fi
+	docker build -t $(IMAGE) .
 
 .PHONY: test
 test: tools ## Unit and integration tests (the race detector on).
@@ -58,6 +70,8 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 	go vet ./...
 	$(STATICCHECK) ./...
 	cd bench && go vet ./... && $(STATICCHECK) ./...
+	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh test/testbed/teardown.sh .ci/run; \
+	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum
 	cd hack/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck

@@ -55,7 +55,8 @@ kwok_ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${kube_version#v}
 build() {
 	local dir=$1 ldflags=$2
 	shift 2
-	local stamp="$out/.stamp-$(basename "$dir")"
+	local stamp
+	stamp="$out/.stamp-$(basename "$dir")"
 	local want
 	want=$(cat "$here/$dir/go.mod" "$here/$dir/go.sum" "$0" | sha256sum | cut -d' ' -f1)
 	local all_there=1

@@ -45,14 +45,17 @@ ours() {
 # and killed all at once the components wait on each other (kube-apiserver
 # on etcd) for many seconds.
 pids=""
-for f in $(find "$state" -name '*.pid' 2>/dev/null); do
+while read -r f; do
+	[ -n "$f" ] || continue
 	pid=$(cat "$f" 2>/dev/null)
 	case "$pid" in '' | *[!0-9]*) continue ;; esac
 	if ours "$pid"; then
 		pids="$pids $pid"
 		kill -9 "$pid" 2>/dev/null
 	fi
-done
+done <<EOF
+$(find "$state" -name '*.pid' 2>/dev/null)
+EOF
 
 # running PID: true until PID has exited (gone, or a zombie). The exe link
 # is no test: an exiting process loses it before it stops running.
