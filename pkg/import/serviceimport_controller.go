@@ -572,20 +572,14 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 	})
 }
 
+// addressTypesOf returns the address types of the import's IP families;
+// without families (an export from a cluster without dual-stack fields),
+// both, and the endpoints decide.
 func addressTypesOf(families []corev1.IPFamily) []discoveryv1.AddressType {
-	var out []discoveryv1.AddressType
-	for _, f := range families {
-		switch f {
-		case corev1.IPv4Protocol:
-			out = append(out, discoveryv1.AddressTypeIPv4)
-		case corev1.IPv6Protocol:
-			out = append(out, discoveryv1.AddressTypeIPv6)
-		}
+	if types := reconciler.AddressTypesForIPFamilies(families); len(types) > 0 {
+		return types
 	}
-	if len(out) == 0 {
-		out = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
-	}
-	return out
+	return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
 }
 
 // applyStatus writes the ServiceImport's status when it changed.

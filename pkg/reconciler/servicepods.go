@@ -30,15 +30,7 @@ type NodeGetter interface {
 // have: one per IP family; a Service without families (a headless Service
 // created before dual-stack) has both, and its pods' IPs decide.
 func AddressTypesForService(svc *corev1.Service) []discoveryv1.AddressType {
-	var types []discoveryv1.AddressType
-	for _, family := range svc.Spec.IPFamilies {
-		switch family {
-		case corev1.IPv4Protocol:
-			types = append(types, discoveryv1.AddressTypeIPv4)
-		case corev1.IPv6Protocol:
-			types = append(types, discoveryv1.AddressTypeIPv6)
-		}
-	}
+	types := AddressTypesForIPFamilies(svc.Spec.IPFamilies)
 	if len(types) == 0 {
 		if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err == nil {
 			if ip.Is4() {
@@ -47,6 +39,21 @@ func AddressTypesForService(svc *corev1.Service) []discoveryv1.AddressType {
 			return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv6}
 		}
 		types = []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
+	}
+	return types
+}
+
+// AddressTypesForIPFamilies returns the address type of each IP family, in
+// order.
+func AddressTypesForIPFamilies(families []corev1.IPFamily) []discoveryv1.AddressType {
+	var types []discoveryv1.AddressType
+	for _, family := range families {
+		switch family {
+		case corev1.IPv4Protocol:
+			types = append(types, discoveryv1.AddressTypeIPv4)
+		case corev1.IPv6Protocol:
+			types = append(types, discoveryv1.AddressTypeIPv6)
+		}
 	}
 	return types
 }

@@ -65,11 +65,7 @@ func run(args []string) error {
 		}
 		return testbed.Down(ctx, stateDir, binDir)
 	case "lookup":
-		stateDir, binDir, err := opts.Paths()
-		if err != nil {
-			return err
-		}
-		cs, err := testbed.Attach(ctx, stateDir, binDir)
+		cs, err := attach(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -84,11 +80,7 @@ func run(args []string) error {
 		fmt.Println(strings.Join(ips, " "))
 		return nil
 	case "status":
-		stateDir, binDir, err := opts.Paths()
-		if err != nil {
-			return err
-		}
-		cs, err := testbed.Attach(ctx, stateDir, binDir)
+		cs, err := attach(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -107,6 +99,15 @@ func run(args []string) error {
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)
 	return nil
+}
+
+// attach finds the testbed that `up` left in the options' state folder.
+func attach(ctx context.Context, opts testbed.Options) (*testbed.Clusterset, error) {
+	stateDir, binDir, err := opts.Paths()
+	if err != nil {
+		return nil, err
+	}
+	return testbed.Attach(ctx, stateDir, binDir)
 }
 
 func printStatus(cs *testbed.Clusterset) error {
