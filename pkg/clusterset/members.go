@@ -41,6 +41,9 @@ type MembersOptions struct {
 	HealthInterval time.Duration
 }
 
+// probeTimeout bounds one /readyz probe of a member.
+const probeTimeout = 5 * time.Second
+
 // Members holds one controller-runtime cluster.Cluster (client and cache)
 // per member, and each member's connection state. Add it to a manager:
 // the clusters start and stop with it.
@@ -119,6 +122,11 @@ func NewMembers(cfg *Config, opts MembersOptions) (*Members, error) {
 			return nil, fmt.Errorf("member %s: %w", id, err)
 		}
 		conn.probe = func(ctx context.Context) error {
+			// A bounded probe: a request on a connection to a server that
+			// died can otherwise wait for HTTP/2's ping timeouts (seen: two
+			// minutes before a second outage was noticed).
+			ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
 			_, err := dc.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 			return err
 		}

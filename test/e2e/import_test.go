@@ -81,6 +81,23 @@ func importedSlices(ctx context.Context, cl client.Client, ns string) (map[strin
 	return out, nil
 }
 
+// readyImported returns a check that ns/web in cl holds exactly the given
+// number of ready imported endpoints from each named source cluster.
+func readyImported(ctx context.Context, cl client.Client, ns string, want map[string]int) func() error {
+	return func() error {
+		bySource, err := importedSlices(ctx, cl, ns)
+		if err != nil {
+			return err
+		}
+		for source, n := range want {
+			if got := countReady(bySource[source]); got != n {
+				return fmt.Errorf("%d ready endpoints from %s, want %d", got, source, n)
+			}
+		}
+		return nil
+	}
+}
+
 func countReady(slices []discoveryv1.EndpointSlice) int {
 	n := 0
 	for _, s := range slices {
@@ -385,16 +402,7 @@ func TestRestartWritesNothing(t *testing.T) {
 	namespaceEverywhere(ctx, t, ns)
 	east, north := clientOf(t, "east"), clientOf(t, "north")
 	app(ctx, t, east, ns, 3, 80, nil)
-	eventually(ctx, t, "north to import 3 endpoints", func() error {
-		bySource, err := importedSlices(ctx, north, ns)
-		if err != nil {
-			return err
-		}
-		if countReady(bySource["east"]) != 3 {
-			return fmt.Errorf("%d ready", countReady(bySource["east"]))
-		}
-		return nil
-	})
+	eventually(ctx, t, "north to import 3 endpoints", readyImported(ctx, north, ns, map[string]int{"east": 3}))
 	eventually(ctx, t, "the export's status to settle", func() error {
 		c, err := exportCondition(ctx, east, ns, mcsv1beta1.ServiceExportConditionConflict)
 		if err != nil {
@@ -445,91 +453,6 @@ func TestRestartWritesNothing(t *testing.T) {
 	}
 }
 
-// TestUnreachableMemberIsWithdrawnAfterGrace: a short blip of west changes
-// nothing; west unreachable for longer than the grace (20s here) loses its
-// endpoints and, as the only exporter, its ServiceImport in north; both
-// come back when west does.
-func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	ns := "import-unreachable"
-	namespaceEverywhere(ctx, t, ns)
-	west, north := clientOf(t, "west"), clientOf(t, "north")
-	app(ctx, t, west, ns, 2, 80, nil)
-	importedFromWest := func() error {
-		bySource, err := importedSlices(ctx, north, ns)
-		if err != nil {
-			return err
-		}
-		if countReady(bySource["west"]) != 2 {
-			return fmt.Errorf("%d ready endpoints from west", countReady(bySource["west"]))
-		}
-		return nil
-	}
-	eventually(ctx, t, "north to import west's endpoints", importedFromWest)
-	si, err := getImport(ctx, north, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// A blip shorter than the grace, long enough for mcs-syncer to see
-	// west disconnected: nothing is withdrawn.
-	westBed := bed.Cluster("west")
-	connected := func(want float64) func() error {
-		return func() error {
-			v, err := syncer.metric(ctx, `mcs_syncer_member_connected{cluster="west"}`)
-			if err != nil {
-				return err
-			}
-			if v != want {
-				return fmt.Errorf("mcs_syncer_member_connected{cluster=west} = %v", v)
-			}
-			return nil
-		}
-	}
-	if err := westBed.StopAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(ctx, t, "mcs-syncer to see west disconnected", connected(0))
-	if err := westBed.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(ctx, t, "mcs-syncer to see west connected again", connected(1))
-	if again, err := getImport(ctx, north, ns); err != nil || again.UID != si.UID {
-		t.Fatalf("the ServiceImport did not survive a short blip: %v", err)
-	}
-	if err := importedFromWest(); err != nil {
-		t.Fatalf("west's endpoints did not survive a short blip: %v", err)
-	}
-
-	// Down for longer than the grace: withdrawn.
-	if err := westBed.StopAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped := time.Now()
-	eventually(ctx, t, "north to withdraw west's import", func() error {
-		if _, err := getImport(ctx, north, ns); err == nil {
-			return fmt.Errorf("ServiceImport still there")
-		}
-		bySource, err := importedSlices(ctx, north, ns)
-		if err != nil {
-			return err
-		}
-		if len(bySource["west"]) > 0 {
-			return fmt.Errorf("%d slices from west", len(bySource["west"]))
-		}
-		return nil
-	})
-	if waited := time.Since(stopped); waited < 20*time.Second {
-		t.Errorf("withdrawn after %s, before the 20s grace", waited)
-	}
-
-	if err := westBed.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(ctx, t, "west's import to return", importedFromWest)
-}
-
 // TestImportsAreRepaired: a person deleting the ServiceImport, an imported
 // slice or the derived Service in a consumer gets it back.
 func TestImportsAreRepaired(t *testing.T) {
@@ -547,14 +470,7 @@ func TestImportsAreRepaired(t *testing.T) {
 		if len(si.Spec.IPs) != 1 {
 			return fmt.Errorf("ips %v", si.Spec.IPs)
 		}
-		bySource, err := importedSlices(ctx, north, ns)
-		if err != nil {
-			return err
-		}
-		if countReady(bySource["east"]) != 2 {
-			return fmt.Errorf("%d ready endpoints", countReady(bySource["east"]))
-		}
-		return nil
+		return readyImported(ctx, north, ns, map[string]int{"east": 2})()
 	}
 	eventually(ctx, t, "the import", imported)
 
@@ -649,16 +565,7 @@ func TestStoppedExportIsRemoved(t *testing.T) {
 	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
 	app(ctx, t, east, ns, 1, 80, nil)
 	app(ctx, t, west, ns, 1, 80, nil)
-	eventually(ctx, t, "slices from both", func() error {
-		bySource, err := importedSlices(ctx, north, ns)
-		if err != nil {
-			return err
-		}
-		if countReady(bySource["east"]) != 1 || countReady(bySource["west"]) != 1 {
-			return fmt.Errorf("east %d, west %d", countReady(bySource["east"]), countReady(bySource["west"]))
-		}
-		return nil
-	})
+	eventually(ctx, t, "slices from both", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
 	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}

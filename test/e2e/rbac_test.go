@@ -113,14 +113,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 			if len(si.Spec.IPs) != 1 {
 				return fmt.Errorf("ips %v", si.Spec.IPs)
 			}
-			bySource, err := importedSlices(ctx, cl, ns)
-			if err != nil {
-				return err
-			}
-			if countReady(bySource["east"]) != 2 {
-				return fmt.Errorf("%d ready endpoints", countReady(bySource["east"]))
-			}
-			return nil
+			return readyImported(ctx, cl, ns, map[string]int{"east": 2})()
 		})
 	}
 	eventually(ctx, t, "east's ServiceExport Ready=True/Exported", func() error {
