@@ -446,7 +446,15 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 		return nil, fmt.Errorf("get derived Service %s: %w", name, err)
 	}
 	if exists && !metav1.IsControlledBy(svc, si) {
-		return nil, fmt.Errorf("derived Service %s exists but is not owned by ServiceImport %s; delete it or rename", name, si.Name)
+		if !c.leftByEarlierImport(svc, si) {
+			return nil, fmt.Errorf("derived Service %s exists but is not owned by ServiceImport %s; delete it or rename", name, si.Name)
+		}
+		// Ours, from a deleted ServiceImport of the same name: the garbage
+		// collector would remove it; do it now rather than wait.
+		if err := c.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("delete derived Service %s of a deleted ServiceImport: %w", name, err)
+		}
+		svc, exists = &corev1.Service{}, false
 	}
 	if merged.Spec.Type != mcsv1beta1.ClusterSetIP {
 		if exists {
@@ -493,6 +501,16 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 		}
 	}
 	return want.Spec.ClusterIPs, nil
+}
+
+// leftByEarlierImport reports whether a derived Service is mcs-syncer's,
+// controlled by an earlier ServiceImport of the same name (one that was
+// deleted and created again).
+func (c *Controller) leftByEarlierImport(svc *corev1.Service, si *mcsv1beta1.ServiceImport) bool {
+	ref := metav1.GetControllerOfNoCopy(svc)
+	return svc.Labels[ManagedByLabel] == c.opts.ManagedBy && ref != nil &&
+		ref.Kind == serviceImportGVK.Kind && ref.APIVersion == serviceImportGVK.GroupVersion().String() &&
+		ref.Name == si.Name && ref.UID != si.UID
 }
 
 // applySlices reconciles the slices of every source cluster: the
