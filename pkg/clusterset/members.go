@@ -30,7 +30,7 @@ type MembersOptions struct {
 	// none.
 	Registerer prometheus.Registerer
 	// ProbeInterval is how often a disconnected member is probed until it
-	// answers again (default 2s, doubling up to 30s).
+	// answers again (default 2s, doubling up to 10s).
 	ProbeInterval time.Duration
 	// HealthInterval is how often a connected member is probed (default
 	// 10s). A failed watch triggers a probe at once; the periodic probe
@@ -195,7 +195,10 @@ func (m *Members) watch(ctx context.Context, id ClusterID) {
 	logger := log.FromContext(ctx).WithValues("cluster", id)
 	for {
 		// Probe until the member answers, backing off.
-		backoff := wait.Backoff{Duration: m.interval, Factor: 2, Steps: 1 << 30, Cap: 30 * time.Second}
+		// Capped low: a member that is back should be noticed within seconds
+		// (a 30 s cap kept a returned member "disconnected" for up to 30 s),
+		// and one probe every 10 s of an absent member costs nothing.
+		backoff := wait.Backoff{Duration: m.interval, Factor: 2, Steps: 1 << 30, Cap: max(m.interval, 10*time.Second)}
 		_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 			err := c.probe(ctx)
 			if err != nil {
