@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -194,20 +193,22 @@ func (m *Members) watch(ctx context.Context, id ClusterID) {
 	c := m.probes[id]
 	logger := log.FromContext(ctx).WithValues("cluster", id)
 	for {
-		// Probe until the member answers, backing off.
-		// Capped low: a member that is back should be noticed within seconds
-		// (a 30 s cap kept a returned member "disconnected" for up to 30 s),
-		// and one probe every 10 s of an absent member costs nothing.
-		backoff := wait.Backoff{Duration: m.interval, Factor: 2, Steps: 1 << 30, Cap: max(m.interval, 10*time.Second)}
-		_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		// Probe until the member answers, backing off up to 10 s: a member
+		// that is back should be noticed within seconds, and one probe every
+		// 10 s of an absent member costs nothing. (A wait.Backoff with a Cap
+		// would stop retrying once the cap is reached; that once marked an
+		// absent member connected.)
+		for delay := m.interval; ; delay = min(2*delay, max(m.interval, 10*time.Second)) {
 			err := c.probe(ctx)
-			if err != nil {
-				logger.V(4).Info("Member not reachable", "err", err.Error())
+			if err == nil {
+				break
 			}
-			return err == nil, nil
-		})
-		if ctx.Err() != nil {
-			return
+			logger.V(4).Info("Member not reachable", "err", err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
 		}
 		m.set(ctx, id, true)
 		// Connected: probe now and then, and at once when a watch fails.

@@ -14,10 +14,10 @@ import (
 // after the API server is back), which would slow the scenarios that run
 // after it.
 
-// TestUnreachableMemberIsWithdrawnAfterGrace: a short blip of west changes
-// nothing; west unreachable for longer than the grace (20s here) loses its
-// endpoints and, as the only exporter, its ServiceImport in north; both
-// come back when west does.
+// TestUnreachableMemberIsWithdrawnAfterGrace: west unreachable for longer
+// than the grace (20s here) loses its endpoints and, as the only exporter,
+// its ServiceImport in north; both come back when west does; a later short
+// blip of west changes nothing.
 func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -49,9 +49,14 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A blip shorter than the grace, long enough for mcs-syncer to see
-	// west disconnected: nothing is withdrawn.
 	westBed := bed.Cluster("west")
+	down := false
+	// Never leave west down for the tests after this one.
+	t.Cleanup(func() {
+		if down {
+			_ = westBed.StartAPIServer(context.Background())
+		}
+	})
 	connected := func(want float64) func() error {
 		return func() error {
 			v, err := syncer.metric(ctx, `mcs_syncer_member_connected{cluster="west"}`)
@@ -64,25 +69,12 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 			return nil
 		}
 	}
-	if err := westBed.StopAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(ctx, t, "mcs-syncer to see west disconnected", connected(0))
-	if err := westBed.StartAPIServer(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eventually(ctx, t, "mcs-syncer to see west connected again", connected(1))
-	if again, err := getImport(ctx, north, ns); err != nil || again.UID != si.UID {
-		t.Fatalf("the ServiceImport did not survive a short blip: %v", err)
-	}
-	if err := importedFromWest(); err != nil {
-		t.Fatalf("west's endpoints did not survive a short blip: %v", err)
-	}
 
 	// Down for longer than the grace: withdrawn.
 	if err := westBed.StopAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
+	down = true
 	stopped := time.Now()
 	eventually(ctx, t, "north to withdraw west's import", func() error {
 		if _, err := getImport(ctx, north, ns); err == nil {
@@ -100,9 +92,32 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	if waited := time.Since(stopped); waited < 20*time.Second {
 		t.Errorf("withdrawn after %s, before the 20s grace", waited)
 	}
-
 	if err := westBed.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
+	down = false
 	eventually(ctx, t, "west's import to return", importedFromWest)
+	si, err = getImport(ctx, north, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A blip shorter than the grace, long enough for mcs-syncer to see
+	// west disconnected: nothing is withdrawn.
+	if err := westBed.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down = true
+	eventually(ctx, t, "mcs-syncer to see west disconnected", connected(0))
+	if err := westBed.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down = false
+	eventually(ctx, t, "mcs-syncer to see west connected again", connected(1))
+	if again, err := getImport(ctx, north, ns); err != nil || again.UID != si.UID {
+		t.Fatalf("the ServiceImport did not survive a short blip: %v", err)
+	}
+	if err := importedFromWest(); err != nil {
+		t.Fatalf("west's endpoints did not survive a short blip: %v", err)
+	}
 }
