@@ -44,10 +44,6 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	app(ctx, t, west, ns, 2, 80, nil)
 	importedFromWest := readyImported(ctx, north, ns, map[string]int{"west": 2})
 	eventually(ctx, t, "north to import west's endpoints", importedFromWest)
-	si, err := getImport(ctx, north, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	westBed := bed.Cluster("west")
 	down := false
@@ -97,7 +93,7 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	}
 	down = false
 	eventually(ctx, t, "west's import to return", importedFromWest)
-	si, err = getImport(ctx, north, ns)
+	si, err := getImport(ctx, north, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
