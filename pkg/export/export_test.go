@@ -170,6 +170,21 @@ func exportOf(cluster, ns string) (*clusterset.ExportedService, error) {
 	return nil, fmt.Errorf("no export of %s/web from %s", ns, cluster)
 }
 
+// exportReady returns a check that cluster's export of ns/web is in the
+// Store with exactly n ready endpoints.
+func exportReady(cluster, ns string, n int) func() error {
+	return func() error {
+		es, err := exportOf(cluster, ns)
+		if err != nil {
+			return err
+		}
+		if got := readyEndpoints(es); got != n {
+			return fmt.Errorf("%d ready endpoints, want %d", got, n)
+		}
+		return nil
+	}
+}
+
 // readyEndpoints counts the ready endpoints of an export.
 func readyEndpoints(es *clusterset.ExportedService) int {
 	n := 0
@@ -258,16 +273,7 @@ func TestExportFollowsTheService(t *testing.T) {
 	if err := east.Patch(ctx, d, patch); err != nil {
 		t.Fatal(err)
 	}
-	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", func() error {
-		es, err := exportOf("east", "export-follows")
-		if err != nil {
-			return err
-		}
-		if n := readyEndpoints(es); n != 5 {
-			return fmt.Errorf("%d ready endpoints", n)
-		}
-		return nil
-	})
+	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-follows", 5))
 }
 
 // TestTerminatingPodIsExportedAsTerminating: a pod that is being deleted
@@ -295,16 +301,7 @@ func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
 		}
 	})
 	serviceExport(ctx, t, east, ns, nil)
-	testbed.Eventually(ctx, t, "the pod exported as ready", func() error {
-		es, err := exportOf("east", ns)
-		if err != nil {
-			return err
-		}
-		if readyEndpoints(es) != 1 {
-			return fmt.Errorf("endpoints %+v", es.Endpoints)
-		}
-		return nil
-	})
+	testbed.Eventually(ctx, t, "the pod exported as ready", exportReady("east", ns, 1))
 	if err := east.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -451,16 +448,7 @@ func TestImportedSlicesAreNeverExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	serviceExport(ctx, t, east, ns, nil)
-	testbed.Eventually(ctx, t, "the export with its own pod", func() error {
-		es, err := exportOf("east", ns)
-		if err != nil {
-			return err
-		}
-		if readyEndpoints(es) != 1 {
-			return fmt.Errorf("endpoints %+v", es.Endpoints)
-		}
-		return nil
-	})
+	testbed.Eventually(ctx, t, "the export with its own pod", exportReady("east", ns, 1))
 	es, _ := exportOf("east", ns)
 	for _, g := range es.Endpoints {
 		for _, ep := range g.Endpoints {
