@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sync"
@@ -46,6 +47,10 @@ type options struct {
 	leaderElectNamespace string
 	metricsAddr          string
 	probeAddr            string
+	kubeAPIQPS           float64
+	kubeAPIBurst         int
+	importSyncs          int
+	exportSyncs          int
 	zap                  zap.Options
 }
 
@@ -63,6 +68,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables them)")
+	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", -1, "requests per second each member's client may send (negative: no client-side limit; the API server's Priority and Fairness protects it, and the controllers' workers bound the requests in flight)")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "burst of each member's client above --kube-api-qps (ignored when it is negative)")
+	fs.IntVar(&o.importSyncs, "concurrent-import-syncs", 10, "ServiceImports synced at once in each consumer cluster")
+	fs.IntVar(&o.exportSyncs, "concurrent-export-syncs", 5, "ServiceExports synced at once in each member cluster")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -80,6 +89,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--max-endpoints-per-slice: %d is outside 1..1000", o.maxEndpointsPerSlice)
 	case o.unreachableGrace < 0:
 		return nil, fmt.Errorf("--cluster-unreachable-grace: %s is negative", o.unreachableGrace)
+	case o.kubeAPIQPS == 0 || math.IsNaN(o.kubeAPIQPS) || math.IsInf(o.kubeAPIQPS, 0) || o.kubeAPIQPS > math.MaxFloat32:
+		return nil, fmt.Errorf("--kube-api-qps: %v is not a rate (a positive number, or negative for no client-side limit)", o.kubeAPIQPS)
+	case o.kubeAPIBurst < 1:
+		return nil, fmt.Errorf("--kube-api-burst: %d is not positive", o.kubeAPIBurst)
+	case o.importSyncs < 1:
+		return nil, fmt.Errorf("--concurrent-import-syncs: %d is not positive", o.importSyncs)
+	case o.exportSyncs < 1:
+		return nil, fmt.Errorf("--concurrent-export-syncs: %d is not positive", o.exportSyncs)
 	}
 	return o, nil
 }
@@ -121,6 +138,7 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	home.QPS, home.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
 	mgr, err := ctrl.NewManager(home, manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -135,6 +153,7 @@ func run(o *options) error {
 
 	members, err := clusterset.NewMembers(cfg, clusterset.MembersOptions{
 		Scheme: scheme, ConfigureCache: export.ConfigureCache, Registerer: crmetrics.Registry,
+		QPS: float32(o.kubeAPIQPS), Burst: o.kubeAPIBurst,
 	})
 	if err != nil {
 		return err
@@ -156,7 +175,7 @@ func run(o *options) error {
 		cl := members.Cluster(id)
 		w, err := export.New(cl, export.Options{
 			Cluster: id, Store: store, WriteStatus: o.localCluster == "" || string(id) == o.localCluster,
-			Recorder: cl.GetEventRecorder("mcs-syncer"), Members: members.IDs(),
+			Recorder: cl.GetEventRecorder("mcs-syncer"), Members: members.IDs(), Workers: o.exportSyncs,
 		})
 		if err != nil {
 			return err
@@ -170,6 +189,7 @@ func run(o *options) error {
 		c, err := imports.New(cl, imports.Options{
 			Consumer: id, Store: store, Members: members, ManagedBy: o.managedBy,
 			MaxEndpointsPerSlice: o.maxEndpointsPerSlice, UnreachableGrace: o.unreachableGrace, Metrics: importMetrics,
+			Workers: o.importSyncs,
 		})
 		if err != nil {
 			return err

@@ -31,6 +31,23 @@ type ExportedService struct {
 	// endpoints.kubernetes.io/last-change-trigger-time of the source slices
 	// (zero if none carries one).
 	LastChangeTriggerTime time.Time
+	// RecentTriggerTimes are the distinct trigger times of the latest
+	// changes of the source slices, oldest first, as the export watcher saw
+	// them go by (several changes can reach the Store as one export). The
+	// propagation latency metric observes each. Not compared by Equal.
+	RecentTriggerTimes []time.Time
+}
+
+// ChangeTriggerTimes returns RecentTriggerTimes, or just
+// LastChangeTriggerTime when there are none.
+func (e *ExportedService) ChangeTriggerTimes() []time.Time {
+	if len(e.RecentTriggerTimes) > 0 {
+		return e.RecentTriggerTimes
+	}
+	if e.LastChangeTriggerTime.IsZero() {
+		return nil
+	}
+	return []time.Time{e.LastChangeTriggerTime}
 }
 
 // ExportedSpec is the part of a Service (and its ServiceExport) that a

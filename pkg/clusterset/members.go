@@ -28,6 +28,11 @@ type MembersOptions struct {
 	// Registerer receives mcs_syncer_member_connected{cluster}; nil means
 	// none.
 	Registerer prometheus.Registerer
+	// QPS and Burst limit each member's client (rest.Config's fields of the
+	// same names): zero keeps client-go's defaults (5 and 10), a negative
+	// QPS removes the client-side limit.
+	QPS   float32
+	Burst int
 	// ProbeInterval is how often a disconnected member is probed until it
 	// answers again (default 2s, doubling up to 10s).
 	ProbeInterval time.Duration
@@ -102,10 +107,15 @@ func NewMembers(cfg *Config, opts MembersOptions) (*Members, error) {
 		if err != nil {
 			return nil, err
 		}
+		rc.QPS, rc.Burst = opts.QPS, opts.Burst
 		conn := &connection{since: now, lost: make(chan struct{}, 1)}
 		id := member.ID
 		cl, err := cluster.New(rc, func(o *cluster.Options) {
 			o.Scheme = opts.Scheme
+			// mcs-syncer never reads managedFields; they are often the
+			// largest part of an object. Updates made from a cached copy
+			// send none, and the API server keeps the stored ones.
+			o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 			if opts.ConfigureCache != nil {
 				opts.ConfigureCache(&o.Cache)
 			}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -62,6 +63,8 @@ type Options struct {
 	// once the Store holds every member's exports, so that a restart never
 	// flips it on a partial view. Empty: only Cluster.
 	Members []clusterset.ClusterID
+	// Workers is the number of ServiceExports reconciled at once (default 1).
+	Workers int
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -72,6 +75,8 @@ type Watcher struct {
 	writeStatus bool
 	recorder    events.EventRecorder
 	members     []clusterset.ClusterID
+	workers     int
+	triggers    *triggerLog
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -85,7 +90,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	if len(members) == 0 {
 		members = []clusterset.ClusterID{opts.Cluster}
 	}
-	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder, members: members}, nil
+	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder, members: members, workers: max(1, opts.Workers), triggers: newTriggerLog()}, nil
 }
 
 // SetupWithManager registers the watcher as controller "export-<cluster>"
@@ -114,6 +119,7 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 	}
 	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
 		Named("export-" + string(w.cluster)).
+		WithOptions(controller.TypedOptions[reconcile.Request]{MaxConcurrentReconciles: w.workers}).
 		// The ServiceExport is the root object.
 		WatchesRawSource(source.Kind(c, &mcsv1beta1.ServiceExport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceExport]{})).
 		// Its Service (same namespace/name) gives the spec and validity.
@@ -121,10 +127,9 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 			return client.ObjectKeyFromObject(s)
 		})))).
 		// The Service's slices give the endpoints; slices of Services that
-		// are not exported are dropped here.
-		WatchesRawSource(source.Kind(c, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(ifExported(w, func(s *discoveryv1.EndpointSlice) types.NamespacedName {
-			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
-		})))).
+		// are not exported are dropped here. Each change's trigger time is
+		// logged as it goes by.
+		WatchesRawSource(source.Kind(c, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged))).
 		// Another cluster's export of the same name changes the Conflict
 		// condition.
 		WatchesRawSource(source.Channel(storeEvents, &handler.EnqueueRequestForObject{})).
@@ -177,6 +182,18 @@ func ifExported[T client.Object](w *Watcher, key func(T) types.NamespacedName) h
 	}
 }
 
+// sliceChanged maps a slice to its exported Service, if any, and logs the
+// slice's trigger time for it.
+func (w *Watcher) sliceChanged(ctx context.Context, s *discoveryv1.EndpointSlice) []reconcile.Request {
+	reqs := ifExported(w, func(s *discoveryv1.EndpointSlice) types.NamespacedName {
+		return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
+	})(ctx, s)
+	if t, ok := triggerTime(s); ok && len(reqs) == 1 {
+		w.triggers.record(reqs[0].NamespacedName, t)
+	}
+	return reqs
+}
+
 // Reconcile brings one export up to date from the current state of its
 // ServiceExport, Service and EndpointSlices.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -184,6 +201,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	se := &mcsv1beta1.ServiceExport{}
 	if err := w.client.Get(ctx, req.NamespacedName, se); err != nil {
 		if apierrors.IsNotFound(err) {
+			w.triggers.forget(req.NamespacedName)
 			if w.store.Delete(w.cluster, req.NamespacedName) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}
@@ -233,6 +251,10 @@ func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExp
 		Spec:          exportedSpec(se, svc),
 	}
 	es.Endpoints, es.LastChangeTriggerTime = endpointGroups(list.Items)
+	if !es.LastChangeTriggerTime.IsZero() {
+		w.triggers.record(es.Key, es.LastChangeTriggerTime)
+		es.RecentTriggerTimes = w.triggers.upTo(es.Key, es.LastChangeTriggerTime)
+	}
 	return es, nil
 }
 
@@ -266,7 +288,7 @@ func endpointGroups(items []discoveryv1.EndpointSlice) ([]reconciler.EndpointGro
 	var newest time.Time
 	for i := range items {
 		s := &items[i]
-		if t, err := time.Parse(time.RFC3339Nano, s.Annotations[corev1.EndpointsLastChangeTriggerTime]); err == nil && t.After(newest) {
+		if t, ok := triggerTime(s); ok && t.After(newest) {
 			newest = t
 		}
 		key := string(s.AddressType) + "#" + portsKey(s.Ports)

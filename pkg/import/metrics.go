@@ -14,8 +14,9 @@ import (
 // configured set), never per-object names.
 //
 //	mcs_syncer_propagation_latency_seconds{source_cluster,consumer_cluster}
-//	    histogram: from the source slice's last-change-trigger-time to the
-//	    write of the imported slices in the consumer
+//	    histogram: one observation per endpoint change of the source (each
+//	    distinct last-change-trigger-time of its slices), from that time to
+//	    the write that brought it into the consumer
 //	mcs_syncer_import_namespace_missing_total{consumer_cluster}
 //	    counter: imports skipped because the consumer lacks the namespace
 //	mcs_syncer_imported_endpoints{source_cluster,consumer_cluster}
@@ -29,10 +30,22 @@ type Metrics struct {
 	imported             *prometheus.GaugeVec
 	reconcilerRegisterer prometheus.Registerer
 
+	// start is when the metrics were made: changes older than that waited
+	// for mcs-syncer to start, not for it to work, and are not observed.
+	start time.Time
+
 	mu sync.Mutex
+	// accounted[consumer, source, key] is the newest trigger time already
+	// observed (or older than what was last propagated).
+	accounted map[latencyKey]time.Time
 	// importedByKey[consumer/source][key] is each import's share of the
 	// imported gauge.
 	importedByKey map[[2]clusterset.ClusterID]map[types.NamespacedName]int
+}
+
+type latencyKey struct {
+	consumer, source clusterset.ClusterID
+	key              types.NamespacedName
 }
 
 // NewMetrics registers the import metrics with reg.
@@ -40,8 +53,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "mcs_syncer_propagation_latency_seconds",
-			Help:    "Time from an endpoint change in the source cluster (its slice's last-change-trigger-time) to the write of the imported slices in the consumer cluster.",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+			Help:    "Time from each endpoint change in the source cluster (a distinct last-change-trigger-time of its slices) to the write of the imported slices that carried it into the consumer cluster.",
+			Buckets: prometheus.ExponentialBucketsRange(0.002, 60, 40),
 		}, []string{"source_cluster", "consumer_cluster"}),
 		missing: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcs_syncer_import_namespace_missing_total",
@@ -53,6 +66,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"source_cluster", "consumer_cluster"}),
 		reconcilerRegisterer: prometheus.WrapRegistererWithPrefix("mcs_syncer_", reg),
 		importedByKey:        map[[2]clusterset.ClusterID]map[types.NamespacedName]int{},
+		accounted:            map[latencyKey]time.Time{},
+		start:                time.Now(),
 	}
 	for _, c := range []prometheus.Collector{m.latency, m.missing, m.imported} {
 		if err := reg.Register(c); err != nil {
@@ -62,12 +77,35 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// written records a write of source's slices into consumer.
-func (m *Metrics) written(source, consumer clusterset.ClusterID, es *clusterset.ExportedService) {
+// propagated records that the consumer now holds source's export es of
+// key: written tells whether that took a write. Every change of es not yet
+// accounted for is observed once, from its own trigger time: changes that
+// arrived while an earlier write was under way and were carried by one
+// write each count, so the histogram sees what every change waited.
+func (m *Metrics) propagated(source, consumer clusterset.ClusterID, key types.NamespacedName, es *clusterset.ExportedService, written bool) {
 	if m == nil || es == nil || es.LastChangeTriggerTime.IsZero() {
 		return
 	}
-	m.latency.WithLabelValues(string(source), string(consumer)).Observe(time.Since(es.LastChangeTriggerTime).Seconds())
+	now := time.Now()
+	lk := latencyKey{consumer: consumer, source: source, key: key}
+	m.mu.Lock()
+	since := m.accounted[lk]
+	if since.Before(m.start) {
+		since = m.start
+	}
+	if es.LastChangeTriggerTime.After(since) {
+		m.accounted[lk] = es.LastChangeTriggerTime
+	}
+	m.mu.Unlock()
+	if !written {
+		return // nothing changed here: the consumer had it already
+	}
+	observer := m.latency.WithLabelValues(string(source), string(consumer))
+	for _, t := range es.ChangeTriggerTimes() {
+		if t.After(since) {
+			observer.Observe(now.Sub(t).Seconds())
+		}
+	}
 }
 
 // setImported records how many endpoints of source one import holds in
@@ -84,16 +122,30 @@ func (m *Metrics) setImported(source, consumer clusterset.ClusterID, key types.N
 		byKey = map[types.NamespacedName]int{}
 		m.importedByKey[pair] = byKey
 	}
+	// Only this import's share changes: add the difference (a sum over
+	// every import would cost time in proportion to the imports, per sync).
+	delta := endpoints - byKey[key]
 	if endpoints == 0 {
 		delete(byKey, key)
 	} else {
 		byKey[key] = endpoints
 	}
-	total := 0
-	for _, n := range byKey {
-		total += n
+	m.imported.WithLabelValues(string(source), string(consumer)).Add(float64(delta))
+}
+
+// forget drops what the metrics keep of an import that is gone.
+func (m *Metrics) forget(consumer clusterset.ClusterID, sources []clusterset.ClusterID, key types.NamespacedName) {
+	if m == nil {
+		return
 	}
-	m.imported.WithLabelValues(string(source), string(consumer)).Set(float64(total))
+	for _, source := range sources {
+		m.setImported(source, consumer, key, 0)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, source := range sources {
+		delete(m.accounted, latencyKey{consumer: consumer, source: source, key: key})
+	}
 }
 
 func (m *Metrics) namespaceMissing(consumer clusterset.ClusterID) {

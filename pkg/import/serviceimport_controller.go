@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -64,6 +65,8 @@ type Options struct {
 	// Metrics receives the import metrics and the reconciler's; nil means
 	// none.
 	Metrics *Metrics
+	// Workers is the number of ServiceImports reconciled at once (default 1).
+	Workers int
 }
 
 // Controller is the import controller of one consumer cluster.
@@ -102,7 +105,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	}
 	imported, _ := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.Exists, nil)
 	sliceCache, err := cache.New(cl.GetConfig(), cache.Options{
-		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(),
+		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed, *imported)}},
 	})
 	if err != nil {
@@ -164,6 +167,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) e
 	memberCache := cl.GetCache()
 	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
 		Named("import-" + string(c.opts.Consumer)).
+		WithOptions(controller.TypedOptions[reconcile.Request]{MaxConcurrentReconciles: max(1, c.opts.Workers)}).
 		// The ServiceImport itself: an edit or a deletion by a person is
 		// repaired.
 		WatchesRawSource(source.Kind(memberCache, &mcsv1beta1.ServiceImport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceImport]{})).
@@ -282,6 +286,13 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	}
 
 	merged := clusterset.Merge(exports)
+	if exists && len(unsettled) > 0 {
+		// A partial view (right after a start, or a member within its
+		// grace): the ServiceImport stays as it is, so that a restart writes
+		// nothing; the slices of the settled sources follow their exports.
+		merged.Spec.Type, merged.Spec.IPFamilies = si.Spec.Type, si.Spec.IPFamilies
+		return sliceResult(c.applySlices(ctx, si, merged, exports, unsettled), recheck)
+	}
 	if si, err = c.applyServiceImport(ctx, key, si, exists, merged); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -299,12 +310,20 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	if err := c.applyStatus(ctx, si, merged); err != nil {
 		return reconcile.Result{}, errors.Join(sliceErr, err)
 	}
+	return sliceResult(sliceErr, recheck)
+}
+
+// sliceResult is the outcome of a reconcile whose other writes succeeded.
+func sliceResult(sliceErr error, recheck time.Duration) (reconcile.Result, error) {
 	if errors.Is(sliceErr, reconciler.ErrStaleCache) {
 		// The slice cache has not seen our last writes yet; its events
 		// requeue us, this is the fallback.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
-	return reconcile.Result{RequeueAfter: recheck}, sliceErr
+	if sliceErr != nil {
+		return reconcile.Result{}, sliceErr // controller-runtime ignores a delay given with an error
+	}
+	return reconcile.Result{RequeueAfter: recheck}, nil
 }
 
 // reachableExports returns the exports of key whose cluster is connected,
@@ -381,9 +400,7 @@ func (c *Controller) forget(si *mcsv1beta1.ServiceImport) {
 	c.mu.Lock()
 	delete(c.missingLogged, key)
 	c.mu.Unlock()
-	for _, source := range c.opts.Members.IDs() {
-		c.opts.Metrics.setImported(source, c.opts.Consumer, key, 0)
-	}
+	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Members.IDs(), key)
 	if si.UID != "" {
 		for _, r := range c.reconcilers {
 			r.Forget(si.UID)
@@ -562,14 +579,13 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
 			continue
 		}
-		if plan.Empty() {
-			continue
+		if !plan.Empty() {
+			if err := r.Apply(ctx, plan); err != nil {
+				errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
+				continue
+			}
 		}
-		if err := r.Apply(ctx, plan); err != nil {
-			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
-			continue
-		}
-		c.opts.Metrics.written(source, c.opts.Consumer, es)
+		c.opts.Metrics.propagated(source, c.opts.Consumer, client.ObjectKeyFromObject(si), es, !plan.Empty())
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,153 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Syncer is an mcs-syncer running as a real process.
+type Syncer struct {
+	// MetricsAddr and ProbeAddr are the host:port of its /metrics and of
+	// its /healthz and /readyz.
+	MetricsAddr, ProbeAddr string
+	// LogPath holds what it printed.
+	LogPath string
+
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// BuildSyncer builds mcs-syncer from the repository into out.
+func BuildSyncer(ctx context.Context, out string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/mcs-syncer")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build mcs-syncer: %w\n%s", err, b)
+	}
+	return nil
+}
+
+// StartSyncer runs the mcs-syncer binary bin with args, on free metrics
+// and probe ports of the loopback, its output in logPath, and returns once
+// /readyz answers. The process is killed with the calling process
+// (Pdeathsig) if that dies first.
+func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syncer, error) {
+	metricsAddr, probeAddr := freeAddr(), freeAddr()
+	if metricsAddr == "" || probeAddr == "" {
+		return nil, errors.New("mcs-syncer: no free port")
+	}
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{
+		"--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", probeAddr,
+		"--zap-log-level", "info"}, args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	s := &Syncer{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, exited: make(chan error, 1)}
+	go func() { s.exited <- cmd.Wait(); logFile.Close() }()
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-s.exited:
+			return false, fmt.Errorf("mcs-syncer exited: %v; log: %s", err, logPath)
+		default:
+		}
+		resp, err := http.Get("http://" + probeAddr + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("mcs-syncer not ready: %w", err)
+	}
+	return s, nil
+}
+
+// Pid is the process ID.
+func (s *Syncer) Pid() int { return s.cmd.Process.Pid }
+
+// Stop stops the process with SIGTERM (a graceful shutdown) and waits for
+// it; an exit other than 0, or none within a minute, is an error.
+func (s *Syncer) Stop() error {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			return fmt.Errorf("mcs-syncer did not shut down cleanly on SIGTERM: %v; log: %s", err, s.LogPath)
+		}
+		return nil
+	case <-time.After(time.Minute):
+		_ = s.cmd.Process.Kill()
+		return fmt.Errorf("mcs-syncer did not stop within a minute of SIGTERM; log: %s", s.LogPath)
+	}
+}
+
+// Metrics returns the text of its /metrics.
+func (s *Syncer) Metrics(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.MetricsAddr+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
+}
+
+// Metric returns the value of the sample of its /metrics whose name and
+// labels (as written in the exposition format, e.g.
+// `controller_runtime_reconcile_total{controller="import-north",result="success"}`)
+// are given, or 0 when there is none.
+func (s *Syncer) Metric(ctx context.Context, sample string) (float64, error) {
+	text, err := s.Metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, nil
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return ""
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
