@@ -55,6 +55,10 @@ bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/end
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 	cd bench && go run .
 
+.PHONY: bench-e2e
+bench-e2e: tools ## End-to-end benchmark on the testbed: mcs-syncer against floors measured in the same run (~15 min; BENCH_E2E_ARGS=-quick for a smoke run).
+	cd bench && MCS_TOOLS_DIR=$(TOOLS_BIN) go run ./e2e $(BENCH_E2E_ARGS)
+
 .PHONY: demo
 demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from two of them, and what the third imports.
 	STATE_DIR=$(STATE_DIR) MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/demo.sh

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// auditPolicy logs, at the Metadata level, every write to the kinds
+// mcs-syncer writes; nothing else (node heartbeats and leases would only
+// make the logs long).
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  resources:
+  - group: ""
+    resources: ["services", "events", "namespaces"]
+  - group: "discovery.k8s.io"
+    resources: ["endpointslices"]
+  - group: "events.k8s.io"
+    resources: ["events"]
+  - group: "multicluster.x-k8s.io"
+    resources: ["serviceimports", "serviceimports/status", "serviceexports", "serviceexports/status"]
+- level: None
+`
+
+// syncerUserAgent starts the user agent of every request mcs-syncer makes
+// (client-go's default agent starts with the binary's name).
+const syncerUserAgent = "mcs-syncer/"
+
+func writeAuditPolicy(dir string) (string, error) {
+	path := filepath.Join(dir, "audit-policy.yaml")
+	return path, os.WriteFile(path, []byte(auditPolicy), 0o644)
+}
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the bench reads.
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	Received time.Time `json:"requestReceivedTimestamp"`
+}
+
+// writeCounts are writes by kind ("endpointslices create",
+// "serviceimports/status update", ...).
+type writeCounts map[string]int
+
+func (w writeCounts) total() int {
+	n := 0
+	for _, c := range w {
+		n += c
+	}
+	return n
+}
+
+func (w writeCounts) add(o writeCounts) {
+	for k, v := range o {
+		w[k] += v
+	}
+}
+
+// String lists the kinds, most written first.
+func (w writeCounts) String() string {
+	if len(w) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return w[keys[i]] > w[keys[j]] || (w[keys[i]] == w[keys[j]] && keys[i] < keys[j]) })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", w[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// countWrites counts the writes mcs-syncer's user agent made, received in
+// [from, to), in the audit logs given.
+func countWrites(logs []string, from, to time.Time) (writeCounts, error) {
+	counts := writeCounts{}
+	for _, path := range logs {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if !strings.Contains(string(line), syncerUserAgent) {
+				continue
+			}
+			var e auditEvent
+			if err := json.Unmarshal(line, &e); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if !strings.HasPrefix(e.UserAgent, syncerUserAgent) || e.ObjectRef == nil || e.Received.Before(from) || !e.Received.Before(to) {
+				continue
+			}
+			kind := e.ObjectRef.Resource
+			if e.ObjectRef.Subresource != "" {
+				kind += "/" + e.ObjectRef.Subresource
+			}
+			counts[kind+" "+e.Verb]++
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return counts, nil
+}

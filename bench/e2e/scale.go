@@ -1,0 +1,378 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+const (
+	scaleNamespace = "scale"
+	floorNamespace = "scale-floor"
+	// writers is how many requests the bench's plain clients have in
+	// flight per cluster.
+	writers = 16
+)
+
+// scaleResult is what the scale scenario measured.
+type scaleResult struct {
+	Services, Endpoints int
+	// Setup is the time the bench took to create the exports in east and
+	// west (mcs-syncer stopped).
+	Setup time.Duration
+	// Floor is the time a plain concurrent client took to write the same
+	// objects into the consumers; FloorWrites how many writes that took.
+	Floor       time.Duration
+	FloorWrites int
+	// Converge is from mcs-syncer's start until every consumer held every
+	// import; Converged false if that did not happen within the limit.
+	Converge  time.Duration
+	Converged bool
+	Writes    writeCounts
+	// RSS and PeakRSS of mcs-syncer once converged; ImportedEndpoints the
+	// endpoints it imported (every consumer counted).
+	RSS, PeakRSS      int64
+	ImportedEndpoints int
+	CPU               time.Duration
+	Load1             string
+}
+
+// parallel runs f(0..n-1) on `workers` goroutines and returns the first
+// error.
+func parallel(ctx context.Context, n, workers int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+func scaleName(i int) string { return fmt.Sprintf("s-%04d", i) }
+
+// runScale creates the scale scenario's exports with mcs-syncer stopped,
+// measures the write floor, then starts mcs-syncer and times its import.
+func (b *bench) runScale(ctx context.Context, services int) (*scaleResult, error) {
+	res := &scaleResult{Services: services, Endpoints: b.endpoints}
+	if err := b.stopSyncer(); err != nil {
+		return nil, err
+	}
+	if err := b.ensureNamespace(ctx, scaleNamespace); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for _, exporter := range []string{"east", "west"} {
+		if err := parallel(ctx, services, writers, func(ctx context.Context, i int) error {
+			return b.createExport(ctx, exporter, scaleNamespace, scaleName(i), i, b.endpoints)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	res.Setup = time.Since(start)
+	b.logf("scale: %d exports created in east and west in %s", services, res.Setup.Round(time.Millisecond))
+
+	if err := b.writeFloor(ctx, res); err != nil {
+		return nil, err
+	}
+	b.logf("scale: write floor %s (%d writes)", res.Floor.Round(time.Millisecond), res.FloorWrites)
+
+	views, err := b.importViews(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := b.startSyncer(ctx); err != nil {
+		return nil, err
+	}
+	limit := 15 * time.Minute
+	err = poll(ctx, limit, "", func() bool {
+		for _, v := range views {
+			if !v.complete(ctx, services, b.endpoints) {
+				return false
+			}
+		}
+		return true
+	})
+	res.Converged = err == nil
+	res.Converge = time.Since(t0)
+	res.Load1 = loadAverage()
+	if res.RSS, res.PeakRSS, err = memory(b.syncer.Pid()); err != nil {
+		return nil, err
+	}
+	if res.CPU, err = cpuTime(b.syncer.Pid()); err != nil {
+		return nil, err
+	}
+	res.ImportedEndpoints = services * b.endpoints * 2 * len(b.bed.Clusters)
+	sleep(ctx, time.Second) // the last writes' audit events
+	if res.Writes, err = countWrites(b.auditLogs(), t0, time.Now()); err != nil {
+		return nil, err
+	}
+	for _, v := range views {
+		v.stop()
+	}
+	if !res.Converged {
+		b.logf("scale: NOT converged within %s", limit)
+	}
+	return res, nil
+}
+
+// writeFloor writes into every consumer, with plain concurrent clients,
+// the objects an import of the scale scenario consists of: a Service with
+// a cluster IP, the ServiceImport holding that IP, its status, and one
+// slice per exporting cluster. Then it removes them again (and waits for
+// that) so that mcs-syncer's run does not see them.
+func (b *bench) writeFloor(ctx context.Context, res *scaleResult) error {
+	if err := b.ensureNamespace(ctx, floorNamespace); err != nil {
+		return err
+	}
+	start := time.Now()
+	var writes sync.Map
+	var wg sync.WaitGroup
+	errs := make(chan error, len(b.bed.Clusters))
+	for _, c := range b.bed.Clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			var mu sync.Mutex
+			err := parallel(ctx, res.Services, writers, func(ctx context.Context, i int) error {
+				w, err := b.writeFloorImport(ctx, c.Name, i)
+				mu.Lock()
+				n += w
+				mu.Unlock()
+				return err
+			})
+			writes.Store(c.Name, n)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	res.Floor = time.Since(start)
+	for err := range errs {
+		if err != nil {
+			return fmt.Errorf("write floor: %w", err)
+		}
+	}
+	writes.Range(func(_, v any) bool { res.FloorWrites += v.(int); return true })
+	for _, c := range b.bed.Clusters {
+		if err := b.kube[c.Name].CoreV1().Namespaces().Delete(ctx, floorNamespace, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return poll(ctx, 5*time.Minute, "the write floor's namespace deleted", func() bool {
+		for _, c := range b.bed.Clusters {
+			if _, err := b.kube[c.Name].CoreV1().Namespaces().Get(ctx, floorNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// writeFloorImport writes one import's objects into cluster and returns
+// the number of writes.
+func (b *bench) writeFloorImport(ctx context.Context, cluster string, i int) (int, error) {
+	cs, cl := b.kube[cluster], b.ctrl[cluster]
+	name := scaleName(i)
+	svc, err := cs.CoreV1().Services(floorNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "derived-" + name, Namespace: floorNamespace},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return 0, err
+	}
+	si := &mcsv1beta1.ServiceImport{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: floorNamespace},
+		Spec: mcsv1beta1.ServiceImportSpec{
+			Type:  mcsv1beta1.ClusterSetIP,
+			Ports: []mcsv1beta1.ServicePort{{Name: benchPort.Name, Protocol: benchPort.Protocol, Port: benchPort.Port}},
+			IPs:   svc.Spec.ClusterIPs,
+		},
+	}
+	if err := cl.Create(ctx, si); err != nil {
+		return 1, err
+	}
+	si.Status.Clusters = []mcsv1beta1.ClusterStatus{{Cluster: "east"}, {Cluster: "west"}}
+	meta.SetStatusCondition(&si.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "floor"})
+	if err := cl.Status().Update(ctx, si); err != nil {
+		return 2, err
+	}
+	for o, source := range []string{"east", "west"} {
+		s := endpointSlice(floorNamespace, name+"-"+source, svc.Name, benchIP(o, i, 0), b.endpoints)
+		s.Labels[mcsv1beta1.LabelServiceName] = name
+		s.Labels[mcsv1beta1.LabelSourceCluster] = source
+		if _, err := cs.DiscoveryV1().EndpointSlices(floorNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return 3 + o, err
+		}
+	}
+	return 5, nil
+}
+
+// importView is a watch-fed view of one consumer's imports in the scale
+// namespace.
+type importView struct {
+	cluster string
+	cache   cache.Cache
+	stop    context.CancelFunc
+}
+
+func (b *bench) importViews(ctx context.Context) ([]*importView, error) {
+	var views []*importView
+	for _, c := range b.bed.Clusters {
+		cc, err := cache.New(b.restConfig(c), cache.Options{
+			Scheme:            testbed.Scheme(),
+			DefaultNamespaces: map[string]cache.Config{scaleNamespace: {}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		vctx, cancel := context.WithCancel(ctx)
+		v := &importView{cluster: c.Name, cache: cc, stop: cancel}
+		// Informers for both kinds before the cache starts.
+		for _, obj := range []client.Object{&mcsv1beta1.ServiceImport{}, &discoveryv1.EndpointSlice{}} {
+			if _, err := cc.GetInformer(vctx, obj); err != nil {
+				cancel()
+				return nil, err
+			}
+		}
+		go func() { _ = cc.Start(vctx) }()
+		if !cc.WaitForCacheSync(vctx) {
+			cancel()
+			return nil, fmt.Errorf("import view of %s did not sync", c.Name)
+		}
+		views = append(views, v)
+	}
+	return views, nil
+}
+
+// complete reports whether the consumer holds every import: a ServiceImport
+// with its clusterset IP, both clusters in its status and Ready, and one
+// full slice per exporting cluster.
+func (v *importView) complete(ctx context.Context, services, endpoints int) bool {
+	var sis mcsv1beta1.ServiceImportList
+	if err := v.cache.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	ready := 0
+	for i := range sis.Items {
+		si := &sis.Items[i]
+		if len(si.Spec.IPs) == 1 && len(si.Status.Clusters) == 2 && meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") {
+			ready++
+		}
+	}
+	if ready < services {
+		return false
+	}
+	var slices discoveryv1.EndpointSliceList
+	if err := v.cache.List(ctx, &slices, client.UnsafeDisableDeepCopy, client.HasLabels{mcsv1beta1.LabelSourceCluster}); err != nil {
+		return false
+	}
+	full := 0
+	for i := range slices.Items {
+		s := &slices.Items[i]
+		if len(s.Endpoints) == endpoints && strings.HasPrefix(s.Labels[mcsv1beta1.LabelServiceName], "s-") {
+			full++
+		}
+	}
+	return full >= 2*services
+}
+
+// restartResult: the writes of a restart over the scale scenario's imports.
+type restartResult struct {
+	Window time.Duration
+	Writes writeCounts
+}
+
+// runRestart stops mcs-syncer, starts it again, and counts its writes from
+// the start until it has settled: its reconciles stopped for settle, and
+// at least minWindow passed.
+func (b *bench) runRestart(ctx context.Context, minWindow, settle time.Duration) (*restartResult, error) {
+	if err := b.stopSyncer(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := b.startSyncer(ctx); err != nil {
+		return nil, err
+	}
+	last, lastChange := -1.0, time.Now()
+	err := poll(ctx, 10*time.Minute, "mcs-syncer settled after its restart", func() bool {
+		n, err := b.reconciles(ctx)
+		if err != nil {
+			return false
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+		}
+		return time.Since(t0) >= minWindow && time.Since(lastChange) >= settle
+	})
+	if err != nil {
+		return nil, err
+	}
+	sleep(ctx, time.Second)
+	res := &restartResult{Window: time.Since(t0)}
+	res.Writes, err = countWrites(b.auditLogs(), t0, time.Now())
+	return res, err
+}
+
+// reconciles returns the sum of mcs-syncer's reconciles, every controller.
+func (b *bench) reconciles(ctx context.Context) (float64, error) {
+	text, err := b.syncer.Metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// runIdle counts mcs-syncer's writes while nothing changes.
+func (b *bench) runIdle(ctx context.Context, d time.Duration) (writeCounts, error) {
+	t0 := time.Now()
+	sleep(ctx, d)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return countWrites(b.auditLogs(), t0, time.Now())
+}
