@@ -47,6 +47,10 @@ func ConfigureCache(o *cache.Options) {
 	o.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.NewSelector().Add(*notImported)}
 }
 
+// sliceServiceIndex indexes the member's EndpointSlices by their
+// kubernetes.io/service-name label.
+const sliceServiceIndex = "mcs-syncer.endpointslice.service-name"
+
 // Options configure a Watcher.
 type Options struct {
 	// Cluster is the member the watcher reads. Required.
@@ -110,6 +114,13 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 		return err
 	}
 	c := cl.GetCache()
+	// Slices are looked up by their Service: an index, so that a change
+	// costs the same however many slices the namespace holds.
+	if err := c.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, sliceServiceIndex, func(o client.Object) []string {
+		return []string{o.GetLabels()[discoveryv1.LabelServiceName]}
+	}); err != nil {
+		return fmt.Errorf("index EndpointSlices by Service: %w", err)
+	}
 	// The first pass: every ServiceExport the cache holds at start goes into
 	// the Store before the Store calls this cluster synced.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -136,8 +147,11 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 		Complete(w)
 }
 
-// initialSync reconciles every ServiceExport in the cache once it has
-// synced, then marks the cluster synced in the Store. A member that is
+// initialSync puts every ServiceExport in the cache into the Store once
+// the cache has synced, then marks the cluster synced in the Store. It
+// writes no status: the controller's queue holds every ServiceExport
+// anyway (and one key is never reconciled twice at once there, whereas a
+// status write from here would race with the workers' and conflict). A member that is
 // unreachable at start stays unsynced until its cache syncs.
 func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) error {
 	if !c.WaitForCacheSync(ctx) {
@@ -148,7 +162,7 @@ func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) error {
 		var list mcsv1beta1.ServiceExportList
 		err := c.List(ctx, &list)
 		for i := 0; err == nil && i < len(list.Items); i++ {
-			_, err = w.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+			err = w.sync(ctx, client.ObjectKeyFromObject(&list.Items[i]), false)
 		}
 		if err == nil {
 			w.store.MarkSynced(w.cluster)
@@ -197,42 +211,57 @@ func (w *Watcher) sliceChanged(ctx context.Context, s *discoveryv1.EndpointSlice
 // Reconcile brings one export up to date from the current state of its
 // ServiceExport, Service and EndpointSlices.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{}, w.sync(ctx, req.NamespacedName, true)
+}
+
+// sync puts the export of key into the Store (or withdraws it) and, with
+// writeStatus, writes its ServiceExport's conditions.
+func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatus bool) error {
 	logger := log.FromContext(ctx).WithValues("cluster", w.cluster)
 	se := &mcsv1beta1.ServiceExport{}
-	if err := w.client.Get(ctx, req.NamespacedName, se); err != nil {
+	if err := w.client.Get(ctx, key, se); err != nil {
 		if apierrors.IsNotFound(err) {
-			w.triggers.forget(req.NamespacedName)
-			if w.store.Delete(w.cluster, req.NamespacedName) {
+			w.triggers.forget(key)
+			if w.store.Delete(w.cluster, key) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}
-			return reconcile.Result{}, nil
+			return nil
 		}
-		return reconcile.Result{}, fmt.Errorf("get ServiceExport %s: %w", req.NamespacedName, err)
+		return fmt.Errorf("get ServiceExport %s: %w", key, err)
 	}
 
 	svc := &corev1.Service{}
-	if err := w.client.Get(ctx, req.NamespacedName, svc); err != nil {
+	if err := w.client.Get(ctx, key, svc); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return reconcile.Result{}, fmt.Errorf("get Service %s: %w", req.NamespacedName, err)
+			return fmt.Errorf("get Service %s: %w", key, err)
 		}
-		w.store.Delete(w.cluster, req.NamespacedName)
-		return reconcile.Result{}, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonNoService,
-			fmt.Sprintf("Service %s does not exist in cluster %s; create it to export it", req.NamespacedName, w.cluster))
+		w.store.Delete(w.cluster, key)
+		if !writeStatus {
+			return nil
+		}
+		return w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonNoService,
+			fmt.Sprintf("Service %s does not exist in cluster %s; create it to export it", key, w.cluster))
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		w.store.Delete(w.cluster, req.NamespacedName)
-		return reconcile.Result{}, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonInvalidServiceType,
-			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", req.NamespacedName))
+		w.store.Delete(w.cluster, key)
+		if !writeStatus {
+			return nil
+		}
+		return w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonInvalidServiceType,
+			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", key))
 	}
 
 	es, err := w.exportedService(ctx, se, svc)
 	if err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	if w.store.Put(es) {
 		logger.V(2).Info("Export updated", "serviceExport", klogRef(se))
 	}
-	return reconcile.Result{}, w.setExported(ctx, se)
+	if !writeStatus {
+		return nil
+	}
+	return w.setExported(ctx, se)
 }
 
 func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
@@ -241,7 +270,7 @@ func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName
 // and all the Service's slices in the cache.
 func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (*clusterset.ExportedService, error) {
 	var list discoveryv1.EndpointSliceList
-	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}); err != nil {
 		return nil, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	es := &clusterset.ExportedService{

@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -42,6 +43,10 @@ import (
 // ManagedByLabel marks the ServiceImports and derived Services mcs-syncer
 // owns (value: the managed-by value); others are never modified.
 const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// importedSliceIndex indexes the imported slices by their
+// multicluster.kubernetes.io/service-name label.
+const importedSliceIndex = "mcs-syncer.endpointslice.imported-service-name"
 
 var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
 
@@ -79,6 +84,8 @@ type Controller struct {
 	// as missing.
 	reconcilers map[clusterset.ClusterID]*reconciler.Reconciler
 
+	own *ownWrites
+
 	mu            sync.Mutex
 	missingLogged map[types.NamespacedName]bool
 }
@@ -111,6 +118,13 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: slice cache: %w", opts.Consumer, err)
 	}
+	// Slices are looked up by their ServiceImport: an index, so that a
+	// change costs the same however many imports the namespace holds.
+	if err := sliceCache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, importedSliceIndex, func(o client.Object) []string {
+		return []string{o.GetLabels()[mcsv1beta1.LabelServiceName]}
+	}); err != nil {
+		return nil, fmt.Errorf("import %s: index slices: %w", opts.Consumer, err)
+	}
 	clientset, err := kubernetes.NewForConfig(cl.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
@@ -119,6 +133,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 		opts: opts, client: cl.GetClient(), sliceCache: sliceCache,
 		reconcilers:   map[clusterset.ClusterID]*reconciler.Reconciler{},
 		missingLogged: map[types.NamespacedName]bool{},
+		own:           newOwnWrites(),
 	}
 	for _, source := range opts.Members.IDs() {
 		ro := []reconciler.Option{
@@ -170,14 +185,15 @@ func (c *Controller) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) e
 		WithOptions(controller.TypedOptions[reconcile.Request]{MaxConcurrentReconciles: max(1, c.opts.Workers)}).
 		// The ServiceImport itself: an edit or a deletion by a person is
 		// repaired.
-		WatchesRawSource(source.Kind(memberCache, &mcsv1beta1.ServiceImport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceImport]{})).
+		// Echoes of our own writes are not.
+		WatchesRawSource(source.Kind(memberCache, &mcsv1beta1.ServiceImport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceImport]{}, notEcho[*mcsv1beta1.ServiceImport](c.own))).
 		// Derived Services, by their owning ServiceImport.
 		WatchesRawSource(source.Kind(memberCache, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Service) []reconcile.Request {
 			if ref := metav1.GetControllerOfNoCopy(s); ref != nil && ref.Kind == serviceImportGVK.Kind && ref.APIVersion == serviceImportGVK.GroupVersion().String() {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}}}
 			}
 			return nil
-		}))).
+		}), notEcho[*corev1.Service](c.own))).
 		// Imported slices: changes by others are repaired; echoes of our own
 		// writes are ignored; deletions complete the tracker's records.
 		WatchesRawSource(source.Kind(c.sliceCache, &discoveryv1.EndpointSlice{}, c.sliceHandler())).
@@ -193,6 +209,15 @@ func (c *Controller) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) e
 		})).
 		WatchesRawSource(source.Channel(keys, &handler.EnqueueRequestForObject{})).
 		Complete(c)
+}
+
+// notEcho lets through every event but the create and update events that
+// echo mcs-syncer's own last write of the object.
+func notEcho[T client.Object](own *ownWrites) predicate.TypedPredicate[T] {
+	return predicate.TypedFuncs[T]{
+		CreateFunc: func(e event.TypedCreateEvent[T]) bool { return !own.isEcho(e.Object) },
+		UpdateFunc: func(e event.TypedUpdateEvent[T]) bool { return !own.isEcho(e.ObjectNew) },
+	}
 }
 
 func keyObject(key types.NamespacedName) client.Object {
@@ -305,6 +330,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		if err := c.client.Update(ctx, si); err != nil {
 			return reconcile.Result{}, fmt.Errorf("update ips of ServiceImport %s: %w", key, err)
 		}
+		c.own.wrote(si)
 	}
 	sliceErr := c.applySlices(ctx, si, merged, exports, unsettled)
 	if err := c.applyStatus(ctx, si, merged); err != nil {
@@ -397,6 +423,8 @@ func (c *Controller) firstMissing(key types.NamespacedName) bool {
 
 func (c *Controller) forget(si *mcsv1beta1.ServiceImport) {
 	key := client.ObjectKeyFromObject(si)
+	c.own.forget(si)
+	c.own.forget(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: DerivedServiceName(key)}})
 	c.mu.Lock()
 	delete(c.missingLogged, key)
 	c.mu.Unlock()
@@ -441,6 +469,7 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 		if err := c.client.Create(ctx, want); err != nil {
 			return nil, fmt.Errorf("create ServiceImport %s: %w", key, err)
 		}
+		c.own.wrote(want)
 		return want, nil
 	}
 	if equality.Semantic.DeepEqual(want.Spec, si.Spec) && maps.Equal(want.Labels, si.Labels) && maps.Equal(want.Annotations, si.Annotations) {
@@ -449,6 +478,7 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 	if err := c.client.Update(ctx, want); err != nil {
 		return nil, fmt.Errorf("update ServiceImport %s: %w", key, err)
 	}
+	c.own.wrote(want)
 	return want, nil
 }
 
@@ -510,12 +540,14 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 		if err := c.client.Create(ctx, want); err != nil {
 			return nil, fmt.Errorf("create derived Service %s: %w", name, err)
 		}
+		c.own.wrote(want)
 		return want.Spec.ClusterIPs, nil
 	}
 	if !equality.Semantic.DeepEqual(want.Spec, svc.Spec) || !maps.Equal(want.Labels, svc.Labels) {
 		if err := c.client.Update(ctx, want); err != nil {
 			return nil, fmt.Errorf("update derived Service %s: %w", name, err)
 		}
+		c.own.wrote(want)
 	}
 	return want.Spec.ClusterIPs, nil
 }
@@ -534,7 +566,7 @@ func (c *Controller) leftByEarlierImport(svc *corev1.Service, si *mcsv1beta1.Ser
 // endpoints of those exporting, nothing for the others.
 func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, exports []*clusterset.ExportedService, unsettled map[clusterset.ClusterID]bool) error {
 	var list discoveryv1.EndpointSliceList
-	if err := c.sliceCache.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingLabels{mcsv1beta1.LabelServiceName: si.Name}); err != nil {
+	if err := c.sliceCache.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}); err != nil {
 		return fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
@@ -635,5 +667,6 @@ func (c *Controller) applyStatus(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	if err := c.client.Status().Update(ctx, want); err != nil {
 		return fmt.Errorf("update status of ServiceImport %s/%s: %w", si.Namespace, si.Name, err)
 	}
+	c.own.wrote(want)
 	return nil
 }
