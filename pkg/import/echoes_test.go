@@ -10,7 +10,9 @@ import (
 
 func TestOwnWritesRecognisesOnlyTheLastWrite(t *testing.T) {
 	w := newOwnWrites()
-	meta := func(rv string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: rv} }
+	meta := func(rv string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: rv}
+	}
 	w.wrote(&mcsv1beta1.ServiceImport{ObjectMeta: meta("5")})
 	if !w.isEcho(&mcsv1beta1.ServiceImport{ObjectMeta: meta("5")}) {
 		t.Error("the written version is not an echo")
