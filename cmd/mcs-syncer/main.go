@@ -47,6 +47,7 @@ type options struct {
 	leaderElectNamespace string
 	metricsAddr          string
 	probeAddr            string
+	pprofAddr            string
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
 	importSyncs          int
@@ -68,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one)")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables them)")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (0 disables them; for diagnosis, keep it on the loopback)")
 	fs.Float64Var(&o.kubeAPIQPS, "kube-api-qps", -1, "requests per second each member's client may send (negative: no client-side limit; the API server's Priority and Fairness protects it, and the controllers' workers bound the requests in flight)")
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "burst of each member's client above --kube-api-qps (ignored when it is negative)")
 	fs.IntVar(&o.importSyncs, "concurrent-import-syncs", 10, "ServiceImports synced at once in each consumer cluster")
@@ -143,6 +145,7 @@ func run(o *options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "mcs-syncer-" + cfg.Clusterset,
 		LeaderElectionNamespace: o.leaderElectNamespace,
@@ -176,6 +179,7 @@ func run(o *options) error {
 		w, err := export.New(cl, export.Options{
 			Cluster: id, Store: store, WriteStatus: o.localCluster == "" || string(id) == o.localCluster,
 			Recorder: cl.GetEventRecorder("mcs-syncer"), Members: members.IDs(), Workers: o.exportSyncs,
+			Connected: members.Connected,
 		})
 		if err != nil {
 			return err

@@ -67,6 +67,15 @@ type Options struct {
 	// once the Store holds every member's exports, so that a restart never
 	// flips it on a partial view. Empty: only Cluster.
 	Members []clusterset.ClusterID
+	// Connected, if set, tells whether a member answers, and since when
+	// (Members.Connected). While a member that answers has not put all its
+	// exports into the Store (its first pass takes seconds), a valid
+	// export's status is not written at all, for up to firstPassWait: the
+	// Store announces every key when the pass is done, and the status is
+	// then written once, Conflict included, instead of twice. Without it, for
+	// a member that does not answer, or one whose pass takes longer, Valid
+	// and Ready are written at once and Conflict waits.
+	Connected func(clusterset.ClusterID) (connected bool, since time.Time)
 	// Workers is the number of ServiceExports reconciled at once (default 1).
 	Workers int
 }
@@ -81,6 +90,7 @@ type Watcher struct {
 	members     []clusterset.ClusterID
 	workers     int
 	triggers    *triggerLog
+	connected   func(clusterset.ClusterID) (bool, time.Time)
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -94,7 +104,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	if len(members) == 0 {
 		members = []clusterset.ClusterID{opts.Cluster}
 	}
-	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder, members: members, workers: max(1, opts.Workers), triggers: newTriggerLog()}, nil
+	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder, members: members, workers: max(1, opts.Workers), triggers: newTriggerLog(), connected: opts.Connected}, nil
 }
 
 // SetupWithManager registers the watcher as controller "export-<cluster>"
@@ -162,7 +172,7 @@ func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) error {
 		var list mcsv1beta1.ServiceExportList
 		err := c.List(ctx, &list)
 		for i := 0; err == nil && i < len(list.Items); i++ {
-			err = w.sync(ctx, client.ObjectKeyFromObject(&list.Items[i]), false)
+			_, err = w.sync(ctx, client.ObjectKeyFromObject(&list.Items[i]), false)
 		}
 		if err == nil {
 			w.store.MarkSynced(w.cluster)
@@ -211,12 +221,16 @@ func (w *Watcher) sliceChanged(ctx context.Context, s *discoveryv1.EndpointSlice
 // Reconcile brings one export up to date from the current state of its
 // ServiceExport, Service and EndpointSlices.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	return reconcile.Result{}, w.sync(ctx, req.NamespacedName, true)
+	recheck, err := w.sync(ctx, req.NamespacedName, true)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: recheck}, nil
 }
 
 // sync puts the export of key into the Store (or withdraws it) and, with
 // writeStatus, writes its ServiceExport's conditions.
-func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatus bool) error {
+func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatus bool) (recheck time.Duration, err error) {
 	logger := log.FromContext(ctx).WithValues("cluster", w.cluster)
 	se := &mcsv1beta1.ServiceExport{}
 	if err := w.client.Get(ctx, key, se); err != nil {
@@ -225,41 +239,41 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 			if w.store.Delete(w.cluster, key) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}
-			return nil
+			return 0, nil
 		}
-		return fmt.Errorf("get ServiceExport %s: %w", key, err)
+		return 0, fmt.Errorf("get ServiceExport %s: %w", key, err)
 	}
 
 	svc := &corev1.Service{}
 	if err := w.client.Get(ctx, key, svc); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("get Service %s: %w", key, err)
+			return 0, fmt.Errorf("get Service %s: %w", key, err)
 		}
 		w.store.Delete(w.cluster, key)
 		if !writeStatus {
-			return nil
+			return 0, nil
 		}
-		return w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonNoService,
+		return 0, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonNoService,
 			fmt.Sprintf("Service %s does not exist in cluster %s; create it to export it", key, w.cluster))
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		w.store.Delete(w.cluster, key)
 		if !writeStatus {
-			return nil
+			return 0, nil
 		}
-		return w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonInvalidServiceType,
+		return 0, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonInvalidServiceType,
 			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", key))
 	}
 
 	es, err := w.exportedService(ctx, se, svc)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if w.store.Put(es) {
 		logger.V(2).Info("Export updated", "serviceExport", klogRef(se))
 	}
 	if !writeStatus {
-		return nil
+		return 0, nil
 	}
 	return w.setExported(ctx, se)
 }
@@ -360,9 +374,14 @@ func deref[T any](p *T) T {
 	return *p
 }
 
+// firstPassWait is how long a valid export's status waits for a member
+// that answers to finish its first pass (see Options.Connected).
+const firstPassWait = 30 * time.Second
+
 // setExported writes Valid=True, Ready=True and the Conflict condition of
-// the merge over the Store.
-func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport) error {
+// the merge over the Store. While a member that answers is in its first
+// pass, it writes nothing and returns when to look again.
+func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport) (time.Duration, error) {
 	merged := clusterset.Merge(w.store.Get(client.ObjectKeyFromObject(se)))
 	conds := []metav1.Condition{
 		{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
@@ -371,18 +390,24 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport)
 			Reason: string(mcsv1beta1.ServiceExportReasonExported), Message: "exported to the clusterset"},
 	}
 	for _, id := range w.members {
-		if !w.store.Synced(id) {
-			// A partial view: the Conflict condition waits (the Store
-			// announces every key once the member is synced).
-			return w.writeConditions(ctx, se, nil, conds...)
+		if w.store.Synced(id) {
+			continue
 		}
+		// A partial view: the Conflict condition waits (the Store announces
+		// every key once the member is synced).
+		if w.connected != nil {
+			if connected, since := w.connected(id); connected && time.Since(since) < firstPassWait {
+				return firstPassWait - time.Since(since), nil // synced in a moment: one write then
+			}
+		}
+		return 0, w.writeConditions(ctx, se, nil, conds...)
 	}
 	conflict := metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionConflict), Status: metav1.ConditionFalse,
 		Reason: string(mcsv1beta1.ServiceExportReasonNoConflicts), Message: "no conflicts with the other exports of this Service"}
 	if merged.Conflict != nil {
 		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, merged.Conflict.Reason(), merged.Conflict.Message
 	}
-	return w.writeConditions(ctx, se, nil, append(conds, conflict)...)
+	return 0, w.writeConditions(ctx, se, nil, append(conds, conflict)...)
 }
 
 // setInvalid writes Valid=False with reason and message, Ready=False, and
