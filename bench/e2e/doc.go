@@ -4,7 +4,8 @@
 // same run:
 //
 //   - latency scenarios (1 service at 2 and 10 changes/s, 10 services at 100
-//     changes/s, and 10 changes/s over 100 services of the scale scenario):
+//     and at 10 changes/s, and 10 changes/s over 100 services of the scale
+//     scenario):
 //     a change updates one endpoint of a hand-written source slice in east,
 //     with its last-change-trigger-time set just before the write; its
 //     latency runs until the bench's watch in west sees the imported slice
@@ -23,7 +24,7 @@
 // latency sample to samples.csv and draws the latency CDFs (floor against
 // mcs-syncer) into latency-cdf.png.
 //
-//	go run ./e2e [-quick] [-services 1000] [-scenarios lat2,lat10,lat100,scale,restart,idle,churn]
+//	go run ./e2e [-quick] [-services 1000] [-scenarios lat2,lat10,lat100,churn10,scale,restart,idle,churn]
 //
 // (make bench-e2e). -quick runs every scenario small and short: a smoke
 // test of the program, which fails only when a scenario could not be

@@ -44,6 +44,9 @@ type latencyScenario struct {
 	// Existing: the services (prefix "s-") were created by the scale
 	// scenario; otherwise they are created with prefix "svc-".
 	Existing bool
+	// CPUReference: the CPU per change of the churn at scale is compared
+	// with this scenario's.
+	CPUReference bool
 }
 
 // latencyResult is what one latency scenario measured.
