@@ -16,6 +16,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -113,6 +114,13 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	if os.Getenv("GOGC") == "" {
+		// The heap is mostly the informer caches, which live as long as the
+		// process: a GC target of 50 % over them instead of Go's 100 % cut
+		// the peak RSS of 60,000 imported endpoints from 172 to 138 MiB for
+		// no measurable CPU (docs/benchmarks.md). GOGC in the environment wins.
+		debug.SetGCPercent(50)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "mcs-syncer:", err)
 		os.Exit(1)
