@@ -82,8 +82,10 @@ func drawPanel(img *image.RGBA, o image.Point, r *latencyResult) {
 	hline(img, x0, x0+plotW, y0, colorAxis)
 	vline(img, x0, yOf(1), y0, colorAxis)
 	label(img, x0, o.Y+18, r.Scenario.Name)
-	label(img, x0+plotW-150, y0-plotH+14, "grey: floor (relay)")
-	label(img, x0+plotW-150, y0-plotH+28, "blue: mcs-syncer")
+	// The legend bottom right, where CDFs of latencies under a second
+	// leave room.
+	label(img, x0+plotW-150, y0-24, "grey: floor (relay)")
+	label(img, x0+plotW-150, y0-10, "blue: mcs-syncer")
 	label(img, x0+plotW/2-40, y0+32, "latency (log)")
 	for _, s := range []struct {
 		samples []time.Duration
