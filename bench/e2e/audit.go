@@ -64,12 +64,6 @@ func (w writeCounts) total() int {
 	return n
 }
 
-func (w writeCounts) add(o writeCounts) {
-	for k, v := range o {
-		w[k] += v
-	}
-}
-
 // String lists the kinds, most written first.
 func (w writeCounts) String() string {
 	if len(w) == 0 {

@@ -56,8 +56,8 @@ type latencyResult struct {
 	Sent           map[string]int // changes sent, by path
 	Writes         writeCounts    // mcs-syncer's writes in every consumer during the scenario
 	CPU            time.Duration  // mcs-syncer's CPU time during the scenario, idle share removed
-	IdleCPUPerSec  time.Duration
-	Hist           histogram // the propagation histogram's observations (east -> west)
+	IdleCPURate    time.Duration  // per second of wall time
+	Hist           histogram      // the propagation histogram's observations (east -> west)
 	Load1Begin     string
 	Load1End       string
 	ElapsedSending time.Duration
@@ -226,7 +226,7 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	if err != nil {
 		return nil, err
 	}
-	res.IdleCPUPerSec = time.Duration(float64(cpu1-cpu0) / idle.Seconds())
+	res.IdleCPURate = time.Duration(float64(cpu1-cpu0) / idle.Seconds())
 	before, err := b.latencyHistogram(ctx)
 	if err != nil {
 		return nil, err
@@ -276,7 +276,7 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	if err != nil {
 		return nil, err
 	}
-	res.CPU = max(0, cpu2-cpu1-time.Duration(float64(res.IdleCPUPerSec)*end.Sub(begin).Seconds()))
+	res.CPU = max(0, cpu2-cpu1-time.Duration(float64(res.IdleCPURate)*end.Sub(begin).Seconds()))
 	after, err := b.latencyHistogram(ctx)
 	if err != nil {
 		return nil, err
