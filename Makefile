@@ -45,6 +45,7 @@ image: ## Build the container image $(IMAGE) (needs a Docker engine).
 .PHONY: test
 test: tools ## Unit and integration tests (the race detector on).
 	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $$(go list ./... | grep -v /test/e2e)
+	cd bench && $(GO_TEST) ./e2e/
 
 .PHONY: e2e
 e2e: tools ## End-to-end tests on a local 3-cluster testbed.

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestFlagsRejectBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-scenarios", "lat2,nope"}, `-scenarios: unknown scenario "nope"`},
+		{[]string{"-services", "0"}, "-services: 0 is not positive"},
+		{[]string{"-endpoints", "1001"}, "-endpoints: 1001 is outside 1..1000"},
+		{[]string{"-duration", "0s"}, "-duration: 0s is not positive"},
+		{[]string{"-idle", "-1s"}, "-idle: -1s is not positive"},
+		{[]string{"-services", "50", "-churn-services", "51"}, "-churn-services: 51 is outside 1..50"},
+		{[]string{"-churn-rate", "0"}, "-churn-rate: 0 is not positive"},
+		{[]string{"-churn-rate", "NaN"}, "-churn-rate: NaN is not positive"},
+		{[]string{"-services", "many"}, "services"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestQuickIsSmall(t *testing.T) {
+	f, err := parseFlags([]string{"-quick"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.services > 50 || f.duration.Seconds() > 10 || f.idle.Seconds() > 10 || f.churnServices > f.services {
+		t.Errorf("-quick: %+v", f)
+	}
+	for _, s := range allScenarios {
+		if !f.has(s) {
+			t.Errorf("-quick leaves out %s", s)
+		}
+	}
+}
+
+// TestStateFolderMustBeOurs: the benchmark runs in a folder that does not
+// exist, is empty, or carries its marker; never in another.
+func TestStateFolderMustBeOurs(t *testing.T) {
+	root := t.TempDir()
+	fresh := filepath.Join(root, "new")
+	if err := prepareState(fresh); err != nil {
+		t.Fatalf("a new folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(fresh, stateMarker)); err != nil {
+		t.Fatalf("no marker written: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(fresh, "leftover"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareState(fresh); err != nil {
+		t.Errorf("a folder of an earlier run: %v", err)
+	}
+	foreign := filepath.Join(root, "foreign")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(foreign, "precious"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareState(foreign); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("a foreign folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(foreign, stateMarker)); err == nil {
+		t.Error("a marker was written into a foreign folder")
+	}
+}
+
+func TestBenchIPsDoNotCollide(t *testing.T) {
+	seen := map[string]bool{}
+	for _, o := range []int{0, 1, 9} {
+		for i := 0; i < 5000; i += 499 {
+			for j := range 1000 {
+				ip := benchIP(o, i, j)
+				if seen[ip] {
+					t.Fatalf("%s twice", ip)
+				}
+				seen[ip] = true
+			}
+		}
+	}
+	if got := benchIP(9, 4999, 999); got != "10.235.75.63" {
+		t.Errorf("benchIP(9, 4999, 999) = %s", got)
+	}
+}
