@@ -112,10 +112,8 @@ func NewMembers(cfg *Config, opts MembersOptions) (*Members, error) {
 		id := member.ID
 		cl, err := cluster.New(rc, func(o *cluster.Options) {
 			o.Scheme = opts.Scheme
-			// mcs-syncer never reads managedFields; they are often the
-			// largest part of an object. Updates made from a cached copy
-			// send none, and the API server keeps the stored ones.
-			o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+			// What mcs-syncer never reads stays out of memory.
+			o.Cache.DefaultTransform = StripUnread
 			if opts.ConfigureCache != nil {
 				opts.ConfigureCache(&o.Cache)
 			}

@@ -112,7 +112,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	}
 	imported, _ := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.Exists, nil)
 	sliceCache, err := cache.New(cl.GetConfig(), cache.Options{
-		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: cache.TransformStripManagedFields(),
+		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread,
 		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed, *imported)}},
 	})
 	if err != nil {
