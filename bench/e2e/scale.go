@@ -85,7 +85,7 @@ func scaleName(i int) string { return fmt.Sprintf("s-%04d", i) }
 
 // runScale creates the scale scenario's exports with mcs-syncer stopped,
 // measures the write floor, then starts mcs-syncer and times its import.
-func (b *bench) runScale(ctx context.Context, services int) (*scaleResult, error) {
+func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*scaleResult, error) {
 	res := &scaleResult{Services: services, Endpoints: b.endpoints}
 	if err := b.stopSyncer(); err != nil {
 		return nil, err
@@ -104,10 +104,12 @@ func (b *bench) runScale(ctx context.Context, services int) (*scaleResult, error
 	res.Setup = time.Since(start)
 	b.logf("scale: %d exports created in east and west in %s", services, res.Setup.Round(time.Millisecond))
 
-	if err := b.writeFloor(ctx, res); err != nil {
-		return nil, err
+	if writeFloor {
+		if err := b.writeFloor(ctx, res); err != nil {
+			return nil, err
+		}
+		b.logf("scale: write floor %s (%d writes)", res.Floor.Round(time.Millisecond), res.FloorWrites)
 	}
-	b.logf("scale: write floor %s (%d writes)", res.Floor.Round(time.Millisecond), res.FloorWrites)
 
 	views, err := b.importViews(ctx)
 	if err != nil {
@@ -117,7 +119,8 @@ func (b *bench) runScale(ctx context.Context, services int) (*scaleResult, error
 	if err := b.startSyncer(ctx); err != nil {
 		return nil, err
 	}
-	limit := 15 * time.Minute
+	// Generous: 1,000 services take under 2 minutes here.
+	limit := 10*time.Minute + time.Duration(services)*time.Second
 	err = poll(ctx, limit, "", func() bool {
 		for _, v := range views {
 			if !v.complete(ctx, services, b.endpoints) {
@@ -193,7 +196,7 @@ func (b *bench) writeFloor(ctx context.Context, res *scaleResult) error {
 			return err
 		}
 	}
-	return poll(ctx, 5*time.Minute, "the write floor's namespace deleted", func() bool {
+	return poll(ctx, 5*time.Minute+time.Duration(res.Services)*200*time.Millisecond, "the write floor's namespace deleted", func() bool {
 		for _, c := range b.bed.Clusters {
 			if _, err := b.kube[c.Name].CoreV1().Namespaces().Get(ctx, floorNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false
