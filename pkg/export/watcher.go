@@ -104,7 +104,11 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	if len(members) == 0 {
 		members = []clusterset.ClusterID{opts.Cluster}
 	}
-	return &Watcher{cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus, recorder: opts.Recorder, members: members, workers: max(1, opts.Workers), triggers: newTriggerLog(), connected: opts.Connected}, nil
+	return &Watcher{
+		cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus,
+		recorder: opts.Recorder, members: members, workers: max(1, opts.Workers),
+		triggers: newTriggerLog(), connected: opts.Connected,
+	}, nil
 }
 
 // SetupWithManager registers the watcher as controller "export-<cluster>"
@@ -158,11 +162,11 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 }
 
 // initialSync puts every ServiceExport in the cache into the Store once
-// the cache has synced, then marks the cluster synced in the Store. It
-// writes no status: the controller's queue holds every ServiceExport
-// anyway (and one key is never reconciled twice at once there, whereas a
-// status write from here would race with the workers' and conflict). A member that is
-// unreachable at start stays unsynced until its cache syncs.
+// the cache has synced, then marks the cluster synced in the Store. A
+// member that is unreachable at start stays unsynced until its cache
+// syncs. It writes no status: the controller's queue holds every
+// ServiceExport anyway, and reconciles no key twice at once, whereas a
+// status write from here would race with the workers' and conflict.
 func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) error {
 	if !c.WaitForCacheSync(ctx) {
 		return nil // stopping
