@@ -302,7 +302,9 @@ func run(ctx context.Context, f *flags) error {
 	if err := plotCDF(filepath.Join(f.outDir, "latency-cdf.png"), rep.latency); err != nil {
 		return err
 	}
-	fmt.Printf("\nsamples: %s\nCDF: %s\n", filepath.Join(f.outDir, "samples.csv"), filepath.Join(f.outDir, "latency-cdf.png"))
+	if len(rep.latency) > 0 {
+		fmt.Printf("\nsamples: %s\nCDF: %s\n", filepath.Join(f.outDir, "samples.csv"), filepath.Join(f.outDir, "latency-cdf.png"))
+	}
 	if f.quick {
 		return rep.smokeCheck()
 	}
@@ -363,20 +365,7 @@ type report struct {
 func (r *report) print(out io.Writer) {
 	fmt.Fprintf(out, "\nmcs-syncer end-to-end benchmark, %s; %d cores, %s; load average (1 min) at the end %s; whole run %s\n\n",
 		r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), memTotal(), loadAverage(), r.elapsed.Round(time.Second))
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "latency scenario\tfloor p50/p90/p99 ms\tmcs-syncer p50/p90/p99 ms\tratio p50\tratio p99\thistogram p50 ms\tchanges (lost)\twrites/change/consumer\tCPU ms/change\tload\t")
-	for _, l := range r.latency {
-		fp := []time.Duration{percentile(l.Floor, 50), percentile(l.Floor, 90), percentile(l.Floor, 99)}
-		mp := []time.Duration{percentile(l.MCS, 50), percentile(l.MCS, 90), percentile(l.MCS, 99)}
-		sent := l.Sent[pathMCS]
-		writes := float64(l.Writes.total()) / float64(max(sent, 1)) / 3
-		cpu := float64(l.CPU) / float64(time.Millisecond) / float64(max(sent, 1))
-		fmt.Fprintf(w, "%s\t%s/%s/%s\t%s/%s/%s\t%s\t%s\t%s (%d obs)\t%d (%d)\t%.2f\t%.2f\t%s-%s\t\n",
-			l.Scenario.Name, ms(fp[0]), ms(fp[1]), ms(fp[2]), ms(mp[0]), ms(mp[1]), ms(mp[2]),
-			ratio(mp[0], fp[0]), ratio(mp[2], fp[2]), ms(l.Hist.quantile(0.5)), int(l.Hist.count()),
-			sent, sent-len(l.MCS), writes, cpu, l.Load1Begin, l.Load1End)
-	}
-	w.Flush()
+	r.printLatency(out)
 	if s := r.scale; s != nil {
 		fmt.Fprintf(out, "\nscale: %d services x %d endpoints from east and west, imported into %d consumers (%d imported endpoints)\n",
 			s.Services, s.Endpoints, 3, s.ImportedEndpoints)
@@ -401,6 +390,27 @@ func (r *report) print(out io.Writer) {
 		fmt.Fprintf(out, "idle %s: %d writes (%s)\n", r.flags.idle, r.idle.total(), r.idle)
 	}
 	r.printGoals(out)
+}
+
+// printLatency prints the latency scenarios' table, if any ran.
+func (r *report) printLatency(out io.Writer) {
+	if len(r.latency) == 0 {
+		return
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "latency scenario\tfloor p50/p90/p99 ms\tmcs-syncer p50/p90/p99 ms\tratio p50\tratio p99\thistogram p50 ms\tchanges (lost)\twrites/change/consumer\tCPU ms/change\tload\t")
+	for _, l := range r.latency {
+		fp := []time.Duration{percentile(l.Floor, 50), percentile(l.Floor, 90), percentile(l.Floor, 99)}
+		mp := []time.Duration{percentile(l.MCS, 50), percentile(l.MCS, 90), percentile(l.MCS, 99)}
+		sent := l.Sent[pathMCS]
+		writes := float64(l.Writes.total()) / float64(max(sent, 1)) / 3
+		cpu := float64(l.CPU) / float64(time.Millisecond) / float64(max(sent, 1))
+		fmt.Fprintf(w, "%s\t%s/%s/%s\t%s/%s/%s\t%s\t%s\t%s (%d obs)\t%d (%d)\t%.2f\t%.2f\t%s-%s\t\n",
+			l.Scenario.Name, ms(fp[0]), ms(fp[1]), ms(fp[2]), ms(mp[0]), ms(mp[1]), ms(mp[2]),
+			ratio(mp[0], fp[0]), ratio(mp[2], fp[2]), ms(l.Hist.quantile(0.5)), int(l.Hist.count()),
+			sent, sent-len(l.MCS), writes, cpu, l.Load1Begin, l.Load1End)
+	}
+	w.Flush()
 }
 
 func (r *report) printGoals(out io.Writer) {
