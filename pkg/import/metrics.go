@@ -30,8 +30,12 @@ type Metrics struct {
 	imported             *prometheus.GaugeVec
 	reconcilerRegisterer prometheus.Registerer
 
-	// start is when the metrics were made: changes older than that waited
-	// for mcs-syncer to start, not for it to work, and are not observed.
+	// start is when the metrics were made, truncated to the second: changes
+	// older than that waited for mcs-syncer to start, not for it to work,
+	// and are not observed. Truncated because trigger times often come from
+	// timestamps of whole seconds (kube-controller-manager takes them from
+	// creation times and condition transitions): a change made in the second
+	// mcs-syncer started counts.
 	start time.Time
 
 	mu sync.Mutex
@@ -67,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		reconcilerRegisterer: prometheus.WrapRegistererWithPrefix("mcs_syncer_", reg),
 		importedByKey:        map[[2]clusterset.ClusterID]map[types.NamespacedName]int{},
 		accounted:            map[latencyKey]time.Time{},
-		start:                time.Now(),
+		start:                time.Now().Truncate(time.Second),
 	}
 	for _, c := range []prometheus.Collector{m.latency, m.missing, m.imported} {
 		if err := reg.Register(c); err != nil {
@@ -89,11 +93,8 @@ func (m *Metrics) propagated(source, consumer clusterset.ClusterID, key types.Na
 	now := time.Now()
 	lk := latencyKey{consumer: consumer, source: source, key: key}
 	m.mu.Lock()
-	since := m.accounted[lk]
-	if since.Before(m.start) {
-		since = m.start
-	}
-	if es.LastChangeTriggerTime.After(since) {
+	accounted := m.accounted[lk]
+	if es.LastChangeTriggerTime.After(accounted) {
 		m.accounted[lk] = es.LastChangeTriggerTime
 	}
 	m.mu.Unlock()
@@ -102,7 +103,7 @@ func (m *Metrics) propagated(source, consumer clusterset.ClusterID, key types.Na
 	}
 	observer := m.latency.WithLabelValues(string(source), string(consumer))
 	for _, t := range es.ChangeTriggerTimes() {
-		if t.After(since) {
+		if t.After(accounted) && !t.Before(m.start) {
 			observer.Observe(now.Sub(t).Seconds())
 		}
 	}

@@ -43,7 +43,8 @@ func TestLatencyObservesEveryChangeOnce(t *testing.T) {
 		return &clusterset.ExportedService{Cluster: "east", Key: key, LastChangeTriggerTime: times[len(times)-1], RecentTriggerTimes: times}
 	}
 	beforeStart := m.start.Add(-time.Hour)
-	t1, t2, t3 := m.start.Add(time.Millisecond), m.start.Add(2*time.Millisecond), m.start.Add(3*time.Millisecond)
+	// The start's own second counts: trigger times are often whole seconds.
+	t1, t2, t3 := m.start, m.start.Add(2*time.Millisecond), m.start.Add(3*time.Millisecond)
 
 	m.propagated("east", "west", key, export(beforeStart), true)
 	if n := latencyCount(t, reg); n != 0 {
