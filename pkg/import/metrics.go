@@ -85,9 +85,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // key: written tells whether that took a write. Every change of es not yet
 // accounted for is observed once, from its own trigger time: changes that
 // arrived while an earlier write was under way and were carried by one
-// write each count, so the histogram sees what every change waited.
+// write each count, so the histogram sees what every change waited. Only a
+// write accounts for a change: trigger times are often whole seconds, so
+// an export that needed no write (no endpoints yet) and the one that brings
+// the endpoints can carry the same time.
 func (m *Metrics) propagated(source, consumer clusterset.ClusterID, key types.NamespacedName, es *clusterset.ExportedService, written bool) {
-	if m == nil || es == nil || es.LastChangeTriggerTime.IsZero() {
+	if m == nil || es == nil || es.LastChangeTriggerTime.IsZero() || !written {
 		return
 	}
 	now := time.Now()
@@ -98,9 +101,6 @@ func (m *Metrics) propagated(source, consumer clusterset.ClusterID, key types.Na
 		m.accounted[lk] = es.LastChangeTriggerTime
 	}
 	m.mu.Unlock()
-	if !written {
-		return // nothing changed here: the consumer had it already
-	}
 	observer := m.latency.WithLabelValues(string(source), string(consumer))
 	for _, t := range es.ChangeTriggerTimes() {
 		if t.After(accounted) && !t.Before(m.start) {
