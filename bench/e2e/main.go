@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -317,7 +318,7 @@ func poll(ctx context.Context, limit time.Duration, what string, done func() boo
 	deadline := time.Now().Add(limit)
 	for !done() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s", limit, cmpOr(what, "a condition"))
+			return fmt.Errorf("timed out after %s waiting for %s", limit, cmp.Or(what, "a condition"))
 		}
 		select {
 		case <-ctx.Done():
@@ -326,13 +327,6 @@ func poll(ctx context.Context, limit time.Duration, what string, done func() boo
 		}
 	}
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // sleep waits d or until ctx ends. The bench measures over windows of
