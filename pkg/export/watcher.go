@@ -154,7 +154,7 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 		// The Service's slices give the endpoints; slices of Services that
 		// are not exported are dropped here. Each change's trigger time is
 		// logged as it goes by.
-		WatchesRawSource(source.Kind(c, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged))).
+		WatchesRawSource(source.Kind(c, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged()))).
 		// Another cluster's export of the same name changes the Conflict
 		// condition.
 		WatchesRawSource(source.Channel(storeEvents, &handler.EnqueueRequestForObject{})).
@@ -212,14 +212,17 @@ func ifExported[T client.Object](w *Watcher, key func(T) types.NamespacedName) h
 
 // sliceChanged maps a slice to its exported Service, if any, and logs the
 // slice's trigger time for it.
-func (w *Watcher) sliceChanged(ctx context.Context, s *discoveryv1.EndpointSlice) []reconcile.Request {
-	reqs := ifExported(w, func(s *discoveryv1.EndpointSlice) types.NamespacedName {
+func (w *Watcher) sliceChanged() handler.TypedMapFunc[*discoveryv1.EndpointSlice, reconcile.Request] {
+	exported := ifExported(w, func(s *discoveryv1.EndpointSlice) types.NamespacedName {
 		return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}
-	})(ctx, s)
-	if t, ok := triggerTime(s); ok && len(reqs) == 1 {
-		w.triggers.record(reqs[0].NamespacedName, t)
+	})
+	return func(ctx context.Context, s *discoveryv1.EndpointSlice) []reconcile.Request {
+		reqs := exported(ctx, s)
+		if t, ok := triggerTime(s); ok && len(reqs) == 1 {
+			w.triggers.record(reqs[0].NamespacedName, t)
+		}
+		return reqs
 	}
-	return reqs
 }
 
 // Reconcile brings one export up to date from the current state of its

@@ -39,8 +39,8 @@ type Metrics struct {
 	start time.Time
 
 	mu sync.Mutex
-	// accounted[consumer, source, key] is the newest trigger time already
-	// observed (or older than what was last propagated).
+	// accounted[consumer, source, key] is the newest trigger time carried
+	// by a write into the consumer: changes up to it are observed.
 	accounted map[latencyKey]time.Time
 	// importedByKey[consumer/source][key] is each import's share of the
 	// imported gauge.
