@@ -8,24 +8,25 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"runtime/debug"
-	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -35,25 +36,28 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/export"
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
+	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
 )
 
 // options are the command-line flags.
 type options struct {
-	clustersetConfig     string
-	localCluster         string
-	managedBy            string
-	maxEndpointsPerSlice int
-	unreachableGrace     time.Duration
-	leaderElect          bool
-	leaderElectNamespace string
-	metricsAddr          string
-	probeAddr            string
-	pprofAddr            string
-	kubeAPIQPS           float64
-	kubeAPIBurst         int
-	importSyncs          int
-	exportSyncs          int
-	zap                  zap.Options
+	clustersetConfig      string
+	localCluster          string
+	managedBy             string
+	maxEndpointsPerSlice  int
+	unreachableGrace      time.Duration
+	leaderElect           bool
+	leaderElectNamespace  string
+	leaderElectKubeconfig string
+	leaderElectCluster    string
+	metricsAddr           string
+	probeAddr             string
+	pprofAddr             string
+	kubeAPIQPS            float64
+	kubeAPIBurst          int
+	importSyncs           int
+	exportSyncs           int
+	zap                   zap.Options
 }
 
 // parseFlags parses args; every bad value is an error naming its flag.
@@ -68,6 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.unreachableGrace, "cluster-unreachable-grace", 2*time.Minute, "how long a disconnected member keeps its endpoints in the imports (0: forever)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease, for several replicas")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one)")
+	fs.StringVar(&o.leaderElectKubeconfig, "leader-election-kubeconfig", "", "kubeconfig of the cluster that holds the leader election Lease (default: the cluster mcs-syncer runs in; in per-cluster mode outside a cluster, --local-cluster)")
+	fs.StringVar(&o.leaderElectCluster, "leader-election-cluster", "", "ID of the member whose API server holds the leader election Lease, instead of --leader-election-kubeconfig")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint (0 disables it)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz (0 disables them)")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (0 disables them; for diagnosis, keep it on the loopback)")
@@ -100,6 +106,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--concurrent-import-syncs: %d is not positive", o.importSyncs)
 	case o.exportSyncs < 1:
 		return nil, fmt.Errorf("--concurrent-export-syncs: %d is not positive", o.exportSyncs)
+	case !o.leaderElect && (o.leaderElectKubeconfig != "" || o.leaderElectCluster != ""):
+		return nil, errors.New("--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
+	case o.leaderElectKubeconfig != "" && o.leaderElectCluster != "":
+		return nil, errors.New("--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
 	}
 	return o, nil
 }
@@ -128,31 +138,33 @@ func main() {
 }
 
 func run(o *options) error {
-	cfg, err := clusterset.LoadConfig(o.clustersetConfig)
+	cfg, err := membership.LoadConfig(o.clustersetConfig)
 	if err != nil {
 		return fmt.Errorf("--clusterset-config: %w", err)
 	}
-	var local *clusterset.Member
-	if o.localCluster != "" {
-		if local = cfg.Member(clusterset.ClusterID(o.localCluster)); local == nil {
-			return fmt.Errorf("--local-cluster: %q is not a member of clusterset %s", o.localCluster, cfg.Clusterset)
-		}
-	} else {
-		local = &cfg.Members[0] // central mode: the Lease lives in the first member
+	if err := cfg.Usable(); err != nil {
+		return fmt.Errorf("--clusterset-config %s: %w", o.clustersetConfig, err)
+	}
+	local := clusterset.ClusterID(o.localCluster)
+	if local != "" && cfg.Member(local) == nil {
+		return fmt.Errorf("--local-cluster: %q is not a member of clusterset %s", o.localCluster, cfg.Clusterset)
 	}
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), mcsv1beta1.Install(scheme)); err != nil {
 		return err
 	}
-	home, err := local.RESTConfig()
+	leaseHome, err := leaderElectionConfig(o, cfg)
 	if err != nil {
 		return err
 	}
-	home.QPS, home.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
-	mgr, err := ctrl.NewManager(home, manager.Options{
+	// The manager's own client is never used (every client is a member's):
+	// it gets the Lease's cluster when there is one, else an address that
+	// is never dialled.
+	mgrConfig := cmp.Or(leaseHome, &rest.Config{Host: "https://mcs-syncer.invalid"})
+	mgr, err := ctrl.NewManager(mgrConfig, manager.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
+		HealthProbeBindAddress:  "0", // membership.ProbeServer, which says why it is not ready
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "mcs-syncer-" + cfg.Clusterset,
@@ -161,100 +173,119 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
+	ctx := ctrl.SetupSignalHandler()
 
-	members, err := clusterset.NewMembers(cfg, clusterset.MembersOptions{
-		Scheme: scheme, ConfigureCache: export.ConfigureCache, Registerer: crmetrics.Registry,
-		QPS: float32(o.kubeAPIQPS), Burst: o.kubeAPIBurst,
-	})
-	if err != nil {
-		return err
-	}
-	if err := members.AddTo(mgr); err != nil {
-		return err
-	}
 	store := clusterset.NewStore()
 	importMetrics, err := imports.NewMetrics(crmetrics.Registry)
 	if err != nil {
 		return err
 	}
-	for _, id := range members.IDs() {
-		crmetrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcs_syncer_exported_services", Help: "Services the member cluster exports into the clusterset.",
-			ConstLabels: prometheus.Labels{"cluster": string(id)},
-		}, func() float64 { return float64(store.Count(id)) }))
-
-		cl := members.Cluster(id)
+	if err := export.RegisterMetrics(crmetrics.Registry, store); err != nil {
+		return err
+	}
+	// writesInto tells the members mcs-syncer imports into and whose
+	// ServiceExports' status it writes: all in central mode, else its own.
+	writesInto := func(id clusterset.ClusterID) bool { return local == "" || id == local }
+	var set *membership.Set
+	engage := func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 		w, err := export.New(cl, export.Options{
-			Cluster: id, Store: store, WriteStatus: o.localCluster == "" || string(id) == o.localCluster,
-			Recorder: cl.GetEventRecorder("mcs-syncer"), Members: members.IDs(), Workers: o.exportSyncs,
-			Connected: members.Connected,
+			Cluster: id, Store: store, WriteStatus: writesInto(id), Recorder: cl.GetEventRecorder("mcs-syncer"),
+			Membership: set, Workers: o.exportSyncs,
 		})
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("export watcher: %w", err)
 		}
-		if err := w.SetupWithManager(mgr, cl); err != nil {
-			return fmt.Errorf("export watcher %s: %w", id, err)
-		}
-		if o.localCluster != "" && string(id) != o.localCluster {
-			continue // per-cluster mode: import only into the local cluster
+		if !writesInto(id) {
+			return []func(context.Context) error{w.Start}, nil
 		}
 		c, err := imports.New(cl, imports.Options{
-			Consumer: id, Store: store, Members: members, ManagedBy: o.managedBy,
+			Consumer: id, Store: store, Membership: set, ManagedBy: o.managedBy,
 			MaxEndpointsPerSlice: o.maxEndpointsPerSlice, UnreachableGrace: o.unreachableGrace, Metrics: importMetrics,
 			Workers: o.importSyncs,
 		})
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("import controller: %w", err)
 		}
-		if err := c.SetupWithManager(mgr, cl); err != nil {
-			return fmt.Errorf("import controller %s: %w", id, err)
-		}
+		return []func(context.Context) error{w.Start, c.Start}, nil
 	}
-
-	synced := &syncedMembers{done: map[clusterset.ClusterID]bool{}}
-	for _, id := range members.IDs() {
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			if members.Cluster(id).GetCache().WaitForCacheSync(ctx) {
-				synced.set(id)
+	departed := func(id clusterset.ClusterID, c client.Client) {
+		// It left: its endpoints leave every import at once, no grace.
+		store.RemoveCluster(id)
+		if c == nil || !writesInto(id) {
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			logger := ctrl.Log.WithValues("cluster", id)
+			if err := errors.Join(imports.Withdraw(ctx, c, o.managedBy), export.ClearStatus(ctx, c)); err != nil {
+				logger.Error(err, "Could not remove all mcs-syncer wrote into the member that left; remove its ServiceImports and ServiceExport conditions by hand")
+				return
 			}
-			return nil
-		})); err != nil {
-			return err
-		}
+			logger.Info("Removed what mcs-syncer wrote into the member that left")
+		}()
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+	set, err = membership.NewSet(o.clustersetConfig, cfg, membership.Options{
+		Scheme: scheme, ConfigureCache: export.ConfigureCache, Registerer: crmetrics.Registry,
+		QPS: float32(o.kubeAPIQPS), Burst: o.kubeAPIBurst, Required: local,
+		Engage: engage, Departed: departed, Changed: store.AnnounceAll,
+	})
+	if err != nil {
 		return err
 	}
-	// Ready once every member's cache has synced, or the member is known
-	// to be unreachable (one cluster down must not keep the others out).
-	if err := mgr.AddReadyzCheck("members", func(*http.Request) error {
-		for _, id := range members.IDs() {
-			if connected, _ := members.Connected(id); connected && !synced.get(id) {
-				return fmt.Errorf("member %s: cache not synced yet", id)
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := mgr.Add(set); err != nil {
 		return err
 	}
-	ctrl.Log.Info("Starting", "clusterset", cfg.Clusterset, "members", members.IDs(), "localCluster", o.localCluster)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	if o.probeAddr != "0" {
+		if err := mgr.Add(&membership.ProbeServer{Addr: o.probeAddr, Set: set, Leading: func() bool {
+			select {
+			case <-mgr.Elected():
+				return true
+			default:
+				return false
+			}
+		}}); err != nil {
+			return err
+		}
+	}
+	ctrl.Log.Info("Starting", "clusterset", cfg.Clusterset, "members", set.IDs(), "localCluster", o.localCluster)
+	return mgr.Start(ctx)
 }
 
-// syncedMembers records which members' caches have synced.
-type syncedMembers struct {
-	mu   sync.Mutex
-	done map[clusterset.ClusterID]bool
-}
-
-func (s *syncedMembers) set(id clusterset.ClusterID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.done[id] = true
-}
-
-func (s *syncedMembers) get(id clusterset.ClusterID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.done[id]
+// leaderElectionConfig returns the REST config of the cluster that holds
+// the Lease, or nil without leader election: the cluster mcs-syncer runs
+// in, or one the user names; never implicitly a member, whose outage would
+// leave the clusterset without a leader.
+func leaderElectionConfig(o *options, cfg *membership.Config) (*rest.Config, error) {
+	switch {
+	case !o.leaderElect:
+		return nil, nil
+	case o.leaderElectKubeconfig != "":
+		rc, err := clientcmd.BuildConfigFromFlags("", o.leaderElectKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--leader-election-kubeconfig: %w", err)
+		}
+		return rc, nil
+	case o.leaderElectCluster != "":
+		m := cfg.Member(clusterset.ClusterID(o.leaderElectCluster))
+		if m == nil {
+			return nil, fmt.Errorf("--leader-election-cluster: %q is not a member of clusterset %s", o.leaderElectCluster, cfg.Clusterset)
+		}
+		rc, err := m.RESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--leader-election-cluster: %w", err)
+		}
+		return rc, nil
+	}
+	if rc, err := rest.InClusterConfig(); err == nil {
+		return rc, nil
+	}
+	if o.localCluster != "" {
+		rc, err := cfg.Member(clusterset.ClusterID(o.localCluster)).RESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--leader-elect: the Lease lives in --local-cluster: %w", err)
+		}
+		return rc, nil
+	}
+	return nil, errors.New("--leader-elect: outside a cluster in central mode, name where the Lease lives with --leader-election-kubeconfig or --leader-election-cluster")
 }

@@ -2,18 +2,9 @@
 // (KEP-1645), used by both the export and the import side:
 //
 //   - ClusterID: a member's ID, a DNS-1123 label, validated at start-up.
-//   - Config: the membership file (LoadConfig): the clusterset's name and,
-//     per member, its ID and how to reach it (kubeconfig path and context,
-//     or in-cluster). See config/samples/clusterset.yaml.
-//   - Members: one controller-runtime cluster.Cluster per member, started
-//     and stopped with the manager, with each member's connection state
-//     (connected or not, and since when), exported as the metric
-//     mcs_syncer_member_connected{cluster} and queryable by the import side.
-//     The state comes from probes of the member's /readyz: at once when one
-//     of its informers' watches fails, every HealthInterval while connected
-//     (client-go retries refused connections inside its reflectors without
-//     reporting them, so watch errors alone miss a dead API server), and
-//     with backoff while disconnected.
+//   - Membership: what the export and import sides ask of the members
+//     while mcs-syncer runs (who they are, whether each answers); the
+//     runtime side that answers it is pkg/membership.
 //   - ExportedService: what one cluster exports under one namespace/name:
 //     the ServiceExport's age, the exported spec, and the endpoints grouped
 //     in the type pkg/reconciler takes.

@@ -73,3 +73,14 @@ func (e *ExportedService) Equal(o *ExportedService) bool {
 		equality.Semantic.DeepEqual(e.Spec, o.Spec) &&
 		equality.Semantic.DeepEqual(e.Endpoints, o.Endpoints)
 }
+
+// Membership is what the export and import sides need to know of the
+// clusterset's members while it runs: who they are now, and whether each
+// answers (a member being engaged or engaged), and since when that is so.
+type Membership interface {
+	// IDs returns the current members' IDs, sorted.
+	IDs() []ClusterID
+	// Connected reports whether a member is reachable and since when its
+	// reachability last changed; a member not in the clusterset is not.
+	Connected(ClusterID) (connected bool, since time.Time)
+}

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // Store holds the exports of every member cluster, keyed by namespace/name,
@@ -113,19 +111,49 @@ func (s *Store) Keys() []types.NamespacedName {
 	return keys
 }
 
-// MarkSynced records that every export of cluster is in the Store, and
-// announces every key, so that decisions deferred until then are taken.
-func (s *Store) MarkSynced(cluster ClusterID) {
+// BeginResync marks a cluster's exports as partially known again: its
+// connection was rebuilt and its export watcher starts a new first pass.
+// The exports already stored stay until MarkSynced says which are gone.
+func (s *Store) BeginResync(cluster ClusterID) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.synced[cluster] = false
+}
+
+// MarkSynced records that every export of cluster is in the Store: those
+// of the keys in current, the keys its first pass found. The cluster's
+// other exports (withdrawn while it was out of reach) are withdrawn now.
+// Every key is announced, so that decisions deferred until then are taken.
+func (s *Store) MarkSynced(cluster ClusterID, current map[types.NamespacedName]bool) {
+	var gone []types.NamespacedName
+	s.mu.Lock()
+	for key, byCluster := range s.byKey {
+		if _, ok := byCluster[cluster]; ok && !current[key] {
+			delete(byCluster, cluster)
+			if len(byCluster) == 0 {
+				delete(s.byKey, key)
+			}
+			gone = append(gone, key)
+		}
+	}
 	already := s.synced[cluster]
 	s.synced[cluster] = true
 	s.mu.Unlock()
-	if already {
-		return
-	}
-	for _, key := range s.Keys() {
+	for _, key := range gone {
 		s.notify(key)
 	}
+	if !already {
+		s.AnnounceAll()
+	}
+}
+
+// RemoveCluster forgets a cluster that left the clusterset: its exports
+// are withdrawn (and announced) and it is no longer synced.
+func (s *Store) RemoveCluster(cluster ClusterID) {
+	s.WithdrawCluster(cluster)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.synced, cluster)
 }
 
 // Synced reports whether every export of cluster is in the Store.
@@ -148,50 +176,43 @@ func (s *Store) Count(cluster ClusterID) int {
 	return n
 }
 
+// Counts returns the number of keys each cluster exports.
+func (s *Store) Counts() map[ClusterID]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	counts := map[ClusterID]int{}
+	for _, byCluster := range s.byKey {
+		for id := range byCluster {
+			counts[id]++
+		}
+	}
+	return counts
+}
+
 func compareKeys(a, b types.NamespacedName) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-// Subscribe returns a channel that receives a GenericEvent for every key
-// that changes from now on, until ctx ends (then it is closed). The event's
-// object carries only the key's namespace and name, so that
-// source.Channel(ch, &handler.EnqueueRequestForObject{}) turns it into a
-// reconcile request of that key. Keys that change again before they are
-// received are delivered once; a slow subscriber never blocks the Store.
-func (s *Store) Subscribe(ctx context.Context) <-chan event.GenericEvent {
-	sub := &subscription{wake: make(chan struct{}, 1), pending: map[types.NamespacedName]bool{}}
-	out := make(chan event.GenericEvent)
+// Subscribe calls notify with every key that changes from now on, until
+// ctx ends. notify runs on the goroutine that made the change, so it must
+// not block: adding the key to a workqueue, which also merges repeated
+// keys, is what it is for.
+func (s *Store) Subscribe(ctx context.Context, notify func(types.NamespacedName)) {
+	sub := &subscription{notify: notify}
 	s.mu.Lock()
 	s.subs = append(s.subs, sub)
 	s.mu.Unlock()
-	go func() {
-		defer close(out)
-		defer s.unsubscribe(sub)
-		for {
-			key, ok := sub.next()
-			if !ok {
-				select {
-				case <-ctx.Done():
-					return
-				case <-sub.wake:
-					continue
-				}
-			}
-			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-			select {
-			case out <- event.GenericEvent{Object: obj}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.subs = slices.DeleteFunc(s.subs, func(x *subscription) bool { return x == sub })
+	})
 }
 
-func (s *Store) unsubscribe(sub *subscription) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.subs = slices.DeleteFunc(s.subs, func(x *subscription) bool { return x == sub })
+// subscription is one subscriber (a pointer, so that it can be told apart
+// from another with the same function).
+type subscription struct {
+	notify func(types.NamespacedName)
 }
 
 func (s *Store) notify(key types.NamespacedName) {
@@ -199,40 +220,14 @@ func (s *Store) notify(key types.NamespacedName) {
 	subs := slices.Clone(s.subs)
 	s.mu.RUnlock()
 	for _, sub := range subs {
-		sub.add(key)
+		sub.notify(key)
 	}
 }
 
-// subscription is one subscriber's set of keys not yet delivered, in
-// arrival order.
-type subscription struct {
-	mu      sync.Mutex
-	pending map[types.NamespacedName]bool
-	order   []types.NamespacedName
-	wake    chan struct{}
-}
-
-func (s *subscription) add(key types.NamespacedName) {
-	s.mu.Lock()
-	if !s.pending[key] {
-		s.pending[key] = true
-		s.order = append(s.order, key)
+// AnnounceAll announces every key, so that every subscriber looks at every
+// export again: what a member's connection or membership change calls.
+func (s *Store) AnnounceAll() {
+	for _, key := range s.Keys() {
+		s.notify(key)
 	}
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *subscription) next() (types.NamespacedName, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.order) == 0 {
-		return types.NamespacedName{}, false
-	}
-	key := s.order[0]
-	s.order = s.order[1:]
-	delete(s.pending, key)
-	return key, true
 }

@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// receive returns the next key from ch, failing after a generous timeout.
-func receive(t *testing.T, ch <-chan event.GenericEvent) types.NamespacedName {
+// receive returns the next key from ch; notifications are synchronous, so
+// one that is not there yet never comes.
+func receive(t *testing.T, ch <-chan types.NamespacedName) types.NamespacedName {
 	t.Helper()
 	select {
-	case e := <-ch:
-		return types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
-	case <-time.After(10 * time.Second):
+	case key := <-ch:
+		return key
+	default:
 		t.Fatal("no notification")
 		return types.NamespacedName{}
 	}
@@ -23,7 +23,7 @@ func receive(t *testing.T, ch <-chan event.GenericEvent) types.NamespacedName {
 
 // none checks that ch holds no notification once every earlier put has been
 // delivered: it puts a marker key and expects exactly that one next.
-func none(t *testing.T, s *Store, ch <-chan event.GenericEvent) {
+func none(t *testing.T, s *Store, ch <-chan types.NamespacedName) {
 	t.Helper()
 	marker := export("marker", 0)
 	marker.Key = types.NamespacedName{Namespace: "zz", Name: "marker"}
@@ -38,7 +38,8 @@ func TestStoreNotifications(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := NewStore()
-	ch := s.Subscribe(ctx)
+	ch := make(chan types.NamespacedName, 100)
+	s.Subscribe(ctx, func(key types.NamespacedName) { ch <- key })
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
 
 	if !s.Put(export("east", 0)) {
@@ -61,11 +62,11 @@ func TestStoreNotifications(t *testing.T) {
 		t.Error("a changed put was not announced")
 	}
 
-	// Changes that arrive before the subscriber reads coalesce into one.
+	// Each change notifies (the subscriber's workqueue merges repeats).
 	s.Put(export("west", 1))
 	s.Put(export("north", 2))
-	if got := receive(t, ch); got != key {
-		t.Errorf("notified %s", got)
+	if a, b := receive(t, ch), receive(t, ch); a != key || b != key {
+		t.Errorf("notified %s, %s", a, b)
 	}
 	none(t, s, ch)
 	if got := s.Get(key); len(got) != 3 || got[0].Cluster != "east" || got[1].Cluster != "north" {
@@ -91,7 +92,64 @@ func TestStoreNotifications(t *testing.T) {
 	}
 	receive(t, ch)
 
+	// After the subscriber's context ends, it hears nothing more.
 	cancel()
-	for range ch { // drains and ends: the channel is closed
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.Put(export("east", time.Now().Nanosecond()))
+		if len(ch) == 0 {
+			break
+		}
+		for len(ch) > 0 {
+			<-ch
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still notified after the context ended")
+		}
+	}
+}
+
+// TestStoreResync: a cluster read anew is unsynced until its pass is done;
+// then its exports that are gone are withdrawn and every key announced. A
+// cluster removed is forgotten.
+func TestStoreResync(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := NewStore()
+	ch := make(chan types.NamespacedName, 100)
+	s.Subscribe(ctx, func(key types.NamespacedName) { ch <- key })
+	kept, gone := export("west", 0), export("west", 1)
+	gone.Key.Name = "api"
+	s.Put(kept)
+	s.Put(gone)
+	s.Put(export("east", 2))
+	s.MarkSynced("west", map[types.NamespacedName]bool{kept.Key: true, gone.Key: true})
+	if !s.Synced("west") || s.Count("west") != 2 {
+		t.Fatalf("synced %v, count %d", s.Synced("west"), s.Count("west"))
+	}
+	for len(ch) > 0 {
+		<-ch
+	}
+	s.BeginResync("west")
+	if s.Synced("west") {
+		t.Error("still synced after BeginResync")
+	}
+	s.MarkSynced("west", map[types.NamespacedName]bool{kept.Key: true})
+	if !s.Synced("west") || s.Count("west") != 1 || len(s.Get(gone.Key)) != 0 || len(s.Get(kept.Key)) != 2 {
+		t.Errorf("after the pass: synced %v, west exports %d, %s has %d", s.Synced("west"), s.Count("west"), gone.Key, len(s.Get(gone.Key)))
+	}
+	announced := map[types.NamespacedName]bool{}
+	for len(ch) > 0 {
+		announced[<-ch] = true
+	}
+	if !announced[gone.Key] || !announced[kept.Key] {
+		t.Errorf("announced %v, want both keys", announced)
+	}
+	if got := s.Counts(); got["west"] != 1 || got["east"] != 1 {
+		t.Errorf("Counts = %v", got)
+	}
+	s.RemoveCluster("west")
+	if s.Synced("west") || s.Count("west") != 0 {
+		t.Error("a removed cluster is still known")
 	}
 }

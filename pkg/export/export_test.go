@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/export"
+	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
@@ -35,7 +37,7 @@ import (
 var (
 	bed      *testbed.Clusterset
 	store    *clusterset.Store
-	members  *clusterset.Members
+	members  *membership.Set
 	registry = prometheus.NewRegistry()
 )
 
@@ -70,7 +72,7 @@ func run(m *testing.M) int {
 		}
 	}()
 
-	cfg, err := clusterset.LoadConfig(bed.ConfigPath)
+	cfg, err := membership.LoadConfig(bed.ConfigPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -83,22 +85,20 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	members, err = clusterset.NewMembers(cfg, clusterset.MembersOptions{
-		Scheme: testbed.Scheme(), ConfigureCache: export.ConfigureCache, Registerer: registry, ProbeInterval: 250 * time.Millisecond, HealthInterval: time.Second,
+	store = clusterset.NewStore()
+	members, err = membership.NewSet(bed.ConfigPath, cfg, membership.Options{
+		Scheme: testbed.Scheme(), ConfigureCache: export.ConfigureCache, Registerer: registry,
+		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
+		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
+			w, err := export.New(cl, export.Options{Cluster: id, Store: store, WriteStatus: true, Membership: members})
+			if err != nil {
+				return nil, err
+			}
+			return []func(context.Context) error{w.Start}, nil
+		},
 	})
 	if err == nil {
-		err = members.AddTo(mgr)
-	}
-	store = clusterset.NewStore()
-	for _, id := range members.IDs() {
-		if err != nil {
-			break
-		}
-		var w *export.Watcher
-		w, err = export.New(members.Cluster(id), export.Options{Cluster: id, Store: store, WriteStatus: true, Members: members.IDs()})
-		if err == nil {
-			err = w.SetupWithManager(mgr, members.Cluster(id))
-		}
+		err = mgr.Add(members)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,15 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -63,19 +62,17 @@ type Options struct {
 	// Recorder, if set, records a Warning event on a ServiceExport when it
 	// becomes invalid or conflicting (only with WriteStatus).
 	Recorder events.EventRecorder
-	// Members are every member's IDs: the Conflict condition is written only
-	// once the Store holds every member's exports, so that a restart never
-	// flips it on a partial view. Empty: only Cluster.
-	Members []clusterset.ClusterID
-	// Connected, if set, tells whether a member answers, and since when
-	// (Members.Connected). While a member that answers has not put all its
-	// exports into the Store (its first pass takes seconds), a valid
-	// export's status is not written at all, for up to firstPassWait: the
-	// Store announces every key when the pass is done, and the status is
-	// then written once, Conflict included, instead of twice. Without it, for
-	// a member that does not answer, or one whose pass takes longer, Valid
-	// and Ready are written at once and Conflict waits.
-	Connected func(clusterset.ClusterID) (connected bool, since time.Time)
+	// Membership tells who the members are, and whether each answers.
+	// Required. The Conflict condition is written only once the Store holds
+	// every member's exports, so that a restart never flips it on a partial
+	// view. While a member that answers has not put all its exports into the
+	// Store (its first pass takes seconds), a valid export's status is not
+	// written at all, for up to firstPassWait: the Store announces every key
+	// when the pass is done, and the status is then written once, Conflict
+	// included, instead of twice. For a member that does not answer, or one
+	// whose pass takes longer, Valid and Ready are written at once and
+	// Conflict waits.
+	Membership clusterset.Membership
 	// Workers is the number of ServiceExports reconciled at once (default 1).
 	Workers int
 }
@@ -84,81 +81,89 @@ type Options struct {
 type Watcher struct {
 	cluster     clusterset.ClusterID
 	client      client.Client
+	cache       cache.Cache
 	store       *clusterset.Store
 	writeStatus bool
 	recorder    events.EventRecorder
-	members     []clusterset.ClusterID
-	workers     int
+	membership  clusterset.Membership
 	triggers    *triggerLog
-	connected   func(clusterset.ClusterID) (bool, time.Time)
+	controller  controller.TypedController[reconcile.Request]
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
 
-// New returns the watcher of member cl.
+// New returns the watcher of member cl, as an unmanaged controller named
+// "export-<cluster>" that Start runs: it lives as long as the member's
+// connection, and a member that returns gets a new one. It registers the
+// informers it needs in cl's cache, and marks the cluster's exports in the
+// Store as being read anew (Store.BeginResync) until its first pass is
+// done.
 func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
-	if opts.Cluster == "" || opts.Store == nil {
-		return nil, fmt.Errorf("export: cluster and store are required")
+	if opts.Cluster == "" || opts.Store == nil || opts.Membership == nil {
+		return nil, fmt.Errorf("export: cluster, store and membership are required")
 	}
-	members := opts.Members
-	if len(members) == 0 {
-		members = []clusterset.ClusterID{opts.Cluster}
+	w := &Watcher{
+		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), store: opts.Store, writeStatus: opts.WriteStatus,
+		recorder: opts.Recorder, membership: opts.Membership, triggers: newTriggerLog(),
 	}
-	return &Watcher{
-		cluster: opts.Cluster, client: cl.GetClient(), store: opts.Store, writeStatus: opts.WriteStatus,
-		recorder: opts.Recorder, members: members, workers: max(1, opts.Workers),
-		triggers: newTriggerLog(), connected: opts.Connected,
-	}, nil
-}
-
-// SetupWithManager registers the watcher as controller "export-<cluster>"
-// of mgr, watching the member's cache.
-func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) error {
-	storeEvents := make(chan event.GenericEvent)
-	// Forward the Store's notifications for as long as the manager runs.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for e := range w.store.Subscribe(ctx) {
-			select {
-			case storeEvents <- e:
-			case <-ctx.Done():
-			}
-		}
-		return nil
-	})); err != nil {
-		return err
-	}
-	c := cl.GetCache()
 	// Slices are looked up by their Service: an index, so that a change
 	// costs the same however many slices the namespace holds.
-	if err := c.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, sliceServiceIndex, func(o client.Object) []string {
+	if err := w.cache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, sliceServiceIndex, func(o client.Object) []string {
 		return []string{o.GetLabels()[discoveryv1.LabelServiceName]}
 	}); err != nil {
-		return fmt.Errorf("index EndpointSlices by Service: %w", err)
+		return nil, fmt.Errorf("index EndpointSlices by Service: %w", err)
 	}
-	// The first pass: every ServiceExport the cache holds at start goes into
-	// the Store before the Store calls this cluster synced.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return w.initialSync(ctx, c)
-	})); err != nil {
-		return err
+	for _, obj := range []client.Object{&mcsv1beta1.ServiceExport{}, &corev1.Service{}} {
+		// Registered now, so that the member counts as synced only once
+		// they are.
+		if _, err := w.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("informer of %T: %w", obj, err)
+		}
 	}
-	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
-		Named("export-" + string(w.cluster)).
-		WithOptions(controller.TypedOptions[reconcile.Request]{MaxConcurrentReconciles: w.workers}).
+	c, err := controller.NewTypedUnmanaged("export-"+string(w.cluster), controller.TypedOptions[reconcile.Request]{
+		Reconciler: w, MaxConcurrentReconciles: max(1, opts.Workers),
+		SkipNameValidation: ptr.To(true), // the same name again when the member returns
+		Logger:             log.Log.WithValues("cluster", w.cluster),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range []source.TypedSource[reconcile.Request]{
 		// The ServiceExport is the root object.
-		WatchesRawSource(source.Kind(c, &mcsv1beta1.ServiceExport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceExport]{})).
+		source.Kind(w.cache, &mcsv1beta1.ServiceExport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceExport]{}),
 		// Its Service (same namespace/name) gives the spec and validity.
-		WatchesRawSource(source.Kind(c, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(ifExported(w, func(s *corev1.Service) types.NamespacedName {
+		source.Kind(w.cache, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(ifExported(w, func(s *corev1.Service) types.NamespacedName {
 			return client.ObjectKeyFromObject(s)
-		})))).
+		}))),
 		// The Service's slices give the endpoints; slices of Services that
 		// are not exported are dropped here. Each change's trigger time is
 		// logged as it goes by.
-		WatchesRawSource(source.Kind(c, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged()))).
+		source.Kind(w.cache, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged())),
 		// Another cluster's export of the same name changes the Conflict
-		// condition.
-		WatchesRawSource(source.Channel(storeEvents, &handler.EnqueueRequestForObject{})).
-		Complete(w)
+		// condition, and so does a member's connection.
+		storeSource(w.store),
+	} {
+		if err := c.Watch(src); err != nil {
+			return nil, err
+		}
+	}
+	w.controller = c
+	w.store.BeginResync(w.cluster)
+	return w, nil
+}
+
+// storeSource enqueues every key the Store announces.
+func storeSource(store *clusterset.Store) source.TypedSource[reconcile.Request] {
+	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		store.Subscribe(ctx, func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) })
+		return nil
+	})
+}
+
+// Start runs the first pass and the controller until ctx ends.
+func (w *Watcher) Start(ctx context.Context) error {
+	go w.initialSync(ctx, w.cache)
+	return w.controller.Start(ctx)
 }
 
 // initialSync puts every ServiceExport in the cache into the Store once
@@ -167,26 +172,29 @@ func (w *Watcher) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) erro
 // syncs. It writes no status: the controller's queue holds every
 // ServiceExport anyway, and reconciles no key twice at once, whereas a
 // status write from here would race with the workers' and conflict.
-func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) error {
+func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) {
 	if !c.WaitForCacheSync(ctx) {
-		return nil // stopping
+		return // stopping
 	}
 	logger := log.FromContext(ctx).WithValues("cluster", w.cluster)
 	for {
 		var list mcsv1beta1.ServiceExportList
 		err := c.List(ctx, &list)
+		current := make(map[types.NamespacedName]bool, len(list.Items))
 		for i := 0; err == nil && i < len(list.Items); i++ {
-			_, err = w.sync(ctx, client.ObjectKeyFromObject(&list.Items[i]), false)
+			key := client.ObjectKeyFromObject(&list.Items[i])
+			current[key] = true
+			_, err = w.sync(ctx, key, false)
 		}
 		if err == nil {
-			w.store.MarkSynced(w.cluster)
+			w.store.MarkSynced(w.cluster, current)
 			logger.V(2).Info("Exports synced", "serviceExports", len(list.Items))
-			return nil
+			return
 		}
 		logger.Error(err, "First pass over the ServiceExports failed; retrying")
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(time.Second):
 		}
 	}
@@ -396,16 +404,14 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport)
 		{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionTrue,
 			Reason: string(mcsv1beta1.ServiceExportReasonExported), Message: "exported to the clusterset"},
 	}
-	for _, id := range w.members {
+	for _, id := range w.membership.IDs() {
 		if w.store.Synced(id) {
 			continue
 		}
 		// A partial view: the Conflict condition waits (the Store announces
 		// every key once the member is synced).
-		if w.connected != nil {
-			if connected, since := w.connected(id); connected && time.Since(since) < firstPassWait {
-				return firstPassWait - time.Since(since), nil // synced in a moment: one write then
-			}
+		if connected, since := w.membership.Connected(id); connected && time.Since(since) < firstPassWait {
+			return firstPassWait - time.Since(since), nil // synced in a moment: one write then
 		}
 		return 0, w.writeConditions(ctx, se, nil, conds...)
 	}

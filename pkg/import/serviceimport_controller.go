@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -54,10 +53,10 @@ var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.Service
 type Options struct {
 	// Consumer is the cluster the controller writes into. Required.
 	Consumer clusterset.ClusterID
-	// Store holds the exports; Members every member's connection state.
-	// Both required.
-	Store   *clusterset.Store
-	Members *clusterset.Members
+	// Store holds the exports; Membership tells who the members are and
+	// whether each answers. Both required.
+	Store      *clusterset.Store
+	Membership clusterset.Membership
 	// ManagedBy labels the slices (endpointslice.kubernetes.io/managed-by)
 	// and the ServiceImports and derived Services (ManagedByLabel). Default
 	// "mcs".
@@ -76,26 +75,31 @@ type Options struct {
 
 // Controller is the import controller of one consumer cluster.
 type Controller struct {
-	opts       Options
-	client     client.Client
-	sliceCache cache.Cache
-	// reconcilers, one per source cluster: each tracks the slices of its
-	// source, so that reconciling one source never sees the others' slices
-	// as missing.
-	reconcilers map[clusterset.ClusterID]*reconciler.Reconciler
+	opts          Options
+	client        client.Client
+	sliceCache    cache.Cache
+	controller    controller.TypedController[reconcile.Request]
+	newReconciler func() (*reconciler.Reconciler, error)
 
 	own *ownWrites
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// reconcilers, one per source cluster: each tracks the slices of its
+	// source, so that reconciling one source never sees the others' slices
+	// as missing.
+	reconcilers   map[clusterset.ClusterID]*reconciler.Reconciler
 	missingLogged map[types.NamespacedName]bool
 }
 
 var _ reconcile.Reconciler = (*Controller)(nil)
 
-// New returns the import controller of consumer cl.
+// New returns the import controller of consumer cl, as an unmanaged
+// controller named "import-<consumer>" that Start runs: it lives as long as
+// the consumer's connection. It registers the informers it needs in cl's
+// cache.
 func New(cl cluster.Cluster, opts Options) (*Controller, error) {
-	if opts.Consumer == "" || opts.Store == nil || opts.Members == nil {
-		return nil, errors.New("import: consumer, store and members are required")
+	if opts.Consumer == "" || opts.Store == nil || opts.Membership == nil {
+		return nil, errors.New("import: consumer, store and membership are required")
 	}
 	if opts.ManagedBy == "" {
 		opts.ManagedBy = "mcs"
@@ -125,80 +129,98 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("import %s: index slices: %w", opts.Consumer, err)
 	}
+	memberCache := cl.GetCache()
+	for _, obj := range []client.Object{&mcsv1beta1.ServiceImport{}, &corev1.Service{}, &corev1.Namespace{}} {
+		// Registered now, so that the member counts as synced only once
+		// they are.
+		if _, err := memberCache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("import %s: informer of %T: %w", opts.Consumer, obj, err)
+		}
+	}
 	clientset, err := kubernetes.NewForConfig(cl.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
 	}
+	recorder := cl.GetEventRecorder("mcs-syncer")
 	c := &Controller{
 		opts: opts, client: cl.GetClient(), sliceCache: sliceCache,
 		reconcilers:   map[clusterset.ClusterID]*reconciler.Reconciler{},
 		missingLogged: map[types.NamespacedName]bool{},
 		own:           newOwnWrites(),
+		newReconciler: func() (*reconciler.Reconciler, error) {
+			ro := []reconciler.Option{
+				reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
+				reconciler.WithOwnershipEnforced(true),
+				reconciler.WithEventRecorder(recorder),
+			}
+			if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
+				ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))
+			}
+			return reconciler.New(clientset.DiscoveryV1(), opts.ManagedBy, ro...)
+		},
 	}
-	for _, source := range opts.Members.IDs() {
-		ro := []reconciler.Option{
-			reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
-			reconciler.WithOwnershipEnforced(true),
-			reconciler.WithEventRecorder(cl.GetEventRecorder("mcs-syncer")),
-		}
-		if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
-			ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))
-		}
-		r, err := reconciler.New(clientset.DiscoveryV1(), opts.ManagedBy, ro...)
-		if err != nil {
-			return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
-		}
-		c.reconcilers[source] = r
+	if _, err := c.newReconciler(); err != nil { // options are checked once, here
+		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
 	}
+	ctrl, err := controller.NewTypedUnmanaged("import-"+string(opts.Consumer), controller.TypedOptions[reconcile.Request]{
+		Reconciler: c, MaxConcurrentReconciles: max(1, opts.Workers),
+		SkipNameValidation: ptr.To(true), // the same name again when the member returns
+		Logger:             log.Log.WithValues("cluster", opts.Consumer),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range c.sources(memberCache) {
+		if err := ctrl.Watch(src); err != nil {
+			return nil, err
+		}
+	}
+	c.controller = ctrl
 	return c, nil
 }
 
-// SetupWithManager registers the controller as "import-<consumer>" of mgr.
-func (c *Controller) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) error {
-	if err := mgr.Add(c.sliceCache); err != nil {
-		return err
-	}
-	keys := make(chan event.GenericEvent)
-	// The Store's changes, and a member connecting or disconnecting, change
-	// what an import holds.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for e := range c.opts.Store.Subscribe(ctx) {
-			select {
-			case keys <- e:
-			case <-ctx.Done():
-			}
+// Start runs the slice cache and the controller until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	failed := make(chan error, 1)
+	go func() { failed <- c.sliceCache.Start(ctx) }()
+	if !c.sliceCache.WaitForCacheSync(ctx) {
+		if ctx.Err() != nil {
+			return nil
 		}
-		return nil
-	})); err != nil {
-		return err
+		return fmt.Errorf("import %s: slice cache: %w", c.opts.Consumer, <-failed)
 	}
-	c.opts.Members.OnChange(func(id clusterset.ClusterID, _ bool) {
-		go func() {
-			for _, key := range c.opts.Store.Keys() {
-				keys <- event.GenericEvent{Object: keyObject(key)}
-			}
-		}()
-	})
-	memberCache := cl.GetCache()
-	return builder.TypedControllerManagedBy[reconcile.Request](mgr).
-		Named("import-" + string(c.opts.Consumer)).
-		WithOptions(controller.TypedOptions[reconcile.Request]{MaxConcurrentReconciles: max(1, c.opts.Workers)}).
+	return c.controller.Start(ctx)
+}
+
+// reconcilerFor returns the reconciler of the slices from source.
+func (c *Controller) reconcilerFor(source clusterset.ClusterID) *reconciler.Reconciler {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.reconcilers[source]
+	if r == nil {
+		r, _ = c.newReconciler() // cannot fail: New tried the same options
+		c.reconcilers[source] = r
+	}
+	return r
+}
+
+func (c *Controller) sources(memberCache cache.Cache) []source.TypedSource[reconcile.Request] {
+	return []source.TypedSource[reconcile.Request]{
 		// The ServiceImport itself: an edit or a deletion by a person is
-		// repaired.
-		// Echoes of our own writes are not.
-		WatchesRawSource(source.Kind(memberCache, &mcsv1beta1.ServiceImport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceImport]{}, notEcho[*mcsv1beta1.ServiceImport](c.own))).
+		// repaired. Echoes of our own writes are not.
+		source.Kind(memberCache, &mcsv1beta1.ServiceImport{}, &handler.TypedEnqueueRequestForObject[*mcsv1beta1.ServiceImport]{}, notEcho[*mcsv1beta1.ServiceImport](c.own)),
 		// Derived Services, by their owning ServiceImport.
-		WatchesRawSource(source.Kind(memberCache, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Service) []reconcile.Request {
+		source.Kind(memberCache, &corev1.Service{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, s *corev1.Service) []reconcile.Request {
 			if ref := metav1.GetControllerOfNoCopy(s); ref != nil && ref.Kind == serviceImportGVK.Kind && ref.APIVersion == serviceImportGVK.GroupVersion().String() {
 				return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}}}
 			}
 			return nil
-		}), notEcho[*corev1.Service](c.own))).
+		}), notEcho[*corev1.Service](c.own)),
 		// Imported slices: changes by others are repaired; echoes of our own
 		// writes are ignored; deletions complete the tracker's records.
-		WatchesRawSource(source.Kind(c.sliceCache, &discoveryv1.EndpointSlice{}, c.sliceHandler())).
+		source.Kind(c.sliceCache, &discoveryv1.EndpointSlice{}, c.sliceHandler()),
 		// A namespace that appears may now receive imports.
-		WatchesRawSource(source.Kind(memberCache, &corev1.Namespace{}, handler.TypedFuncs[*corev1.Namespace, reconcile.Request]{
+		source.Kind(memberCache, &corev1.Namespace{}, handler.TypedFuncs[*corev1.Namespace, reconcile.Request]{
 			CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*corev1.Namespace], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				for _, key := range c.opts.Store.Keys() {
 					if key.Namespace == e.Object.Name {
@@ -206,9 +228,15 @@ func (c *Controller) SetupWithManager(mgr manager.Manager, cl cluster.Cluster) e
 					}
 				}
 			},
-		})).
-		WatchesRawSource(source.Channel(keys, &handler.EnqueueRequestForObject{})).
-		Complete(c)
+		}),
+		// The Store's changes, and a member's connection or membership
+		// changing (announced through the Store), change what an import
+		// holds.
+		source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			c.opts.Store.Subscribe(ctx, func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) })
+			return nil
+		}),
+	}
 }
 
 // notEcho lets through every event but the create and update events that
@@ -220,10 +248,6 @@ func notEcho[T client.Object](own *ownWrites) predicate.TypedPredicate[T] {
 	}
 }
 
-func keyObject(key types.NamespacedName) client.Object {
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-}
-
 func (c *Controller) sliceHandler() handler.TypedEventHandler[*discoveryv1.EndpointSlice, reconcile.Request] {
 	enqueue := func(s *discoveryv1.EndpointSlice, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		if name := s.Labels[mcsv1beta1.LabelServiceName]; name != "" {
@@ -232,22 +256,25 @@ func (c *Controller) sliceHandler() handler.TypedEventHandler[*discoveryv1.Endpo
 	}
 	return handler.TypedFuncs[*discoveryv1.EndpointSlice, reconcile.Request]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*discoveryv1.EndpointSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r := c.reconcilers[clusterset.ClusterID(e.Object.Labels[mcsv1beta1.LabelSourceCluster])]; r == nil || r.Tracker().ShouldSync(e.Object) {
+			if c.reconcilerFor(sourceOf(e.Object)).Tracker().ShouldSync(e.Object) {
 				enqueue(e.Object, q)
 			}
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*discoveryv1.EndpointSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r := c.reconcilers[clusterset.ClusterID(e.ObjectNew.Labels[mcsv1beta1.LabelSourceCluster])]; r == nil || r.Tracker().ShouldSync(e.ObjectNew) {
+			if c.reconcilerFor(sourceOf(e.ObjectNew)).Tracker().ShouldSync(e.ObjectNew) {
 				enqueue(e.ObjectNew, q)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*discoveryv1.EndpointSlice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if r := c.reconcilers[clusterset.ClusterID(e.Object.Labels[mcsv1beta1.LabelSourceCluster])]; r != nil {
-				r.Tracker().Observed(e.Object)
-			}
+			c.reconcilerFor(sourceOf(e.Object)).Tracker().Observed(e.Object)
 			enqueue(e.Object, q)
 		},
 	}
+}
+
+// sourceOf returns the source cluster of an imported slice.
+func sourceOf(s *discoveryv1.EndpointSlice) clusterset.ClusterID {
+	return clusterset.ClusterID(s.Labels[mcsv1beta1.LabelSourceCluster])
 }
 
 // Reconcile brings one import in the consumer cluster in line with the
@@ -360,7 +387,7 @@ func (c *Controller) reachableExports(key types.NamespacedName) ([]*clusterset.E
 	var recheck time.Duration
 	now := time.Now()
 	for _, es := range c.opts.Store.Get(key) {
-		connected, since := c.opts.Members.Connected(es.Cluster)
+		connected, since := c.opts.Membership.Connected(es.Cluster)
 		if connected || c.opts.UnreachableGrace == 0 {
 			out = append(out, es)
 			continue
@@ -383,11 +410,11 @@ func (c *Controller) unsettledSources() (map[clusterset.ClusterID]bool, time.Dur
 	unsettled := map[clusterset.ClusterID]bool{}
 	var recheck time.Duration
 	now := time.Now()
-	for _, id := range c.opts.Members.IDs() {
+	for _, id := range c.opts.Membership.IDs() {
 		if c.opts.Store.Synced(id) {
 			continue
 		}
-		connected, since := c.opts.Members.Connected(id)
+		connected, since := c.opts.Membership.Connected(id)
 		if connected {
 			unsettled[id] = true // its first pass is under way
 			recheck = minPositive(recheck, time.Second)
@@ -428,8 +455,10 @@ func (c *Controller) forget(si *mcsv1beta1.ServiceImport) {
 	c.mu.Lock()
 	delete(c.missingLogged, key)
 	c.mu.Unlock()
-	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Members.IDs(), key)
+	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Membership.IDs(), key)
 	if si.UID != "" {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, r := range c.reconcilers {
 			r.Forget(si.UID)
 		}
@@ -569,10 +598,16 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	if err := c.sliceCache.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}); err != nil {
 		return fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
 	}
+	// Every member, and every other source that slices name: those of a
+	// cluster that left the clusterset (or was renamed) are withdrawn.
+	sources := slices.Clone(c.opts.Membership.IDs())
 	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		id := clusterset.ClusterID(s.Labels[mcsv1beta1.LabelSourceCluster])
+		id := sourceOf(s)
+		if _, ok := bySource[id]; !ok && !slices.Contains(sources, id) {
+			sources = append(sources, id)
+		}
 		bySource[id] = append(bySource[id], s)
 	}
 	exportOf := map[clusterset.ClusterID]*clusterset.ExportedService{}
@@ -581,10 +616,10 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	}
 	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
 	var errs []error
-	for _, source := range c.opts.Members.IDs() {
+	for _, source := range sources {
 		es := exportOf[source]
-		if (es == nil && len(bySource[source]) == 0) || (es == nil && unsettled[source]) {
-			continue // nothing to do, or nothing known yet: its slices stay as they are
+		if (es == nil && len(bySource[source]) == 0) || unsettled[source] {
+			continue // nothing to do, or not all known yet: its slices stay as they are
 		}
 		in := reconciler.Input{
 			Owner: si, OwnerGVK: serviceImportGVK,
@@ -605,7 +640,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 			endpoints += len(g.Endpoints)
 		}
 		c.opts.Metrics.setImported(source, c.opts.Consumer, client.ObjectKeyFromObject(si), endpoints)
-		r := c.reconcilers[source]
+		r := c.reconcilerFor(source)
 		plan, err := r.Plan(in)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))

@@ -1,4 +1,4 @@
-package clusterset
+package membership
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 )
 
 // kubeconfig writes a kubeconfig for server into dir and returns its name.
@@ -56,10 +58,8 @@ func TestParseConfig(t *testing.T) {
 		{"bad id", "clusterset: prod\nmembers:\n- id: East_1\n  kubeconfig: east.kubeconfig\n", `members[0]: cluster ID "East_1" is not a DNS-1123 label`},
 		{"duplicate id", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: east\n  kubeconfig: west.kubeconfig\n", `members[1]: cluster ID "east" appears twice`},
 		{"duplicate target", "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n- id: west2\n  kubeconfig: west-again.kubeconfig\n", "member west2: reaches the same API server (https://127.0.0.1:7443) as member west"},
-		{"missing file", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: nope.kubeconfig\n", "member east: kubeconfig " + filepath.Join(dir, "nope.kubeconfig")},
 		{"no kubeconfig", "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true)"},
 		{"both", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  inCluster: true\n", "member east: set kubeconfig or inCluster, not both"},
-		{"unknown context", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  context: nope\n", `member east: kubeconfig ` + filepath.Join(dir, "east.kubeconfig") + ` (context "nope")`},
 		{"two in-cluster", "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,13 +100,35 @@ func TestSampleConfigParses(t *testing.T) {
 	}
 }
 
-func TestParseClusterID(t *testing.T) {
-	if _, err := ParseClusterID("east-1"); err != nil {
+// TestMemberProblemsAreTheMembers: a member whose kubeconfig is missing or
+// lacks its context does not make the config invalid; the member's
+// RESTConfig says what is wrong, and Usable fails only when no member can
+// be reached at all.
+func TestMemberProblemsAreTheMembers(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	cfg, err := ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  context: nope\n- id: west\n  kubeconfig: nope.kubeconfig\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"east": `member east: kubeconfig ` + filepath.Join(dir, "east.kubeconfig") + ` (context "nope")`,
+		"west": "member west: kubeconfig " + filepath.Join(dir, "nope.kubeconfig"),
+	} {
+		if _, err := cfg.Member(clusterset.ClusterID(id)).RESTConfig(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", id, err, want)
+		}
+	}
+	if err := cfg.Usable(); err == nil || !strings.Contains(err.Error(), "no member can be reached") || !strings.Contains(err.Error(), "member west") {
+		t.Errorf("Usable: %v", err)
+	}
+	// The file appears: the member is usable, and its fingerprint changed.
+	before := cfg.Member("west").fingerprint()
+	kubeconfig(t, dir, "nope.kubeconfig", "https://127.0.0.1:7443")
+	if err := cfg.Usable(); err != nil {
 		t.Error(err)
 	}
-	for _, bad := range []string{"", "East", "a.b", strings.Repeat("a", 64), "-east"} {
-		if _, err := ParseClusterID(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
-			t.Errorf("ParseClusterID(%q): %v", bad, err)
-		}
+	if cfg.Member("west").fingerprint() == before {
+		t.Error("the fingerprint did not change with the kubeconfig")
 	}
 }

@@ -1,6 +1,7 @@
-package clusterset
+package membership
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 )
 
 // Config is the clusterset membership file:
@@ -22,8 +25,11 @@ import (
 //	- id: west
 //	  inCluster: true           # the cluster mcs-syncer runs in (no kubeconfig)
 //
-// Unknown fields, duplicate IDs, two members reaching the same API server
-// and missing kubeconfig files are errors.
+// Unknown fields, bad or duplicate IDs, a member with neither or both of
+// kubeconfig and inCluster, and two members reaching the same API server
+// make the file invalid. A member whose kubeconfig cannot be read (missing,
+// unreadable, without the named context) does not: that member is
+// reported and retried while the others run (Member.Err).
 type Config struct {
 	Clusterset string   `json:"clusterset"`
 	Members    []Member `json:"members"`
@@ -31,7 +37,7 @@ type Config struct {
 
 // Member is one cluster of the clusterset.
 type Member struct {
-	ID ClusterID `json:"id"`
+	ID clusterset.ClusterID `json:"id"`
 	// Kubeconfig is the path of a kubeconfig file, relative to the config
 	// file's folder unless absolute.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
@@ -40,13 +46,9 @@ type Member struct {
 	// InCluster uses the service account mcs-syncer runs as, instead of a
 	// kubeconfig.
 	InCluster bool `json:"inCluster,omitempty"`
-
-	restConfig *rest.Config
 }
 
-// LoadConfig reads and validates a clusterset config file. It reads every
-// member's kubeconfig (not the in-cluster one), so that a bad one fails
-// here with its member's name rather than later.
+// LoadConfig reads and validates a clusterset config file.
 func LoadConfig(path string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -75,55 +77,49 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	if len(cfg.Members) == 0 {
 		return nil, errors.New("members: no member clusters")
 	}
-	byID := map[ClusterID]bool{}
-	byServer := map[string]ClusterID{}
+	byID := map[clusterset.ClusterID]bool{}
+	byServer := map[string]clusterset.ClusterID{}
 	for i := range cfg.Members {
 		m := &cfg.Members[i]
-		if _, err := ParseClusterID(string(m.ID)); err != nil {
+		if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
 			return nil, fmt.Errorf("members[%d]: %w", i, err)
 		}
 		if byID[m.ID] {
 			return nil, fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
 		}
 		byID[m.ID] = true
+		server := "in-cluster"
 		switch {
 		case m.InCluster && m.Kubeconfig != "":
 			return nil, fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.ID)
+		case m.InCluster && m.Context != "":
+			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
 		case m.InCluster:
-			if m.Context != "" {
-				return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
-			}
-			if other, ok := byServer["in-cluster"]; ok {
-				return nil, fmt.Errorf("member %s: inCluster is already member %s", m.ID, other)
-			}
-			byServer["in-cluster"] = m.ID
-			continue
 		case m.Kubeconfig == "":
 			return nil, fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true)", m.ID)
+		default:
+			if !filepath.IsAbs(m.Kubeconfig) {
+				m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
+			}
+			rc, err := m.RESTConfig()
+			if err != nil {
+				continue // this member's own problem, reported when it is engaged
+			}
+			server = rc.Host
 		}
-		if !filepath.IsAbs(m.Kubeconfig) {
-			m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
+		if other, ok := byServer[server]; ok {
+			if server == "in-cluster" {
+				return nil, fmt.Errorf("member %s: inCluster is already member %s", m.ID, other)
+			}
+			return nil, fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.ID, server, other)
 		}
-		if _, err := os.Stat(m.Kubeconfig); err != nil {
-			return nil, fmt.Errorf("member %s: kubeconfig %s: %w", m.ID, m.Kubeconfig, err)
-		}
-		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: m.Kubeconfig},
-			&clientcmd.ConfigOverrides{CurrentContext: m.Context},
-		).ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("member %s: kubeconfig %s (context %q): %w", m.ID, m.Kubeconfig, m.Context, err)
-		}
-		if other, ok := byServer[rc.Host]; ok {
-			return nil, fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.ID, rc.Host, other)
-		}
-		byServer[rc.Host] = m.ID
-		m.restConfig = rc
+		byServer[server] = m.ID
 	}
 	return &cfg, nil
 }
 
-// RESTConfig returns a new rest.Config for the member.
+// RESTConfig reads the member's kubeconfig (or the in-cluster config) anew:
+// a kubeconfig that was missing or wrong a moment ago may be fixed now.
 func (m *Member) RESTConfig() (*rest.Config, error) {
 	if m.InCluster {
 		rc, err := rest.InClusterConfig()
@@ -132,18 +128,55 @@ func (m *Member) RESTConfig() (*rest.Config, error) {
 		}
 		return rc, nil
 	}
-	if m.restConfig == nil {
-		return nil, fmt.Errorf("member %s: config was not loaded with LoadConfig", m.ID)
+	if _, err := os.Stat(m.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("member %s: kubeconfig %s: %w", m.ID, m.Kubeconfig, err)
 	}
-	return rest.CopyConfig(m.restConfig), nil
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: m.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: m.Context},
+	).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("member %s: kubeconfig %s (context %q): %w", m.ID, m.Kubeconfig, m.Context, err)
+	}
+	return rc, nil
+}
+
+// fingerprint changes when anything that decides how the member is reached
+// changes, the content of its kubeconfig included (rotated credentials).
+func (m *Member) fingerprint() [sha256.Size]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v\x00", m.ID, m.Kubeconfig, m.Context, m.InCluster)
+	if raw, err := os.ReadFile(m.Kubeconfig); err == nil {
+		h.Write(raw)
+	} else if m.Kubeconfig != "" {
+		fmt.Fprint(h, err)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // Member returns the member with the given ID, or nil.
-func (c *Config) Member(id ClusterID) *Member {
+func (c *Config) Member(id clusterset.ClusterID) *Member {
 	for i := range c.Members {
 		if c.Members[i].ID == id {
 			return &c.Members[i]
 		}
 	}
 	return nil
+}
+
+// Usable returns an error naming every member's problem when no member's
+// connection settings can be read at all: such a config cannot do
+// anything.
+func (c *Config) Usable() error {
+	var errs []error
+	for i := range c.Members {
+		if _, err := c.Members[i].RESTConfig(); err == nil {
+			return nil
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	return fmt.Errorf("no member can be reached: %w", errors.Join(errs...))
 }

@@ -1,0 +1,110 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Readiness tells whether mcs-syncer is ready, with one line per check in
+// the format of Kubernetes' /readyz?verbose. It is ready once no member is
+// connecting or syncing: a member that cannot be engaged (unreachable,
+// missing CRDs, refused) is reported with its cause but does not make the
+// process unready, because nothing mcs-syncer does would change that.
+func (s *Set) Readiness() (ready bool, lines []string) {
+	s.mu.Lock()
+	started, reload, path := s.run != nil, s.reload, s.path
+	members := make([]*member, 0, len(s.ids))
+	for _, id := range s.ids {
+		members = append(members, s.members[id])
+	}
+	s.mu.Unlock()
+	ready = started
+	if !started {
+		lines = append(lines, "[-]members failed: not started yet")
+	}
+	if reload.State == Failed {
+		lines = append(lines, fmt.Sprintf("[+]config ok: %s: last reload refused at %s, the last good membership stays: %s", path, stamp(reload.Since), reload.Cause))
+	} else {
+		lines = append(lines, fmt.Sprintf("[+]config ok: %s: loaded at %s", path, stamp(reload.Since)))
+	}
+	for _, m := range members {
+		st := m.getStatus()
+		detail := fmt.Sprintf("%s since %s", st.State, stamp(st.Since))
+		if st.Cause != "" {
+			detail += ": " + st.Cause
+		}
+		if st.State == Connecting || st.State == Syncing {
+			ready = false
+			lines = append(lines, fmt.Sprintf("[-]member %s failed: %s", m.id(), detail))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("[+]member %s ok: %s", m.id(), detail))
+	}
+	return ready, lines
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// ProbeServer serves /healthz and /readyz on Addr. Unlike
+// controller-runtime's, its /readyz?verbose says why a check fails; a
+// replica that does not lead (Leading false) is ready as a standby. Add it
+// to the manager: it runs whether or not this replica leads.
+type ProbeServer struct {
+	Addr    string
+	Set     *Set
+	Leading func() bool
+}
+
+// NeedLeaderElection is false: every replica answers its probes.
+func (p *ProbeServer) NeedLeaderElection() bool { return false }
+
+// Start serves until ctx ends.
+func (p *ProbeServer) Start(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/readyz", p.readyz)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", p.Addr)
+	if err != nil {
+		return fmt.Errorf("health probes: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (p *ProbeServer) readyz(w http.ResponseWriter, r *http.Request) {
+	var ready bool
+	var lines []string
+	if p.Leading != nil && !p.Leading() {
+		ready, lines = true, []string{"[+]leader-election ok: standby, another replica leads"}
+	} else {
+		ready, lines = p.Set.Readiness()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_, verbose := r.URL.Query()["verbose"]
+	if verbose || !ready {
+		fmt.Fprintln(w, strings.Join(lines, "\n"))
+	}
+	if ready {
+		fmt.Fprintln(w, "readyz check passed")
+	} else {
+		fmt.Fprintln(w, "readyz check failed")
+	}
+}

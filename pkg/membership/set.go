@@ -1,0 +1,331 @@
+package membership
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+)
+
+// Options configure a Set.
+type Options struct {
+	// Scheme of every member's client and cache. Required.
+	Scheme *runtime.Scheme
+	// ConfigureCache, if set, adjusts each member's cache options.
+	ConfigureCache func(*cache.Options)
+	// Engage is called each time a member's connection is up, before its
+	// cache starts: it registers in cl what the member's controllers read
+	// (informers, indexes) and returns what runs while the member is
+	// engaged; those start once the cache has synced, and stop when the
+	// member is disengaged. One that returns an error disengages the
+	// member, which is then retried. Required.
+	Engage func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error)
+	// Departed, if set, is called when a member left the config, once its
+	// lifecycle has ended, with a client of it (nil if its settings cannot
+	// be read): to forget its exports, and to remove what mcs-syncer wrote
+	// into it. It must not block: slow work goes to a goroutine.
+	Departed func(id clusterset.ClusterID, c client.Client)
+	// Changed, if set, is called when a member becomes connected or
+	// disconnected, joins or leaves.
+	Changed func()
+	// Required names a member that every reloaded config must keep (the
+	// local cluster in per-cluster mode); a config without it is refused.
+	Required clusterset.ClusterID
+	// Registerer receives the membership metrics; nil means none.
+	Registerer prometheus.Registerer
+	// QPS and Burst limit each member's client (rest.Config's fields).
+	QPS   float32
+	Burst int
+	// RetryInterval is the first wait before a member that could not be
+	// engaged is tried again (default 1s); it doubles up to
+	// MaxRetryInterval (default 3s), so that a member that returns is seen
+	// within seconds.
+	RetryInterval, MaxRetryInterval time.Duration
+	// HealthInterval is how often an engaged member is probed (default
+	// 10s); a failed watch probes it at once. (client-go retries a refused
+	// connection inside its reflectors without reporting it, so watches
+	// alone miss a dead API server.)
+	HealthInterval time.Duration
+	// ConfigPollInterval is how often the config file, and the kubeconfigs
+	// it names, are read again (default 2s).
+	ConfigPollInterval time.Duration
+}
+
+// Set is the clusterset's membership while mcs-syncer runs. Add it to a
+// manager (it needs leader election: only the leader engages members).
+type Set struct {
+	opts    Options
+	path    string
+	metrics *metrics
+
+	mu      sync.Mutex
+	members map[clusterset.ClusterID]*member
+	ids     []clusterset.ClusterID
+	// raw is the config file as last read; cfg the config in force.
+	raw    []byte
+	cfg    *Config
+	reload Status
+	// run is the context of Start, nil before.
+	run context.Context
+}
+
+var _ clusterset.Membership = (*Set)(nil)
+
+// NewSet returns the membership of cfg, read from the file at path (which
+// Start polls). It engages nothing before Start.
+func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
+	if opts.Scheme == nil || opts.Engage == nil {
+		return nil, errors.New("membership: scheme and engage are required")
+	}
+	opts.RetryInterval = cmp.Or(opts.RetryInterval, time.Second)
+	opts.MaxRetryInterval = max(opts.RetryInterval, cmp.Or(opts.MaxRetryInterval, 3*time.Second))
+	opts.HealthInterval = cmp.Or(opts.HealthInterval, 10*time.Second)
+	opts.ConfigPollInterval = cmp.Or(opts.ConfigPollInterval, 2*time.Second)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("clusterset config: %w", err)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
+		reload: Status{State: Engaged, Since: time.Now()}}
+	if err := s.checkRequired(cfg); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for _, mc := range cfg.Members {
+		s.members[mc.ID] = newMember(s, mc, now)
+		m.setState(mc.ID, Connecting)
+	}
+	s.ids = sortedIDs(s.members)
+	m.reloaded(true)
+	return s, nil
+}
+
+// Clusterset returns the clusterset's name.
+func (s *Set) Clusterset() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Clusterset
+}
+
+// IDs returns the current members' IDs, sorted.
+func (s *Set) IDs() []clusterset.ClusterID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids
+}
+
+// Connected reports whether a member answers, and since when its
+// connectedness last changed.
+func (s *Set) Connected(id clusterset.ClusterID) (bool, time.Time) {
+	s.mu.Lock()
+	m := s.members[id]
+	s.mu.Unlock()
+	if m == nil {
+		return false, time.Time{}
+	}
+	return m.connected()
+}
+
+// Status returns a member's status, and whether it is a member.
+func (s *Set) Status(id clusterset.ClusterID) (Status, bool) {
+	s.mu.Lock()
+	m := s.members[id]
+	s.mu.Unlock()
+	if m == nil {
+		return Status{}, false
+	}
+	return m.getStatus(), true
+}
+
+// Start engages every member and follows the config file until ctx ends;
+// then it waits for every member's lifecycle to end.
+func (s *Set) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.run = ctx
+	for _, m := range s.members {
+		s.startMember(ctx, m)
+	}
+	s.mu.Unlock()
+	ticker := time.NewTicker(s.opts.ConfigPollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			members := slices.Collect(maps.Values(s.members))
+			s.mu.Unlock()
+			for _, m := range members {
+				<-m.done
+			}
+			return nil
+		case <-ticker.C:
+			s.poll(ctx)
+		}
+	}
+}
+
+func (s *Set) startMember(ctx context.Context, m *member) {
+	ctx, m.cancel = context.WithCancel(ctx)
+	go m.run(ctx)
+}
+
+// poll reads the config file (and the kubeconfigs it names) again and
+// applies what changed.
+func (s *Set) poll(ctx context.Context) {
+	logger := log.FromContext(ctx)
+	raw, err := os.ReadFile(s.path)
+	s.mu.Lock()
+	cfg, same := s.cfg, err == nil && bytes.Equal(raw, s.raw)
+	s.mu.Unlock()
+	if !same {
+		next, err := s.parse(raw, err)
+		if err != nil {
+			s.mu.Lock()
+			first := s.reload.Cause != err.Error()
+			s.reload = Status{State: Failed, Since: time.Now(), Cause: err.Error()}
+			s.raw = raw
+			s.mu.Unlock()
+			s.metrics.reloaded(false)
+			if first {
+				logger.Error(err, "Clusterset config not reloaded; keeping the last good membership", "path", s.path)
+			}
+			return
+		}
+		s.mu.Lock()
+		s.raw, s.cfg, cfg = raw, next, next
+		s.reload = Status{State: Engaged, Since: time.Now()}
+		s.mu.Unlock()
+		s.metrics.reloaded(true)
+		logger.Info("Clusterset config reloaded", "path", s.path)
+	}
+	s.apply(ctx, cfg)
+}
+
+func (s *Set) parse(raw []byte, readErr error) (*Config, error) {
+	if readErr != nil {
+		return nil, fmt.Errorf("clusterset config: %w", readErr)
+	}
+	cfg, err := ParseConfig(raw, filepath.Dir(s.path))
+	if err != nil {
+		return nil, fmt.Errorf("clusterset config %s: %w", s.path, err)
+	}
+	if cfg.Clusterset != s.Clusterset() {
+		return nil, fmt.Errorf("clusterset config %s: the clusterset's name changed from %s to %s; restart mcs-syncer to change it", s.path, s.Clusterset(), cfg.Clusterset)
+	}
+	if err := s.checkRequired(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (s *Set) checkRequired(cfg *Config) error {
+	if s.opts.Required != "" && cfg.Member(s.opts.Required) == nil {
+		return fmt.Errorf("clusterset config %s: member %s (the local cluster) is missing", s.path, s.opts.Required)
+	}
+	return nil
+}
+
+// apply engages the members of cfg that are new or whose settings
+// changed, and lets go of those that left.
+func (s *Set) apply(ctx context.Context, cfg *Config) {
+	logger := log.FromContext(ctx)
+	var left, restarted, started []*member
+	joined := false
+	s.mu.Lock()
+	wanted := map[clusterset.ClusterID]bool{}
+	now := time.Now()
+	for _, mc := range cfg.Members {
+		wanted[mc.ID] = true
+		old := s.members[mc.ID]
+		if old != nil && old.print == mc.fingerprint() {
+			continue
+		}
+		if old != nil {
+			restarted = append(restarted, old)
+		} else {
+			joined = true
+			logger.Info("Member joined", "cluster", mc.ID)
+		}
+		m := newMember(s, mc, now)
+		s.members[mc.ID] = m
+		started = append(started, m)
+	}
+	for id, m := range s.members {
+		if !wanted[id] {
+			left = append(left, m)
+			delete(s.members, id)
+		}
+	}
+	s.ids = sortedIDs(s.members)
+	s.mu.Unlock()
+
+	for _, m := range restarted {
+		logger.Info("Member's settings changed; connecting anew", "cluster", m.id())
+		m.cancel()
+		<-m.done
+	}
+	for _, m := range started {
+		s.metrics.setState(m.id(), Connecting)
+		s.startMember(s.run, m)
+	}
+	for _, m := range left {
+		logger.Info("Member left the clusterset", "cluster", m.id())
+		m.cancel()
+		<-m.done
+		s.metrics.forget(m.id())
+		if s.opts.Departed != nil {
+			s.departed(m.config)
+		}
+	}
+	if len(left) > 0 || len(restarted) > 0 || joined {
+		s.changed()
+	}
+}
+
+// departed hands a client of a member that left to Options.Departed.
+func (s *Set) departed(mc Member) {
+	var c client.Client
+	if rc, err := mc.RESTConfig(); err == nil {
+		rc.QPS, rc.Burst = s.opts.QPS, s.opts.Burst
+		c, err = client.New(rc, client.Options{Scheme: s.opts.Scheme})
+		if err != nil {
+			c = nil
+		}
+	}
+	s.opts.Departed(mc.ID, c)
+}
+
+func (s *Set) changed() {
+	if s.opts.Changed != nil {
+		s.opts.Changed()
+	}
+}
+
+func sortedIDs(members map[clusterset.ClusterID]*member) []clusterset.ClusterID {
+	ids := make([]clusterset.ClusterID, 0, len(members))
+	for id := range members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
