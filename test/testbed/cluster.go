@@ -99,7 +99,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.createNodes(ctx); err != nil {
 		return err
 	}
-	if err := c.installCRDs(ctx); err != nil {
+	if err := c.InstallCRDs(ctx); err != nil {
 		return err
 	}
 	return c.startCoreDNS(ctx)

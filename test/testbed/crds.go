@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -25,9 +26,9 @@ func MCSCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// installCRDs creates the MCS CRDs and waits until the API server serves
-// them.
-func (c *Cluster) installCRDs(ctx context.Context) error {
+// InstallCRDs creates the MCS CRDs that are missing and waits until the
+// API server serves them.
+func (c *Cluster) InstallCRDs(ctx context.Context) error {
 	crds, err := MCSCRDs()
 	if err != nil {
 		return err
@@ -37,7 +38,7 @@ func (c *Cluster) installCRDs(ctx context.Context) error {
 		return err
 	}
 	for _, crd := range crds {
-		if err := cl.Create(ctx, crd); err != nil {
+		if err := cl.Create(ctx, crd.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
 		}
 	}
@@ -47,7 +48,7 @@ func (c *Cluster) installCRDs(ctx context.Context) error {
 			if err := cl.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
 				return false, nil
 			}
-			if !established(got) {
+			if !established(got) || got.DeletionTimestamp != nil {
 				return false, nil
 			}
 		}

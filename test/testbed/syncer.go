@@ -92,6 +92,42 @@ func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syn
 	return s, nil
 }
 
+// Exited returns the process's exit, or nil while it runs.
+func (s *Syncer) Exited() error {
+	select {
+	case err := <-s.exited:
+		s.exited <- err // for the next caller
+		if err == nil {
+			return errors.New("mcs-syncer exited with status 0")
+		}
+		return fmt.Errorf("mcs-syncer exited: %w", err)
+	default:
+		return nil
+	}
+}
+
+// Kill kills the process with SIGKILL (a crash) and waits for it.
+func (s *Syncer) Kill() {
+	_ = s.cmd.Process.Kill()
+	err := <-s.exited
+	s.exited <- err
+}
+
+// Readyz returns the status code and body of /readyz?verbose.
+func (s *Syncer) Readyz(ctx context.Context) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.ProbeAddr+"/readyz?verbose", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
 // Pid is the process ID.
 func (s *Syncer) Pid() int { return s.cmd.Process.Pid }
 

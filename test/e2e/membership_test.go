@@ -1,0 +1,393 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// The tests of this file run an mcs-syncer of their own (the shared one is
+// stopped meanwhile: two with the same managed-by would fight) and change
+// its clusterset config, its members' API servers and CRDs while it runs.
+
+// exclusive stops the shared mcs-syncer until the test ends.
+func exclusive(t *testing.T) {
+	t.Helper()
+	if err := syncer.stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		next, err := startSyncer(context.Background(), syncer.stateDir)
+		if err != nil {
+			t.Errorf("restart the shared mcs-syncer: %v", err)
+			return
+		}
+		*syncer = *next
+	})
+}
+
+// member is a member of a clusterset config written by a test: its ID and
+// the testbed cluster it names.
+type member struct{ id, cluster string }
+
+// writeConfig writes a clusterset config of the given members to path (as
+// a mounted Secret changes: written aside, then renamed).
+func writeConfig(t *testing.T, path string, members ...member) {
+	t.Helper()
+	conf := testbed.ClustersetConfig{Clusterset: "testbed"}
+	for _, m := range members {
+		c := bed.Cluster(m.cluster)
+		conf.Members = append(conf.Members, testbed.Member{ID: m.id, Kubeconfig: c.KubeconfigPath, Context: c.Context})
+	}
+	raw, err := yaml.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+".tmp", raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ownSyncer starts an mcs-syncer with the config at path (grace 20s) and
+// stops it when the test ends; the stop must be graceful.
+func ownSyncer(ctx context.Context, t *testing.T, path string, args ...string) *syncerProcess {
+	t.Helper()
+	s, err := startSyncerWith(ctx, syncer.stateDir, append([]string{"--clusterset-config", path, "--cluster-unreachable-grace", "20s"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil && s.Exited() == nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// readyzSays returns a check that /readyz answers 200 and its verbose text
+// holds every line part in want.
+func readyzSays(ctx context.Context, s *syncerProcess, want ...string) func() error {
+	return func() error {
+		if err := s.Exited(); err != nil {
+			return fmt.Errorf("%w; log: %s", err, s.logPath)
+		}
+		code, body, err := s.Readyz(ctx)
+		if err != nil {
+			return err
+		}
+		if code != 200 {
+			return fmt.Errorf("/readyz %d:\n%s", code, body)
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				return fmt.Errorf("/readyz?verbose lacks %q:\n%s", w, body)
+			}
+		}
+		return nil
+	}
+}
+
+// sources returns a check that ns/web in each consumer holds imported
+// slices from exactly the given sources, with the given number of ready
+// endpoints each.
+func sources(ctx context.Context, t *testing.T, want map[string]int, consumers ...string) func() error {
+	return func() error {
+		for _, consumer := range consumers {
+			bySource, err := importedSlices(ctx, clientOf(t, consumer), "membership")
+			if err != nil {
+				return err
+			}
+			for source, slices := range bySource {
+				if _, ok := want[source]; !ok {
+					return fmt.Errorf("%s: %d slices from %s, which is not a member", consumer, len(slices), source)
+				}
+			}
+			for source, n := range want {
+				if got := countReady(bySource[source]); got != n {
+					return fmt.Errorf("%s: %d ready endpoints from %s, want %d", consumer, got, source, n)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// TestMembershipFollowsTheConfig: members added to and removed from the
+// config file join and leave without a restart, in central and per-cluster
+// mode. A member that leaves takes its endpoints out of every consumer at
+// once (no grace), and in central mode what mcs-syncer wrote into it goes
+// too. Across a restart, a removed or renamed member leaves no slice with
+// its old ID in any consumer.
+func TestMembershipFollowsTheConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	exclusive(t)
+	const ns = "membership"
+	namespaceEverywhere(ctx, t, ns)
+	east, west := clientOf(t, "east"), clientOf(t, "west")
+	app(ctx, t, east, ns, 2, 80, nil)
+	app(ctx, t, west, ns, 1, 80, nil)
+	path := filepath.Join(t.TempDir(), "clusterset.yaml")
+
+	for _, mode := range []struct {
+		name      string
+		args      []string
+		consumers []string
+	}{
+		{"per-cluster", []string{"--local-cluster", "north"}, []string{"north"}},
+		{"central", nil, []string{"east", "north"}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			writeConfig(t, path, member{"east", "east"}, member{"north", "north"})
+			s := ownSyncer(ctx, t, path, mode.args...)
+			eventually(ctx, t, "only east's endpoints", sources(ctx, t, map[string]int{"east": 2}, mode.consumers...))
+
+			writeConfig(t, path, member{"east", "east"}, member{"north", "north"}, member{"west", "west"})
+			eventually(ctx, t, "west to join", sources(ctx, t, map[string]int{"east": 2, "west": 1}, mode.consumers...))
+			eventually(ctx, t, "/readyz to name west", readyzSays(ctx, s, "[+]member west ok: engaged since"))
+			if mode.name == "central" {
+				eventually(ctx, t, "west to import and its export to be Ready", func() error {
+					if _, err := getImport(ctx, west, ns); err != nil {
+						return err
+					}
+					c, err := exportCondition(ctx, west, ns, mcsv1beta1.ServiceExportConditionReady)
+					if err != nil || c.Status != metav1.ConditionTrue {
+						return fmt.Errorf("Ready %v, %v", c, err)
+					}
+					return nil
+				})
+			}
+
+			writeConfig(t, path, member{"east", "east"}, member{"north", "north"})
+			left := time.Now()
+			eventually(ctx, t, "west's endpoints to leave", sources(ctx, t, map[string]int{"east": 2}, mode.consumers...))
+			if took := time.Since(left); took >= 20*time.Second {
+				t.Errorf("west's endpoints left after %s: not at once, but after the grace", took)
+			}
+			if mode.name == "central" {
+				eventually(ctx, t, "west's import and conditions to be removed", func() error {
+					if _, err := getImport(ctx, west, ns); !apierrors.IsNotFound(err) {
+						return fmt.Errorf("ServiceImport in west: %v", err)
+					}
+					var list discoveryv1.EndpointSliceList
+					if err := west.List(ctx, &list, client.InNamespace(ns), client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil || len(list.Items) > 0 {
+						return fmt.Errorf("%d imported slices in west (%v)", len(list.Items), err)
+					}
+					if c, err := exportCondition(ctx, west, ns, mcsv1beta1.ServiceExportConditionReady); err == nil {
+						return fmt.Errorf("west's export still says Ready=%s", c.Status)
+					}
+					return nil
+				})
+			}
+			if _, body, err := s.Readyz(ctx); err != nil || strings.Contains(body, "member west") {
+				t.Errorf("/readyz?verbose still names west (%v):\n%s", err, body)
+			}
+		})
+	}
+
+	// Across restarts (central mode): west renamed, then removed.
+	t.Run("restart", func(t *testing.T) {
+		writeConfig(t, path, member{"east", "east"}, member{"north", "north"}, member{"west", "west"})
+		s := ownSyncer(ctx, t, path)
+		eventually(ctx, t, "west's endpoints", sources(ctx, t, map[string]int{"east": 2, "west": 1}, "east", "north"))
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		writeConfig(t, path, member{"east", "east"}, member{"north", "north"}, member{"far", "west"})
+		s = ownSyncer(ctx, t, path)
+		eventually(ctx, t, "the renamed member's endpoints, once", sources(ctx, t, map[string]int{"east": 2, "far": 1}, "east", "north"))
+		if err := s.stop(); err != nil {
+			t.Fatal(err)
+		}
+		writeConfig(t, path, member{"east", "east"}, member{"north", "north"})
+		ownSyncer(ctx, t, path)
+		eventually(ctx, t, "no endpoints of the removed member", sources(ctx, t, map[string]int{"east": 2}, "east", "north"))
+	})
+}
+
+// manualExport exports ns/name from cl with a selector-less Service and an
+// EndpointSlice of ips written directly (no pod, no kube-controller-manager
+// in the way), so that the time to import it is mcs-syncer's alone.
+func manualExport(ctx context.Context, cl client.Client, ns, name string, ips ...string) error {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-manual", Namespace: ns, Labels: map[string]string{
+			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "e2e.mcs-syncer"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, ip := range ips {
+		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	for _, obj := range []client.Object{svc, slice, se} {
+		if err := cl.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importedEndpoints returns a check that consumer holds n ready endpoints of
+// ns/name from source.
+func importedEndpoints(ctx context.Context, consumer client.Client, ns, name, source string, n int) func() error {
+	return func() error {
+		var list discoveryv1.EndpointSliceList
+		if err := consumer.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
+			mcsv1beta1.LabelServiceName: name, mcsv1beta1.LabelSourceCluster: source}); err != nil {
+			return err
+		}
+		if got := countReady(list.Items); got != n {
+			return fmt.Errorf("%d ready endpoints of %s/%s from %s, want %d", got, ns, name, source, n)
+		}
+		return nil
+	}
+}
+
+// TestMemberDownAtStartJoinsWhenItStarts: with west's API server down,
+// mcs-syncer starts, becomes ready with west reported unreachable, and
+// east's export reaches north; when west starts, it joins without a
+// restart, and a change made in west as soon as its API server is back is
+// imported within seconds (the member-return time, printed).
+func TestMemberDownAtStartJoinsWhenItStarts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	exclusive(t)
+	const ns = "member-down-at-start"
+	namespaceEverywhere(ctx, t, ns)
+	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
+	westBed := bed.Cluster("west")
+	if err := westBed.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := true
+	t.Cleanup(func() {
+		if down {
+			_ = westBed.StartAPIServer(context.Background())
+		}
+	})
+	s := ownSyncer(ctx, t, bed.ConfigPath)
+	eventually(ctx, t, "west reported unreachable, the process ready", readyzSays(ctx, s,
+		"[+]member west ok: unreachable since", "[+]member east ok: engaged", "[+]member north ok: engaged"))
+	if err := manualExport(ctx, east, ns, "api", "10.101.1.1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north to import east's export while west is down", importedEndpoints(ctx, north, ns, "api", "east", 1))
+
+	if err := westBed.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down = false
+	back := time.Now()
+	if err := manualExport(ctx, west, ns, "db", "10.102.1.1", "10.102.1.2"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "west's export to reach north", importedEndpoints(ctx, north, ns, "db", "west", 2))
+	returned := time.Since(back)
+	t.Logf("member-return time (west's API server ready -> a change made in west imported into north): %s", returned.Round(time.Millisecond))
+	if returned > 30*time.Second {
+		t.Errorf("west joined %s after its API server was back (goal: 10s)", returned)
+	}
+	eventually(ctx, t, "west to import east's export", importedEndpoints(ctx, west, ns, "api", "east", 1))
+	eventually(ctx, t, "west engaged", readyzSays(ctx, s, "[+]member west ok: engaged since"))
+}
+
+// TestMemberWithoutCRDs: a member whose ServiceExport CRD is deleted while
+// mcs-syncer runs, and one that lacks it when mcs-syncer starts, is
+// reported (readiness, metric) and never makes it exit; it is engaged
+// again when the CRD is back. A member whose credentials forbid what
+// mcs-syncer lists is reported with the refused permission named.
+func TestMemberWithoutCRDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exclusive(t)
+	const ns = "member-without-crds"
+	namespaceEverywhere(ctx, t, ns)
+	east, north := clientOf(t, "east"), clientOf(t, "north")
+	if err := manualExport(ctx, east, ns, "api", "10.101.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	s := ownSyncer(ctx, t, bed.ConfigPath)
+	eventually(ctx, t, "north to import", importedEndpoints(ctx, north, ns, "api", "east", 1))
+
+	northBed := bed.Cluster("north")
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "serviceexports." + mcsv1beta1.GroupName}}
+	if err := north.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = northBed.InstallCRDs(context.Background()) })
+	missing := readyzSays(ctx, s, "[+]member north ok: missing-crds since", "serviceexports."+mcsv1beta1.GroupName)
+	eventually(ctx, t, "north reported without its CRD", missing)
+	eventually(ctx, t, "the state metric", func() error {
+		v, err := s.metric(ctx, `mcs_syncer_member_state{cluster="north",state="missing-crds"}`)
+		if err == nil && v != 1 {
+			err = fmt.Errorf("member_state{north,missing-crds} = %v", v)
+		}
+		return err
+	})
+	// Started without it: the same, and no exit.
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s = ownSyncer(ctx, t, bed.ConfigPath)
+	eventually(ctx, t, "north reported at start", missing)
+	if err := manualExport(ctx, east, ns, "db", "10.101.2.2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := northBed.InstallCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north engaged again", readyzSays(ctx, s, "[+]member north ok: engaged since"))
+	eventually(ctx, t, "north to import what was exported meanwhile", importedEndpoints(ctx, north, ns, "db", "east", 1))
+	if err := s.Exited(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Forbidden: north through a service account without any permission.
+	cs, err := northBed.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "nobody", Namespace: ns}}
+	if err := north.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeTokenKubeconfig(t, northBed, tr.Status.Token, filepath.Join(dir, "north.kubeconfig"))
+	raw := fmt.Sprintf("clusterset: testbed\nmembers:\n- id: east\n  kubeconfig: %s\n  context: %s\n- id: north\n  kubeconfig: north.kubeconfig\n",
+		bed.Cluster("east").KubeconfigPath, bed.Cluster("east").Context)
+	if err := os.WriteFile(filepath.Join(dir, "clusterset.yaml"), []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s = ownSyncer(ctx, t, filepath.Join(dir, "clusterset.yaml"))
+	eventually(ctx, t, "north reported forbidden, naming what", readyzSays(ctx, s,
+		"[+]member north ok: forbidden since", `system:serviceaccount:`+ns+`:nobody" cannot list resource`, "[+]member east ok: engaged"))
+}
