@@ -77,7 +77,7 @@ func ownSyncer(ctx context.Context, t *testing.T, path string, args ...string) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := s.stop(); err != nil && s.Exited() == nil {
+		if err := s.stop(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -337,8 +337,8 @@ func TestMemberWithoutCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = northBed.InstallCRDs(context.Background()) })
-	missing := readyzSays(ctx, s, "[+]member north ok: missing-crds since", "serviceexports."+mcsv1beta1.GroupName)
-	eventually(ctx, t, "north reported without its CRD", missing)
+	missing := []string{"[+]member north ok: missing-crds since", "serviceexports." + mcsv1beta1.GroupName}
+	eventually(ctx, t, "north reported without its CRD", readyzSays(ctx, s, missing...))
 	eventually(ctx, t, "the state metric", func() error {
 		v, err := s.metric(ctx, `mcs_syncer_member_state{cluster="north",state="missing-crds"}`)
 		if err == nil && v != 1 {
@@ -351,7 +351,7 @@ func TestMemberWithoutCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = ownSyncer(ctx, t, bed.ConfigPath)
-	eventually(ctx, t, "north reported at start", missing)
+	eventually(ctx, t, "north reported at start", readyzSays(ctx, s, missing...))
 	if err := manualExport(ctx, east, ns, "db", "10.101.2.2"); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,10 @@ type Syncer struct {
 	// LogPath holds what it printed.
 	LogPath string
 
-	cmd    *exec.Cmd
-	exited chan error
+	cmd *exec.Cmd
+	// done is closed when the process has exited, with exitErr.
+	done    chan struct{}
+	exitErr error
 }
 
 // BuildSyncer builds mcs-syncer from the repository into out.
@@ -70,12 +72,12 @@ func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syn
 		logFile.Close()
 		return nil, err
 	}
-	s := &Syncer{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, exited: make(chan error, 1)}
-	go func() { s.exited <- cmd.Wait(); logFile.Close() }()
+	s := &Syncer{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() { s.exitErr = cmd.Wait(); logFile.Close(); close(s.done) }()
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		select {
-		case err := <-s.exited:
-			return false, fmt.Errorf("mcs-syncer exited: %v; log: %s", err, logPath)
+		case <-s.done:
+			return false, fmt.Errorf("mcs-syncer exited: %v; log: %s", s.exitErr, logPath)
 		default:
 		}
 		resp, err := http.Get("http://" + probeAddr + "/readyz")
@@ -95,12 +97,11 @@ func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syn
 // Exited returns the process's exit, or nil while it runs.
 func (s *Syncer) Exited() error {
 	select {
-	case err := <-s.exited:
-		s.exited <- err // for the next caller
-		if err == nil {
+	case <-s.done:
+		if s.exitErr == nil {
 			return errors.New("mcs-syncer exited with status 0")
 		}
-		return fmt.Errorf("mcs-syncer exited: %w", err)
+		return fmt.Errorf("mcs-syncer exited: %w", s.exitErr)
 	default:
 		return nil
 	}
@@ -109,8 +110,7 @@ func (s *Syncer) Exited() error {
 // Kill kills the process with SIGKILL (a crash) and waits for it.
 func (s *Syncer) Kill() {
 	_ = s.cmd.Process.Kill()
-	err := <-s.exited
-	s.exited <- err
+	<-s.done
 }
 
 // Readyz returns the status code and body of /readyz?verbose.
@@ -132,13 +132,18 @@ func (s *Syncer) Readyz(ctx context.Context) (int, string, error) {
 func (s *Syncer) Pid() int { return s.cmd.Process.Pid }
 
 // Stop stops the process with SIGTERM (a graceful shutdown) and waits for
-// it; an exit other than 0, or none within a minute, is an error.
+// it; an exit other than 0, or none within a minute, is an error. Stopping
+// a stopped process again reports how it ended.
 func (s *Syncer) Stop() error {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case err := <-s.exited:
-		if err != nil {
-			return fmt.Errorf("mcs-syncer did not shut down cleanly on SIGTERM: %v; log: %s", err, s.LogPath)
+	case <-s.done:
+	default:
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.done:
+		if s.exitErr != nil {
+			return fmt.Errorf("mcs-syncer did not shut down cleanly on SIGTERM: %v; log: %s", s.exitErr, s.LogPath)
 		}
 		return nil
 	case <-time.After(time.Minute):
