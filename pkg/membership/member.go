@@ -215,48 +215,48 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 	start(cl.Start)
 	synced := make(chan bool, 1)
 	go func() { synced <- cl.GetCache().WaitForCacheSync(engaged) }()
-	select {
-	case <-ctx.Done():
-		return false
-	case err := <-refused:
-		m.setState(ctx, refusal(err), err)
-		return false
-	case err := <-exited:
-		m.setState(ctx, Failed, err)
-		return false
-	case ok := <-synced:
-		if !ok {
-			return false
-		}
-	}
-	for _, r := range runnables {
-		start(r)
-	}
-	m.setState(ctx, Engaged, nil)
 
-	// Engaged: probe now and then, at once when a watch fails; a probe that
-	// fails, a refusal or a controller that ends disengages the member.
+	// Until the cache has synced, and then while engaged: probe now and
+	// then, at once when a watch fails; a probe that fails, a refusal or a
+	// controller that ends disengages the member. (A member that goes away
+	// while its cache syncs would otherwise be waited for forever.)
 	for {
-		timer := time.NewTimer(m.set.opts.HealthInterval)
+		interval := m.set.opts.HealthInterval
+		if synced != nil {
+			interval = min(interval, 2*time.Second)
+		}
+		timer := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return true
+			return wasEngaged
 		case err := <-refused:
 			timer.Stop()
 			m.setState(ctx, refusal(err), err)
-			return true
+			return wasEngaged
 		case err := <-exited:
 			timer.Stop()
 			m.setState(ctx, Failed, err)
-			return true
+			return wasEngaged
+		case ok := <-synced:
+			timer.Stop()
+			if !ok {
+				return wasEngaged // stopping
+			}
+			synced = nil
+			for _, r := range runnables {
+				start(r)
+			}
+			m.setState(ctx, Engaged, nil)
+			wasEngaged = true
+			continue
 		case <-lost:
 		case <-timer.C:
 		}
 		timer.Stop()
 		if state, err := check.run(ctx); err != nil && ctx.Err() == nil {
 			m.setState(ctx, state, err)
-			return true
+			return wasEngaged
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -390,4 +391,84 @@ func TestMemberWithoutCRDs(t *testing.T) {
 	s = ownSyncer(ctx, t, filepath.Join(dir, "clusterset.yaml"))
 	eventually(ctx, t, "north reported forbidden, naming what", readyzSays(ctx, s,
 		"[+]member north ok: forbidden since", `system:serviceaccount:`+ns+`:nobody" cannot list resource`, "[+]member east ok: engaged"))
+}
+
+// TestKillDuringImportConverges: mcs-syncer killed (SIGKILL) while it
+// imports 1,000 services converges after a restart, with exactly one slice
+// per service and source in every consumer and no slice without its
+// ServiceImport.
+func TestKillDuringImportConverges(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	exclusive(t)
+	const ns, services = "kill-during-import", 1000
+	namespaceEverywhere(ctx, t, ns)
+	east := clientOf(t, "east")
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range services {
+		g.Go(func() error {
+			return manualExport(ctx, east, ns, fmt.Sprintf("svc-%04d", i), fmt.Sprintf("10.101.%d.%d", 100+i/250, 1+i%250))
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s := ownSyncer(ctx, t, bed.ConfigPath)
+	north := clientOf(t, "north")
+	eventually(ctx, t, "the import to be under way", func() error {
+		var list mcsv1beta1.ServiceImportList
+		if err := north.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(list.Items) < services/5 {
+			return fmt.Errorf("%d ServiceImports so far", len(list.Items))
+		}
+		return nil
+	})
+	s.Kill()
+	s = ownSyncer(ctx, t, bed.ConfigPath)
+	for _, consumer := range []string{"east", "west", "north"} {
+		cl := clientOf(t, consumer)
+		eventually(ctx, t, consumer+" to converge", func() error {
+			var imports mcsv1beta1.ServiceImportList
+			if err := cl.List(ctx, &imports, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			uids := map[string]string{}
+			for _, si := range imports.Items {
+				if len(si.Status.Clusters) != 1 {
+					return fmt.Errorf("%s: %s imported from %v", consumer, si.Name, si.Status.Clusters)
+				}
+				uids[si.Name] = string(si.UID)
+			}
+			if len(uids) != services {
+				return fmt.Errorf("%s: %d ServiceImports", consumer, len(uids))
+			}
+			var list discoveryv1.EndpointSliceList
+			if err := cl.List(ctx, &list, client.InNamespace(ns), client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil {
+				return err
+			}
+			perService := map[string]int{}
+			for _, sl := range list.Items {
+				name := sl.Labels[mcsv1beta1.LabelServiceName]
+				perService[name]++
+				if owner := metav1.GetControllerOf(&sl); owner == nil || string(owner.UID) != uids[name] {
+					return fmt.Errorf("%s: slice %s is not owned by ServiceImport %s", consumer, sl.Name, name)
+				}
+				if sl.Labels[mcsv1beta1.LabelSourceCluster] != "east" || countReady([]discoveryv1.EndpointSlice{sl}) != 1 {
+					return fmt.Errorf("%s: slice %s: source %q, %d ready endpoints", consumer, sl.Name, sl.Labels[mcsv1beta1.LabelSourceCluster], countReady([]discoveryv1.EndpointSlice{sl}))
+				}
+			}
+			for name, n := range perService {
+				if n != 1 {
+					return fmt.Errorf("%s: %d slices for %s", consumer, n, name)
+				}
+			}
+			if len(perService) != services {
+				return fmt.Errorf("%s: slices for %d services", consumer, len(perService))
+			}
+			return nil
+		})
+	}
 }
