@@ -2,9 +2,13 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
 )
 
 // TestFlagsRejectBadValues: every bad value is refused with one line that
@@ -34,6 +38,8 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--clusterset-config", "c", "--concurrent-import-syncs", "0"}, "--concurrent-import-syncs: 0 is not positive"},
 		{[]string{"--clusterset-config", "c", "--concurrent-export-syncs", "-1"}, "--concurrent-export-syncs: -1 is not positive"},
 		{[]string{"--clusterset-config", "c", "--concurrent-export-syncs", "2.5"}, "concurrent-export-syncs"},
+		{[]string{"--clusterset-config", "c", "--leader-election-cluster", "east"}, "need --leader-elect"},
+		{[]string{"--clusterset-config", "c", "--leader-elect", "--leader-election-cluster", "east", "--leader-election-kubeconfig", "k"}, "set one, not both"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
@@ -61,5 +67,75 @@ func TestNegativeQPSIsAccepted(t *testing.T) {
 	o, err := parseFlags([]string{"--clusterset-config", "c", "--kube-api-qps", "-5", "--kube-api-burst", "7"}, io.Discard)
 	if err != nil || o.kubeAPIQPS != -5 || o.kubeAPIBurst != 7 {
 		t.Fatalf("got %+v, %v", o, err)
+	}
+}
+
+// TestLeaseHome: the Lease never lives implicitly in a member: outside a
+// cluster, central mode must name its cluster; per-cluster mode uses the
+// local cluster; a named member must be one.
+func TestLeaseHome(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "east.kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:6443}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args     []string
+		wantHost string
+		wantErr  string
+	}{
+		{args: nil},
+		{args: []string{"--leader-elect"}, wantErr: "--leader-elect: outside a cluster in central mode"},
+		{args: []string{"--leader-elect", "--local-cluster", "east"}, wantHost: "https://127.0.0.1:6443"},
+		{args: []string{"--leader-elect", "--leader-election-cluster", "east"}, wantHost: "https://127.0.0.1:6443"},
+		{args: []string{"--leader-elect", "--leader-election-cluster", "west"}, wantErr: `--leader-election-cluster: "west" is not a member`},
+		{args: []string{"--leader-elect", "--leader-election-kubeconfig", kc}, wantHost: "https://127.0.0.1:6443"},
+		{args: []string{"--leader-elect", "--leader-election-kubeconfig", kc + ".missing"}, wantErr: "--leader-election-kubeconfig:"},
+	} {
+		o, err := parseFlags(append([]string{"--clusterset-config", "c"}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := leaderElectionConfig(o, cfg)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want %q", tc.args, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", tc.args, err)
+		case tc.wantHost == "" && rc != nil:
+			t.Errorf("%v: a Lease config without leader election", tc.args)
+		case tc.wantHost != "" && (rc == nil || rc.Host != tc.wantHost):
+			t.Errorf("%v: Lease config %v, want host %s", tc.args, rc, tc.wantHost)
+		}
+	}
+}
+
+// TestRunRefusesUselessConfigs: only a config that does not parse, or
+// whose members cannot be reached at all, ends the process at start, with
+// one line naming the problem.
+func TestRunRefusesUselessConfigs(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ raw, want string }{
+		"unparsable": {"clusterset: prod\nmembers: [\n", "--clusterset-config: clusterset config"},
+		"no member":  {"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: nope\n", "no member can be reached: member east: kubeconfig"},
+	} {
+		path := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(path, []byte(tc.raw), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o, err := parseFlags([]string{"--clusterset-config", path}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run(o); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line containing %q", name, err, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -170,13 +171,13 @@ func (c *Config) Member(id clusterset.ClusterID) *Member {
 // connection settings can be read at all: such a config cannot do
 // anything.
 func (c *Config) Usable() error {
-	var errs []error
+	var problems []string
 	for i := range c.Members {
-		if _, err := c.Members[i].RESTConfig(); err == nil {
+		_, err := c.Members[i].RESTConfig()
+		if err == nil {
 			return nil
-		} else {
-			errs = append(errs, err)
 		}
+		problems = append(problems, err.Error())
 	}
-	return fmt.Errorf("no member can be reached: %w", errors.Join(errs...))
+	return fmt.Errorf("no member can be reached: %s", strings.Join(problems, "; "))
 }
