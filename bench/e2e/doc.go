@@ -17,14 +17,18 @@
 //     consumer holds every import, next to a plain concurrent client writing
 //     the same objects into the same consumers;
 //   - restart and idle: the writes mcs-syncer makes when it restarts over
-//     the scale scenario's imports, and while nothing changes.
+//     the scale scenario's imports, and while nothing changes;
+//   - return: west's API server stopped until mcs-syncer reports it
+//     disconnected, then started; a Service exported from west at once is
+//     timed until its slice is in north (the member-return time; 3 outages,
+//     1 with -quick).
 //
 // Writes are counted from the kube-apiservers' audit logs (mcs-syncer's user
 // agent); CPU and memory from /proc. It prints one table, writes every
 // latency sample to samples.csv and draws the latency CDFs (floor against
 // mcs-syncer) into latency-cdf.png.
 //
-//	go run ./e2e [-quick] [-services 1000] [-scenarios lat2,lat10,lat100,churn10,scale,restart,idle,churn]
+//	go run ./e2e [-quick] [-services 1000] [-scenarios lat2,lat10,lat100,churn10,scale,restart,idle,churn,return]
 //
 // (make bench-e2e). -quick runs every scenario small and short: a smoke
 // test of the program, which fails only when a scenario could not be

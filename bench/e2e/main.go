@@ -33,7 +33,7 @@ import (
 const stateMarker = ".mcs-bench-e2e"
 
 // allScenarios in the order they run.
-var allScenarios = []string{"lat2", "lat10", "lat100", "churn10", "scale", "restart", "idle", "churn"}
+var allScenarios = []string{"lat2", "lat10", "lat100", "churn10", "scale", "restart", "idle", "churn", "return"}
 
 type flags struct {
 	scenarios                    string
@@ -295,6 +295,16 @@ func run(ctx context.Context, f *flags) error {
 			rep.latency = append(rep.latency, r)
 		}
 	}
+	if f.has("return") {
+		rounds := 3
+		if f.quick {
+			rounds = 1
+		}
+		b.logf("member return: west's API server down and back, %d times", rounds)
+		if rep.memberReturn, err = b.runReturn(ctx, rounds); err != nil {
+			return fmt.Errorf("return: %w", err)
+		}
+	}
 	rep.elapsed = time.Since(began)
 	rep.print(os.Stdout)
 	if err := rep.writeCSV(filepath.Join(f.outDir, "samples.csv")); err != nil {
@@ -354,6 +364,8 @@ type report struct {
 	scale   *scaleResult
 	restart *restartResult
 	idle    writeCounts
+	// memberReturn is the member-return scenario's result.
+	memberReturn *returnResult
 }
 
 func (r *report) print(out io.Writer) {
@@ -382,6 +394,10 @@ func (r *report) print(out io.Writer) {
 	}
 	if r.idle != nil {
 		fmt.Fprintf(out, "idle %s: %d writes (%s)\n", r.flags.idle, r.idle.total(), r.idle)
+	}
+	if m := r.memberReturn; m != nil {
+		fmt.Fprintf(out, "member return (west's API server ready -> a change made in west then imported into north): %s; outage seen after %s\n",
+			durations(m.Times), durations(m.Detect))
 	}
 	r.printGoals(out)
 }
@@ -453,6 +469,19 @@ func (r *report) printGoals(out io.Writer) {
 	if r.idle != nil {
 		goal(r.idle.total() == 0, "idle %s: %d writes == 0", r.flags.idle, r.idle.total())
 	}
+	if m := r.memberReturn; m != nil {
+		worst := slices.Max(m.Times)
+		goal(worst <= 10*time.Second, "member return: slowest %s <= 10 s", worst.Round(10*time.Millisecond))
+	}
+}
+
+// durations formats durations as a list.
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Round(10 * time.Millisecond).String()
+	}
+	return strings.Join(parts, ", ")
 }
 
 // smokeCheck fails a -quick run whose scenarios could not be measured:
@@ -493,6 +522,9 @@ func (r *report) smokeCheck() error {
 		check()
 	}
 	if r.idle != nil {
+		check()
+	}
+	if r.memberReturn != nil {
 		check()
 	}
 	for _, err := range errs {

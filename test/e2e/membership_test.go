@@ -427,7 +427,7 @@ func TestKillDuringImportConverges(t *testing.T) {
 		return nil
 	})
 	s.Kill()
-	s = ownSyncer(ctx, t, bed.ConfigPath)
+	ownSyncer(ctx, t, bed.ConfigPath)
 	for _, consumer := range []string{"east", "west", "north"} {
 		cl := clientOf(t, consumer)
 		eventually(ctx, t, consumer+" to converge", func() error {

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// returnNamespace holds the exports made right after a member's return.
+const returnNamespace = "return"
+
+// returnResult is the member-return scenario's outcome.
+type returnResult struct {
+	// Times are, per outage, from west's API server being ready again to a
+	// change made in west at that moment being imported into north.
+	Times []time.Duration
+	// Detect are, per outage, from the API server's stop to mcs-syncer
+	// reporting west disconnected.
+	Detect []time.Duration
+}
+
+// runReturn takes west's API server down until mcs-syncer sees it gone,
+// brings it back, exports a new Service from west at once, and times its
+// arrival in north: the member-return time.
+func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error) {
+	if err := b.ensureNamespace(ctx, returnNamespace); err != nil {
+		return nil, err
+	}
+	west := b.bed.Cluster("west")
+	res := &returnResult{}
+	for round := range rounds {
+		stopped := time.Now()
+		if err := west.StopAPIServer(ctx); err != nil {
+			return nil, err
+		}
+		if err := poll(ctx, 2*time.Minute, "mcs-syncer to see west disconnected", func() bool {
+			v, err := b.syncer.Metric(ctx, `mcs_syncer_member_connected{cluster="west"}`)
+			return err == nil && v == 0
+		}); err != nil {
+			_ = west.StartAPIServer(context.Background())
+			return nil, err
+		}
+		res.Detect = append(res.Detect, time.Since(stopped))
+		if err := west.StartAPIServer(ctx); err != nil {
+			return nil, err
+		}
+		back := time.Now()
+		name := fmt.Sprintf("back-%d", round)
+		if err := b.createExport(ctx, "west", returnNamespace, name, round, 1); err != nil {
+			return nil, err
+		}
+		if err := poll(ctx, 2*time.Minute, "west's new export to reach north", func() bool {
+			list, err := b.kube["north"].DiscoveryV1().EndpointSlices(returnNamespace).List(ctx, metav1.ListOptions{
+				LabelSelector: mcsv1beta1.LabelServiceName + "=" + name + "," + mcsv1beta1.LabelSourceCluster + "=west"})
+			return err == nil && slices.ContainsFunc(list.Items, func(s discoveryv1.EndpointSlice) bool { return len(s.Endpoints) > 0 })
+		}); err != nil {
+			return nil, err
+		}
+		res.Times = append(res.Times, time.Since(back))
+		b.logf("return %d: west seen gone after %s, its change imported %s after its return",
+			round+1, res.Detect[round].Round(time.Millisecond), res.Times[round].Round(time.Millisecond))
+	}
+	return res, nil
+}
