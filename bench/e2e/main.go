@@ -396,7 +396,7 @@ func (r *report) print(out io.Writer) {
 		fmt.Fprintf(out, "idle %s: %d writes (%s)\n", r.flags.idle, r.idle.total(), r.idle)
 	}
 	if m := r.memberReturn; m != nil {
-		fmt.Fprintf(out, "member return (west's API server ready -> a change made in west then imported into north): %s; outage seen after %s\n",
+		fmt.Fprintf(out, "member return (west's API server answers again -> a change made in west then imported into north): %s; outage seen after %s\n",
 			durations(m.Times), durations(m.Detect))
 	}
 	r.printGoals(out)

@@ -16,8 +16,8 @@ const returnNamespace = "return"
 
 // returnResult is the member-return scenario's outcome.
 type returnResult struct {
-	// Times are, per outage, from west's API server being ready again to a
-	// change made in west at that moment being imported into north.
+	// Times are, per outage, from west's API server answering /readyz again
+	// to a change made in west at that moment being imported into north.
 	Times []time.Duration
 	// Detect are, per outage, from the API server's stop to mcs-syncer
 	// reporting west disconnected.
@@ -46,7 +46,15 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 			return nil, err
 		}
 		res.Detect = append(res.Detect, time.Since(stopped))
-		if err := west.StartAPIServer(ctx); err != nil {
+		// The clock starts when west's API server first answers /readyz:
+		// the testbed's StartAPIServer returns only once kwokctl is done
+		// waiting for the whole cluster, sometimes long after.
+		started := make(chan error, 1)
+		go func() { started <- west.StartAPIServer(ctx) }()
+		if err := poll(ctx, 3*time.Minute, "west's API server to answer", func() bool {
+			_, err := b.kube["west"].Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			return err == nil
+		}); err != nil {
 			return nil, err
 		}
 		back := time.Now()
@@ -62,6 +70,9 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 			return nil, err
 		}
 		res.Times = append(res.Times, time.Since(back))
+		if err := <-started; err != nil {
+			return nil, err
+		}
 		b.logf("return %d: west seen gone after %s, its change imported %s after its return",
 			round+1, res.Detect[round].Round(time.Millisecond), res.Times[round].Round(time.Millisecond))
 	}
