@@ -41,17 +41,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 
 	// The central mcs-syncer of the other tests would write the same
 	// objects: stop it for this test.
-	if err := syncer.stop(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		next, err := startSyncer(context.Background(), syncer.stateDir)
-		if err != nil {
-			t.Errorf("restart the central mcs-syncer: %v", err)
-			return
-		}
-		*syncer = *next
-	})
+	exclusive(t)
 
 	roles := rbacRoles(t)
 	dir := t.TempDir()
