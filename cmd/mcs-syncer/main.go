@@ -237,14 +237,20 @@ func run(o *options) error {
 		return err
 	}
 	if o.probeAddr != "0" {
-		if err := mgr.Add(&membership.ProbeServer{Addr: o.probeAddr, Set: set, Leading: func() bool {
-			select {
-			case <-mgr.Elected():
-				return true
-			default:
-				return false
+		probes := &membership.ProbeServer{Addr: o.probeAddr, Set: set}
+		if o.leaderElect {
+			// Without leader election there is no standby: until the
+			// members are engaged, the process is not ready.
+			probes.Leading = func() bool {
+				select {
+				case <-mgr.Elected():
+					return true
+				default:
+					return false
+				}
 			}
-		}}); err != nil {
+		}
+		if err := mgr.Add(probes); err != nil {
 			return err
 		}
 	}

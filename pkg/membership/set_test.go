@@ -207,3 +207,43 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// TestReadyzSaysWhy: /readyz fails with its reasons before the members are
+// engaged (not withheld, as controller-runtime's handler does); a standby
+// replica is ready; ?verbose lists every check.
+func TestReadyzSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://"+closedPort(t))
+	path := filepath.Join(dir, "clusterset.yaml")
+	if err := os.WriteFile(path, []byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(path, cfg, Options{Scheme: runtime.NewScheme(), Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
+		return nil, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leading := true
+	p := &ProbeServer{Set: set, Leading: func() bool { return leading }}
+	get := func(url string) (int, string) {
+		rec := httptest.NewRecorder()
+		p.readyz(rec, httptest.NewRequest(http.MethodGet, url, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "[-]members failed: not started yet") ||
+		!strings.Contains(body, "[-]member east failed: connecting since") || !strings.HasSuffix(body, "readyz check failed\n") {
+		t.Errorf("before start: %d\n%s", code, body)
+	}
+	leading = false
+	if code, body := get("/readyz"); code != http.StatusOK || body != "readyz check passed\n" {
+		t.Errorf("standby: %d\n%s", code, body)
+	}
+	if code, body := get("/readyz?verbose"); code != http.StatusOK || !strings.Contains(body, "[+]leader-election ok: standby") {
+		t.Errorf("standby, verbose: %d\n%s", code, body)
+	}
+}
