@@ -427,7 +427,9 @@ func TestKillDuringImportConverges(t *testing.T) {
 		return nil
 	})
 	s.Kill()
-	ownSyncer(ctx, t, bed.ConfigPath)
+	s = ownSyncer(ctx, t, bed.ConfigPath)
+	eventually(ctx, t, "every member engaged after the restart", readyzSays(ctx, s,
+		"[+]member east ok: engaged", "[+]member west ok: engaged", "[+]member north ok: engaged"))
 	for _, consumer := range []string{"east", "west", "north"} {
 		cl := clientOf(t, consumer)
 		eventually(ctx, t, consumer+" to converge", func() error {
