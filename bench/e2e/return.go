@@ -58,6 +58,7 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 			return nil, err
 		}
 		back := time.Now()
+		b.logf("return %d: west's API server answers", round+1)
 		name := fmt.Sprintf("back-%d", round)
 		if err := b.createExport(ctx, "west", returnNamespace, name, round, 1); err != nil {
 			return nil, err

@@ -59,8 +59,8 @@ type Status struct {
 // probeTimeout bounds one probe of a member.
 const probeTimeout = 5 * time.Second
 
-// stopTimeout bounds the wait for a disengaged member's cache and
-// controllers to stop; past it they are left to finish in the background.
+// stopTimeout bounds the wait for a disengaged member's controllers to
+// stop; past it they are left to finish in the background.
 const stopTimeout = 30 * time.Second
 
 // member is one member's lifecycle.
@@ -163,6 +163,7 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 		return false
 	}
 	if state, err := check.run(ctx); err != nil {
+		log.FromContext(ctx).V(1).Info("Member probe failed", "cluster", m.id(), "err", err.Error())
 		m.setState(ctx, state, err)
 		return false
 	}
@@ -195,24 +196,24 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 	}
 	m.setState(ctx, Syncing, nil)
 
-	var wg sync.WaitGroup
+	// The controllers are waited for when the member is disengaged, so that
+	// the next engagement's never run beside them. Its cache is not: an
+	// informer whose request hangs on a dead connection took ~10 s to stop,
+	// and the member's return would wait for it.
+	var controllers sync.WaitGroup
 	exited := make(chan error, len(runnables)+1)
-	start := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(engaged); err != nil && engaged.Err() == nil {
-				exited <- err
-			}
-		}()
+	run := func(f func(context.Context) error) {
+		if err := f(engaged); err != nil && engaged.Err() == nil {
+			exited <- err
+		}
 	}
 	defer func() {
 		stop()
-		if !waitTimeout(&wg, stopTimeout) {
-			log.FromContext(ctx).Info("Member's cache and controllers still stopping; going on", "cluster", m.id())
+		if !waitTimeout(&controllers, stopTimeout) {
+			log.FromContext(ctx).Info("Member's controllers still stopping; going on", "cluster", m.id())
 		}
 	}()
-	start(cl.Start)
+	go run(cl.Start)
 	synced := make(chan bool, 1)
 	go func() { synced <- cl.GetCache().WaitForCacheSync(engaged) }()
 
@@ -245,7 +246,11 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 			}
 			synced = nil
 			for _, r := range runnables {
-				start(r)
+				controllers.Add(1)
+				go func() {
+					defer controllers.Done()
+					run(r)
+				}()
 			}
 			m.setState(ctx, Engaged, nil)
 			wasEngaged = true
