@@ -474,3 +474,51 @@ func TestKillDuringImportConverges(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseOutsideTheMembers: with the Lease in a cluster the user names
+// (north here), two replicas elect one leader while east, a member, is
+// down: the leader engages the members that answer and reports east, the
+// other is a ready standby; when the leader is killed, the standby takes
+// over.
+func TestLeaseOutsideTheMembers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	exclusive(t)
+	eastBed := bed.Cluster("east")
+	if err := eastBed.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down := true
+	t.Cleanup(func() {
+		if down {
+			_ = eastBed.StartAPIServer(context.Background())
+		}
+	})
+	args := []string{"--leader-elect", "--leader-election-cluster", "north", "--leader-election-namespace", "default"}
+	a, b := ownSyncer(ctx, t, bed.ConfigPath, args...), ownSyncer(ctx, t, bed.ConfigPath, args...)
+	leading := func(s *syncerProcess) bool {
+		_, body, err := s.Readyz(ctx)
+		return err == nil && strings.Contains(body, "[+]member west ok: engaged")
+	}
+	var leader, standby *syncerProcess
+	eventually(ctx, t, "one leader, one standby", func() error {
+		switch {
+		case leading(a) && !leading(b):
+			leader, standby = a, b
+		case leading(b) && !leading(a):
+			leader, standby = b, a
+		default:
+			return fmt.Errorf("leading: %v, %v", leading(a), leading(b))
+		}
+		return nil
+	})
+	eventually(ctx, t, "the leader to report east", readyzSays(ctx, leader, "[+]member east ok: unreachable since"))
+	eventually(ctx, t, "the other to be a ready standby", readyzSays(ctx, standby, "[+]leader-election ok: standby"))
+	leader.Kill()
+	eventually(ctx, t, "the standby to take over", readyzSays(ctx, standby, "[+]member west ok: engaged", "[+]member north ok: engaged"))
+	if err := eastBed.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down = false
+	eventually(ctx, t, "east to join", readyzSays(ctx, standby, "[+]member east ok: engaged"))
+}
