@@ -20,12 +20,8 @@ import (
 // cluster whose collector lags or is absent is left clean all the same.
 func Withdraw(ctx context.Context, c client.Client, managedBy string) error {
 	var errs []error
-	deleteAll := func(list client.ObjectList, sel client.MatchingLabels, exists ...string) {
-		opts := []client.ListOption{sel}
-		if len(exists) > 0 {
-			opts = append(opts, client.HasLabels(exists))
-		}
-		if err := c.List(ctx, list, opts...); err != nil {
+	deleteAll := func(list client.ObjectList, selectors ...client.ListOption) {
+		if err := c.List(ctx, list, selectors...); err != nil {
 			errs = append(errs, err)
 			return
 		}
@@ -37,8 +33,9 @@ func Withdraw(ctx context.Context, c client.Client, managedBy string) error {
 			return nil
 		})
 	}
+	imported := client.HasLabels{mcsv1beta1.LabelServiceName}
 	deleteAll(&mcsv1beta1.ServiceImportList{}, client.MatchingLabels{ManagedByLabel: managedBy})
-	deleteAll(&corev1.ServiceList{}, client.MatchingLabels{ManagedByLabel: managedBy}, mcsv1beta1.LabelServiceName)
-	deleteAll(&discoveryv1.EndpointSliceList{}, client.MatchingLabels{discoveryv1.LabelManagedBy: managedBy}, mcsv1beta1.LabelServiceName)
+	deleteAll(&corev1.ServiceList{}, client.MatchingLabels{ManagedByLabel: managedBy}, imported)
+	deleteAll(&discoveryv1.EndpointSliceList{}, client.MatchingLabels{discoveryv1.LabelManagedBy: managedBy}, imported)
 	return errors.Join(errs...)
 }

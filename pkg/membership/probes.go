@@ -27,10 +27,10 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 	if !started {
 		lines = append(lines, "[-]members failed: not started yet")
 	}
-	if reload.State == Failed {
-		lines = append(lines, fmt.Sprintf("[+]config ok: %s: last reload refused at %s, the last good membership stays: %s", path, stamp(reload.Since), reload.Cause))
+	if reload.refusal != "" {
+		lines = append(lines, fmt.Sprintf("[+]config ok: %s: last reload refused at %s, the last good membership stays: %s", path, stamp(reload.at), reload.refusal))
 	} else {
-		lines = append(lines, fmt.Sprintf("[+]config ok: %s: loaded at %s", path, stamp(reload.Since)))
+		lines = append(lines, fmt.Sprintf("[+]config ok: %s: loaded at %s", path, stamp(reload.at)))
 	}
 	for _, m := range members {
 		st := m.getStatus()

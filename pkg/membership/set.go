@@ -80,12 +80,19 @@ type Set struct {
 	// raw is the config file as last read; cfg the config in force.
 	raw    []byte
 	cfg    *Config
-	reload Status
+	reload reloadOutcome
 	// run is the context of Start, nil before.
 	run context.Context
 }
 
 var _ clusterset.Membership = (*Set)(nil)
+
+// reloadOutcome is what became of the config file when it last changed.
+type reloadOutcome struct {
+	at time.Time
+	// refusal says why it was refused; empty when it was applied.
+	refusal string
+}
 
 // NewSet returns the membership of cfg, read from the file at path (which
 // Start polls). It engages nothing before Start.
@@ -106,7 +113,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
-		reload: Status{State: Engaged, Since: time.Now()}}
+		reload: reloadOutcome{at: time.Now()}}
 	if err := s.checkRequired(cfg); err != nil {
 		return nil, err
 	}
@@ -201,8 +208,8 @@ func (s *Set) poll(ctx context.Context) {
 		next, err := s.parse(raw, err)
 		if err != nil {
 			s.mu.Lock()
-			first := s.reload.Cause != err.Error()
-			s.reload = Status{State: Failed, Since: time.Now(), Cause: err.Error()}
+			first := s.reload.refusal != err.Error()
+			s.reload = reloadOutcome{at: time.Now(), refusal: err.Error()}
 			s.raw = raw
 			s.mu.Unlock()
 			s.metrics.reloaded(false)
@@ -213,7 +220,7 @@ func (s *Set) poll(ctx context.Context) {
 		}
 		s.mu.Lock()
 		s.raw, s.cfg, cfg = raw, next, next
-		s.reload = Status{State: Engaged, Since: time.Now()}
+		s.reload = reloadOutcome{at: time.Now()}
 		s.mu.Unlock()
 		s.metrics.reloaded(true)
 		logger.Info("Clusterset config reloaded", "path", s.path)
