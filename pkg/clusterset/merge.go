@@ -107,9 +107,10 @@ func SortByAge(exports []*ExportedService) {
 }
 
 // Merge merges the exports of one namespace/name (in any order) by the
-// rules of KEP-1645: the oldest export wins every conflict; ports are the
-// union by name, and a name whose protocol, port or appProtocol differ is a
-// PortConflict that the oldest definition wins. Merge of no exports is the
+// rules of KEP-1645 and mcs-api v1beta1: the oldest export wins every
+// conflict; ports are the union by name (the oldest definition of a name
+// wins), and port sets that are not identical in every export (a port
+// defined differently, or missing somewhere) are a PortConflict. Merge of no exports is the
 // zero Merged.
 func Merge(exports []*ExportedService) Merged {
 	if len(exports) == 0 {
@@ -130,27 +131,20 @@ func Merge(exports []*ExportedService) Merged {
 	var messages []string
 	from := fmt.Sprintf("from %s (oldest export)", oldest.Cluster)
 
-	// Ports: union by name, the oldest definition of each name wins.
-	byName := map[string]mcsv1beta1.ServicePort{}
-	definedBy := map[string]ClusterID{}
-	var portDiffs []string
+	// Ports: the union by name, the oldest definition of each name wins.
 	for _, es := range byAge {
 		for _, p := range es.Spec.Ports {
-			won, ok := byName[p.Name]
-			if !ok {
-				byName[p.Name] = p
-				definedBy[p.Name] = es.Cluster
+			if !slices.ContainsFunc(m.Spec.Ports, func(q mcsv1beta1.ServicePort) bool { return q.Name == p.Name }) {
 				m.Spec.Ports = append(m.Spec.Ports, p)
-				continue
-			}
-			if !portEqual(won, p) {
-				portDiffs = append(portDiffs, fmt.Sprintf("%s has %s, %s has %s", es.Cluster, showPort(p), definedBy[p.Name], showPort(won)))
 			}
 		}
 	}
-	if len(portDiffs) > 0 {
+	// The standard's PortConflict applies "if the ports are not identical
+	// in all the constituent Services": a port defined differently, and a
+	// port that some exports lack, both raise it.
+	if diffs := portDiffs(byAge, m.Spec.Ports); len(diffs) > 0 {
 		reasons = append(reasons, mcsv1beta1.ServiceExportReasonPortConflict)
-		messages = append(messages, fmt.Sprintf("ports differ %s: %s", from, strings.Join(portDiffs, "; ")))
+		messages = append(messages, fmt.Sprintf("ports differ %s: %s", from, strings.Join(diffs, "; ")))
 	}
 
 	for _, rule := range fieldRules {
@@ -169,6 +163,34 @@ func Merge(exports []*ExportedService) Merged {
 		m.Conflict = &Conflict{Reasons: reasons, Message: strings.Join(messages, "; ")}
 	}
 	return m
+}
+
+// portDiffs describes, for each port of the union (the winning
+// definitions), the exports that define it differently or not at all.
+func portDiffs(byAge []*ExportedService, union []mcsv1beta1.ServicePort) []string {
+	var diffs []string
+	for _, won := range union {
+		var other, missing []string
+		var definedBy ClusterID
+		for _, es := range byAge {
+			i := slices.IndexFunc(es.Spec.Ports, func(q mcsv1beta1.ServicePort) bool { return q.Name == won.Name })
+			switch {
+			case i < 0:
+				missing = append(missing, string(es.Cluster))
+			case definedBy == "":
+				definedBy = es.Cluster // the oldest definition: the one that won
+			case !portEqual(won, es.Spec.Ports[i]):
+				other = append(other, fmt.Sprintf("%s has %s", es.Cluster, showPort(es.Spec.Ports[i])))
+			}
+		}
+		if len(other) > 0 {
+			diffs = append(diffs, fmt.Sprintf("%s, %s has %s", strings.Join(other, ", "), definedBy, showPort(won)))
+		}
+		if len(missing) > 0 {
+			diffs = append(diffs, fmt.Sprintf("%s from %s is missing in %s", showPort(won), definedBy, strings.Join(missing, ", ")))
+		}
+	}
+	return diffs
 }
 
 func portEqual(a, b mcsv1beta1.ServicePort) bool {

@@ -148,3 +148,35 @@ func TestMergeOfNothing(t *testing.T) {
 		t.Errorf("Merge(nil) = %+v", m)
 	}
 }
+
+// TestMergePortSetsNotIdentical: mcs-api v1beta1's PortConflict applies "if
+// the ports are not identical in all the constituent Services": a port one
+// export lacks is a conflict too, while the import still gets the union.
+func TestMergePortSetsNotIdentical(t *testing.T) {
+	east, west := export("east", 0), export("west", 1)
+	east.Spec.Ports = []mcsv1beta1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 42}, {Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}}
+	west.Spec.Ports = []mcsv1beta1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 42}, {Name: "stcp", Protocol: corev1.ProtocolSCTP, Port: 142}}
+	m := Merge([]*ExportedService{west, east})
+	var got []string
+	for _, p := range m.Spec.Ports {
+		got = append(got, showPort(p))
+	}
+	if want := []string{`"tcp" tcp/42`, `"udp" udp/42`, `"stcp" sctp/142`}; !slices.Equal(got, want) {
+		t.Errorf("ports %v, want the union %v", got, want)
+	}
+	if m.Conflict == nil || m.Conflict.Reason() != "PortConflict" {
+		t.Fatalf("conflict %+v, want PortConflict", m.Conflict)
+	}
+	for _, part := range []string{`"udp" udp/42 from east is missing in west`, `"stcp" sctp/142 from west is missing in east`} {
+		if !strings.Contains(m.Conflict.Message, part) {
+			t.Errorf("message %q does not say %q", m.Conflict.Message, part)
+		}
+	}
+
+	// The same set in another order is identical.
+	west.Spec.Ports = slices.Clone(east.Spec.Ports)
+	slices.Reverse(west.Spec.Ports)
+	if m := Merge([]*ExportedService{west, east}); m.Conflict != nil {
+		t.Errorf("same ports in another order: conflict %+v", m.Conflict)
+	}
+}

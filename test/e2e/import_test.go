@@ -366,6 +366,54 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 	}
 }
 
+// TestPortSetsNotIdentical: east exports tcp/42 and udp/42, west tcp/42 and
+// sctp/142 (mcs-api v1beta1: PortConflict applies "if the ports are not
+// identical in all the constituent Services"): the import exposes the
+// union, and both ServiceExports say PortConflict naming what is missing
+// where.
+func TestPortSetsNotIdentical(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-portsets"
+	namespaceEverywhere(ctx, t, ns)
+	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
+	withPorts := func(ports ...corev1.ServicePort) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Spec.Ports = ports }
+	}
+	tcp := corev1.ServicePort{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 42}
+	app(ctx, t, east, ns, 1, 42, withPorts(tcp, corev1.ServicePort{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}))
+	app(ctx, t, west, ns, 1, 42, withPorts(tcp, corev1.ServicePort{Name: "stcp", Protocol: corev1.ProtocolSCTP, Port: 142}))
+
+	eventually(ctx, t, "north's ServiceImport to expose the union", func() error {
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, p := range si.Spec.Ports {
+			got = append(got, fmt.Sprintf("%s/%s/%d", p.Name, p.Protocol, p.Port))
+		}
+		slices.Sort(got)
+		if want := []string{"stcp/SCTP/142", "tcp/TCP/42", "udp/UDP/42"}; !slices.Equal(got, want) {
+			return fmt.Errorf("ports %v, want %v", got, want)
+		}
+		return nil
+	})
+	for name, cl := range map[string]client.Client{"east": east, "west": west} {
+		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
+			c, err := exportCondition(ctx, cl, ns, mcsv1beta1.ServiceExportConditionConflict)
+			if err != nil {
+				return err
+			}
+			if c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" ||
+				!strings.Contains(c.Message, `"udp" udp/42 from east is missing in west`) || !strings.Contains(c.Message, `"stcp" sctp/142 from west is missing in east`) {
+				return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
+			}
+			return nil
+		})
+	}
+}
+
 // resourceVersions returns the resourceVersion of every ServiceImport,
 // Service and imported EndpointSlice in ns of cl, by kind/name.
 func resourceVersions(ctx context.Context, t *testing.T, cl client.Client, ns string) map[string]string {
