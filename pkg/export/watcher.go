@@ -1,7 +1,6 @@
 package export
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -308,7 +307,7 @@ func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExp
 		ExportCreated: se.CreationTimestamp,
 		Spec:          exportedSpec(se, svc),
 	}
-	es.Endpoints, es.LastChangeTriggerTime = endpointGroups(list.Items)
+	es.Endpoints, es.LastChangeTriggerTime = reconciler.GroupSlices(list.Items), newestTriggerTime(list.Items)
 	if !es.LastChangeTriggerTime.IsZero() {
 		w.triggers.record(es.Key, es.LastChangeTriggerTime)
 		es.RecentTriggerTimes = w.triggers.upTo(es.Key, es.LastChangeTriggerTime)
@@ -336,57 +335,16 @@ func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) clusterset.
 	return spec
 }
 
-// endpointGroups groups the endpoints of slices by address type and port
-// set, in a canonical order (so an unchanged world compares equal), and
-// returns the newest last-change-trigger-time among them.
-func endpointGroups(items []discoveryv1.EndpointSlice) ([]reconciler.EndpointGroup, time.Time) {
-	slices.SortFunc(items, func(a, b discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
-	var groups []reconciler.EndpointGroup
-	index := map[string]int{}
+// newestTriggerTime returns the newest last-change-trigger-time among
+// slices (zero if none carries one).
+func newestTriggerTime(items []discoveryv1.EndpointSlice) time.Time {
 	var newest time.Time
 	for i := range items {
-		s := &items[i]
-		if t, ok := triggerTime(s); ok && t.After(newest) {
+		if t, ok := triggerTime(&items[i]); ok && t.After(newest) {
 			newest = t
 		}
-		key := string(s.AddressType) + "#" + portsKey(s.Ports)
-		gi, ok := index[key]
-		if !ok {
-			gi = len(groups)
-			index[key] = gi
-			groups = append(groups, reconciler.EndpointGroup{AddressType: s.AddressType, Ports: s.DeepCopy().Ports})
-		}
-		for _, ep := range s.Endpoints {
-			groups[gi].Endpoints = append(groups[gi].Endpoints, *ep.DeepCopy())
-		}
 	}
-	for gi := range groups {
-		slices.SortFunc(groups[gi].Endpoints, func(a, b discoveryv1.Endpoint) int {
-			return cmp.Compare(fmt.Sprint(a.Addresses), fmt.Sprint(b.Addresses))
-		})
-	}
-	slices.SortFunc(groups, func(a, b reconciler.EndpointGroup) int {
-		return cmp.Or(cmp.Compare(a.AddressType, b.AddressType), cmp.Compare(portsKey(a.Ports), portsKey(b.Ports)))
-	})
-	return groups, newest
-}
-
-// portsKey is a canonical string of a port set.
-func portsKey(ports []discoveryv1.EndpointPort) string {
-	keys := make([]string, len(ports))
-	for i, p := range ports {
-		keys[i] = fmt.Sprintf("%s/%s/%d/%s", deref(p.Name), deref(p.Protocol), deref(p.Port), deref(p.AppProtocol))
-	}
-	slices.Sort(keys)
-	return fmt.Sprint(keys)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
+	return newest
 }
 
 // firstPassWait is how long a valid export's status waits for a member

@@ -16,7 +16,9 @@ import (
 // attempted even when another fails; the error returned joins the failures.
 // Creates are skipped while the owner is being deleted (its slices are
 // about to be garbage collected), and a namespace being terminated ends the
-// run quietly. The tracker records each successful write.
+// run quietly. The tracker records each successful write. An empty plan
+// writes nothing but is counted like any other: the gauges then hold the
+// owner's figures even when nothing had to change (after a restart, say).
 func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 	owner := plan.owner
 	ns := owner.GetNamespace()

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +20,11 @@ import (
 // Groups with the same address type and the same ports (in any order; a nil
 // and an empty port list are the same) are one group. Within a group,
 // endpoints are identified by their sorted addresses, hostname and
-// targetRef namespace/name; of two endpoints with the same identity the
-// last one given wins.
+// targetRef namespace/name. Of two endpoints with the same identity, the
+// more available one wins (ready, then serving, then not terminating); on
+// a tie, the first one given. So the outcome does not depend on which of two
+// slices listing the same address (with different conditions, as while a
+// slice controller moves endpoints) was read last.
 type EndpointGroup struct {
 	AddressType discoveryv1.AddressType
 	Ports       []discoveryv1.EndpointPort
@@ -95,10 +99,13 @@ func groupDesired(desired []EndpointGroup) []*group {
 		for j := range d.Endpoints {
 			ep := &d.Endpoints[j]
 			id := endpointID(ep)
-			if _, seen := g.byID[id]; !seen {
+			have, seen := g.byID[id]
+			if !seen {
 				g.order = append(g.order, id)
 			}
-			g.byID[id] = ep
+			if !seen || availability(ep) > availability(have) {
+				g.byID[id] = ep
+			}
 		}
 	}
 	for _, g := range groups {
@@ -110,29 +117,65 @@ func groupDesired(desired []EndpointGroup) []*group {
 	return groups
 }
 
+// availability ranks an endpoint's conditions: ready beats serving beats
+// neither, and not terminating beats terminating.
+func availability(ep *discoveryv1.Endpoint) int {
+	rank := 0
+	if ptr.Deref(ep.Conditions.Ready, false) {
+		rank += 4
+	}
+	if ptr.Deref(ep.Conditions.Serving, false) {
+		rank += 2
+	}
+	if !ptr.Deref(ep.Conditions.Terminating, false) {
+		rank++
+	}
+	return rank
+}
+
+// GroupSlices turns EndpointSlices (a Service's, read from another
+// cluster, say) into the EndpointGroups they hold: one per address type and
+// port set, each endpoint once (see EndpointGroup for which of duplicates
+// wins; slices are read in name order), deep-copied. The result is
+// canonical: groups ordered by address type and port set, endpoints by
+// identity, so the same slices in any order give equal groups.
+func GroupSlices(items []discoveryv1.EndpointSlice) []EndpointGroup {
+	byName := make([]*discoveryv1.EndpointSlice, len(items))
+	for i := range items {
+		byName[i] = &items[i]
+	}
+	slices.SortFunc(byName, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
+	perSlice := make([]EndpointGroup, len(byName))
+	for i, s := range byName {
+		perSlice[i] = EndpointGroup{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}
+	}
+	grouped := groupDesired(perSlice)
+	out := make([]EndpointGroup, 0, len(grouped))
+	for _, g := range grouped {
+		eg := EndpointGroup{AddressType: g.addressType, Ports: clonePorts(g.ports), Endpoints: make([]discoveryv1.Endpoint, 0, len(g.order))}
+		for _, id := range g.order {
+			eg.Endpoints = append(eg.Endpoints, *g.byID[id].DeepCopy())
+		}
+		out = append(out, eg)
+	}
+	return out
+}
+
 // endpointEqual reports whether two endpoints with the same identity need
 // no update: same addresses (in order), conditions (nil differs from
-// false), hostname, node, zone, hints and targetRef (ignoring its
-// resourceVersion).
-func endpointEqual(a, b *discoveryv1.Endpoint) bool {
+// false), hostname, node, zone, targetRef (ignoring its resourceVersion)
+// and, withHints, hints.
+func endpointEqual(a, b *discoveryv1.Endpoint, withHints bool) bool {
 	return slices.Equal(a.Addresses, b.Addresses) &&
-		boolPtrEqual(a.Conditions.Ready, b.Conditions.Ready) &&
-		boolPtrEqual(a.Conditions.Serving, b.Conditions.Serving) &&
-		boolPtrEqual(a.Conditions.Terminating, b.Conditions.Terminating) &&
-		stringPtrEqual(a.Hostname, b.Hostname) &&
-		stringPtrEqual(a.NodeName, b.NodeName) &&
-		stringPtrEqual(a.Zone, b.Zone) &&
-		hintsEqual(a.Hints, b.Hints) &&
+		ptr.Equal(a.Conditions.Ready, b.Conditions.Ready) &&
+		ptr.Equal(a.Conditions.Serving, b.Conditions.Serving) &&
+		ptr.Equal(a.Conditions.Terminating, b.Conditions.Terminating) &&
+		ptr.Equal(a.Hostname, b.Hostname) &&
+		ptr.Equal(a.NodeName, b.NodeName) &&
+		ptr.Equal(a.Zone, b.Zone) &&
+		(!withHints || hintsEqual(a.Hints, b.Hints)) &&
 		targetRefKey(a) == targetRefKey(b) &&
-		mapsEqual(a.DeprecatedTopology, b.DeprecatedTopology)
-}
-
-func boolPtrEqual(a, b *bool) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
-}
-
-func stringPtrEqual(a, b *string) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+		maps.Equal(a.DeprecatedTopology, b.DeprecatedTopology)
 }
 
 func hintsEqual(a, b *discoveryv1.EndpointHints) bool {
@@ -150,16 +193,4 @@ func targetRefKey(ep *discoveryv1.Endpoint) [7]string {
 	}
 	r := ep.TargetRef
 	return [7]string{r.Kind, r.Namespace, r.Name, string(r.UID), r.APIVersion, r.FieldPath, "set"}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

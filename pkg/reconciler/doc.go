@@ -18,8 +18,13 @@
 // Kubernetes EndpointSlice controller's own use case (Service + Pods).
 //
 // Reconcile is Plan followed by Apply, and both are public (KEP-3685 item
-// 4): Plan is a pure function that returns the writes; a caller may inspect
-// or decorate them before Apply sends them.
+// 4): Plan returns the writes without writing anything or changing any
+// state (it reads the tracker); a caller may inspect or decorate them before
+// Apply sends them. Apply is called for empty plans too: it writes nothing
+// then, but it keeps the metrics true (a reconciler that only ever saw empty
+// plans, after a restart, still reports its owners' endpoints and slices).
+// GroupSlices turns slices read elsewhere (another cluster's) into desired
+// groups, with one rule for duplicates (see EndpointGroup).
 //
 // # Invariants
 //

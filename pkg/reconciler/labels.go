@@ -1,6 +1,8 @@
 package reconciler
 
 import (
+	"maps"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -41,9 +43,9 @@ var reservedSliceLabels = []string{
 
 // SliceMetadata implements Labeler.
 func (s ServiceLabels) SliceMetadata() (map[string]string, map[string]string) {
-	labels := make(map[string]string, len(s.Service.Labels)+2)
-	for k, v := range s.Service.Labels {
-		labels[k] = v
+	labels := maps.Clone(s.Service.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
 	for _, k := range reservedSliceLabels {
 		delete(labels, k)

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestMetrics: writes are counted by operation, and the gauges count the
@@ -74,5 +77,47 @@ func TestMetrics(t *testing.T) {
 		if !slices.Contains(names, want) {
 			t.Errorf("registry lacks %s (has %v)", want, names)
 		}
+	}
+}
+
+// TestMetricsAfterRestart: a new reconciler whose first plan for an owner is
+// empty (its slices were written before a restart) still reports the
+// owner's figures, and a plan over a stale cache is counted as stale.
+func TestMetricsAfterRestart(t *testing.T) {
+	client := newFakeClient(t)
+	svc := service()
+	pods := readyPods(4)
+	reconcileService(t, newReconciler(t, client, WithMaxEndpointsPerSlice(2)), client, svc, pods)
+
+	restarted := newReconciler(t, client, WithMaxEndpointsPerSlice(2), WithMetrics(prometheus.NewRegistry()))
+	plan, err := restarted.Plan(serviceInput(t, client, svc, pods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Empty() {
+		t.Fatalf("plan after restart: %s, want empty", plan)
+	}
+	if err := restarted.Apply(t.Context(), plan); err != nil {
+		t.Fatal(err)
+	}
+	m := restarted.metrics
+	if got := testutil.ToFloat64(m.endpointsDesired); got != 4 {
+		t.Errorf("endpoints_desired %v, want 4", got)
+	}
+	if got := testutil.ToFloat64(m.numSlices); got != 2 {
+		t.Errorf("num_endpoint_slices %v, want 2", got)
+	}
+
+	// The tracker knows of a slice the cache does not list yet.
+	in := serviceInput(t, client, svc, pods)
+	restarted.Tracker().written(svc.UID, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-new", Generation: 1}})
+	if _, err := restarted.Plan(in); !errors.Is(err, ErrStaleCache) {
+		t.Fatalf("plan over a stale cache: %v", err)
+	}
+	if got := testutil.ToFloat64(m.syncs.WithLabelValues(syncResultStale)); got != 1 {
+		t.Errorf("syncs_total{result=stale} %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.syncs.WithLabelValues(syncResultSuccess)); got != 1 {
+		t.Errorf("syncs_total{result=success} %v, want 1", got)
 	}
 }

@@ -2,10 +2,13 @@ package reconciler
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -29,6 +32,8 @@ type Plan struct {
 	added, removed int
 	// figures are the owner's share of the gauges once the plan is applied.
 	figures ownerFigures
+	// completedDeletions are tracker records that Apply drops.
+	completedDeletions []string
 }
 
 // Empty reports whether the plan writes nothing.
@@ -43,8 +48,10 @@ func (p *Plan) String() string {
 }
 
 // Plan computes the writes that make the owner's slices hold exactly the
-// desired endpoints, with as few writes as possible. It is a pure function
-// of its input and of the tracker: the same input gives the same plan.
+// desired endpoints, with as few writes as possible. It writes nothing and
+// changes no state (the tracker is only read): the same input and tracker
+// give the same plan. A plan that fails is counted in syncs_total (result
+// error or stale); Apply counts the others.
 //
 // Per address type and port set: existing slices keep the endpoints still
 // desired (taking their desired version) and drop the rest; endpoints still
@@ -53,8 +60,20 @@ func (p *Plan) String() string {
 // unchanged slice it fills closest to full, or into a new slice. Slices of
 // port sets or address types no longer desired are deleted, and a slice to
 // delete and a slice to create of the same address type become one update
-// of the old slice.
+// of the old slice. Hints, when the reconciler manages them, are set last,
+// in one pass over the finished plan.
 func (r *Reconciler) Plan(in Input) (*Plan, error) {
+	plan, err := r.plan(in)
+	switch {
+	case errors.Is(err, ErrStaleCache):
+		r.metrics.syncs.WithLabelValues(syncResultStale).Inc()
+	case err != nil:
+		r.metrics.syncs.WithLabelValues(syncResultError).Inc()
+	}
+	return plan, err
+}
+
+func (r *Reconciler) plan(in Input) (*Plan, error) {
 	if err := r.validate(in); err != nil {
 		return nil, err
 	}
@@ -65,34 +84,31 @@ func (r *Reconciler) Plan(in Input) (*Plan, error) {
 
 	labels, annotations := r.metadata(in)
 	b := &planner{r: r, in: in, labels: labels, annotations: annotations, plan: &Plan{owner: in.Owner}}
+	b.plan.completedDeletions = r.tracker.completedDeletions(in.Owner.GetUID(), owned)
 	groups := groupDesired(in.Desired)
 	for _, addressType := range sortedAddressTypes(in.AddressTypes) {
-		var typeGroups []*group
-		for _, g := range groups {
-			if g.addressType == addressType {
-				typeGroups = append(typeGroups, g)
-			}
-		}
-		var typeSlices []*discoveryv1.EndpointSlice
+		t := &typePlan{addressType: addressType}
 		for _, s := range owned {
 			if s.AddressType == addressType {
-				typeSlices = append(typeSlices, s)
+				t.existing = append(t.existing, s)
 			}
 		}
-		b.addressType(addressType, typeGroups, typeSlices)
+		for _, g := range groups {
+			if g.addressType == addressType {
+				t.groups = append(t.groups, g)
+			}
+		}
+		b.addressType(t)
 	}
 	// Slices of address types the owner no longer supports, and (with
 	// ownership enforced) slices of other owners, go.
-	supported := map[discoveryv1.AddressType]bool{}
-	for _, t := range in.AddressTypes {
-		supported[t] = true
-	}
 	for _, s := range owned {
-		if !supported[s.AddressType] {
+		if !slices.Contains(in.AddressTypes, s.AddressType) {
 			b.remove(s)
 		}
 	}
 	b.plan.Delete = append(b.plan.Delete, foreign...)
+	b.reconcileHints()
 	return b.plan, nil
 }
 
@@ -147,9 +163,9 @@ func (r *Reconciler) metadata(in Input) (map[string]string, map[string]string) {
 	if in.Labeler != nil {
 		labels, annotations = in.Labeler.SliceMetadata()
 	}
-	out := make(map[string]string, len(labels)+1)
-	for k, v := range labels {
-		out[k] = v
+	out := maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
 	}
 	out[discoveryv1.LabelManagedBy] = r.managedBy
 	return out, annotations
@@ -167,6 +183,9 @@ type planner struct {
 	in                  Input
 	labels, annotations map[string]string
 	plan                *Plan
+	// unchanged are the existing slices the plan does not write (yet: hints
+	// may still need an update).
+	unchanged []*pending
 }
 
 // pending is an existing slice being planned: a copy, made on the first
@@ -185,131 +204,191 @@ func (p *pending) mutable() *discoveryv1.EndpointSlice {
 	return p.slice
 }
 
-func (b *planner) addressType(addressType discoveryv1.AddressType, groups []*group, existing []*discoveryv1.EndpointSlice) {
-	max := b.r.maxEndpointsPerSlice
-	byPortKey := map[string][]*pending{}
-	var deletes []*discoveryv1.EndpointSlice
-	var creates []*discoveryv1.EndpointSlice
-	var updates []*pending
-	totalEndpoints := 0
+// typePlan is the planning of one address type.
+type typePlan struct {
+	addressType discoveryv1.AddressType
+	groups      []*group
+	existing    []*discoveryv1.EndpointSlice
 
-	wanted := map[string]*group{}
-	for _, g := range groups {
-		wanted[g.portKey] = g
+	byPortKey map[string][]*pending
+	creates   []*discoveryv1.EndpointSlice
+	deletes   []*discoveryv1.EndpointSlice
+	updates   []*pending
+	unchanged []*pending
+}
+
+// addressType plans the slices of one address type, in the phases that
+// Plan's comment describes.
+func (b *planner) addressType(t *typePlan) {
+	b.sortExisting(t)
+	for _, g := range t.groups {
+		b.plan.figures.endpoints += len(g.order)
+		b.plan.figures.desiredSlices += (len(g.order) + b.r.maxEndpointsPerSlice - 1) / b.r.maxEndpointsPerSlice
+		toPlace := b.keepStillDesired(t, g)
+		b.plan.added += len(toPlace)
+		toPlace = b.fillUpdates(t, g, toPlace)
+		b.placeRest(t, g, toPlace)
 	}
-	for _, s := range existing {
+	b.placeholder(t)
+	recycle(t)
+	for _, p := range t.updates {
+		b.setMetadata(p.mutable())
+	}
+
+	b.plan.figures.slices += len(t.existing) - len(t.deletes) + len(t.creates)
+	b.plan.Create = append(b.plan.Create, t.creates...)
+	for _, p := range t.updates {
+		b.plan.Update = append(b.plan.Update, p.slice)
+	}
+	b.plan.Delete = append(b.plan.Delete, t.deletes...)
+	b.unchanged = append(b.unchanged, t.unchanged...)
+}
+
+// sortExisting sorts the existing slices by port set; those of port sets
+// no longer desired are deleted.
+func (b *planner) sortExisting(t *typePlan) {
+	t.byPortKey = map[string][]*pending{}
+	wanted := map[string]bool{}
+	for _, g := range t.groups {
+		wanted[g.portKey] = true
+	}
+	for _, s := range t.existing {
 		pk := portKey(s.Ports)
-		if _, ok := wanted[pk]; !ok {
-			deletes = append(deletes, s) // port set no longer desired
+		if !wanted[pk] {
+			t.deletes = append(t.deletes, s)
 			b.plan.removed += len(s.Endpoints)
 			continue
 		}
-		byPortKey[pk] = append(byPortKey[pk], &pending{orig: s, slice: s, portKey: pk})
+		t.byPortKey[pk] = append(t.byPortKey[pk], &pending{orig: s, slice: s, portKey: pk})
 	}
+}
 
-	for _, g := range groups {
-		totalEndpoints += len(g.order)
-		b.plan.figures.desiredSlices += (len(g.order) + max - 1) / max
-		placed := make(map[string]bool, len(g.order))
-		var unchanged []*pending
-
-		// 1. Existing slices keep the endpoints still desired.
-		for _, p := range byPortKey[g.portKey] {
-			b.keepDesired(p, g, placed)
-			switch {
-			case len(p.slice.Endpoints) == 0:
-				deletes = append(deletes, p.orig)
-			case p.changed || b.metadataChanged(p.slice) || b.hintsWrong(p.slice):
-				p.changed = true
-				updates = append(updates, p)
-			default:
-				unchanged = append(unchanged, p)
-			}
-		}
-		var toPlace []*discoveryv1.Endpoint
-		for _, id := range g.order {
-			if !placed[id] {
-				toPlace = append(toPlace, g.byID[id])
-			}
-		}
-		b.plan.added += len(toPlace)
-
-		// 2. Fill the slices already being updated, fullest first.
-		fill := slices.Clone(updates)
-		slices.SortStableFunc(fill, func(a, c *pending) int {
-			return cmp.Or(cmp.Compare(len(c.slice.Endpoints), len(a.slice.Endpoints)), cmp.Compare(a.orig.Name, c.orig.Name))
-		})
-		for _, p := range fill {
-			if p.portKey != g.portKey {
-				continue
-			}
-			for len(toPlace) > 0 && len(p.slice.Endpoints) < max {
-				s := p.mutable()
-				s.Endpoints = append(s.Endpoints, b.desiredVersion(toPlace[0]))
-				toPlace = toPlace[1:]
-			}
-		}
-
-		// 3. Full new slices; a remainder goes into the unchanged slice it
-		// fills closest to full, or into a new slice.
-		for len(toPlace) > 0 {
-			var target *pending
-			if len(toPlace) < max {
-				target = closestToFull(unchanged, len(toPlace), max)
-			}
-			var s *discoveryv1.EndpointSlice
-			if target != nil {
-				unchanged = slices.DeleteFunc(unchanged, func(p *pending) bool { return p == target })
-				target.changed = true
-				updates = append(updates, target)
-				s = target.mutable()
-			} else {
-				s = b.newSlice(addressType, g.ports)
-			}
-			for len(toPlace) > 0 && len(s.Endpoints) < max {
-				s.Endpoints = append(s.Endpoints, b.desiredVersion(toPlace[0]))
-				toPlace = toPlace[1:]
-			}
-			if target == nil {
-				creates = append(creates, s)
-			}
+// keepStillDesired lets each existing slice of g's port set keep the
+// endpoints still desired, and returns the desired endpoints no slice
+// holds.
+func (b *planner) keepStillDesired(t *typePlan, g *group) []*discoveryv1.Endpoint {
+	placed := make(map[string]bool, len(g.order))
+	for _, p := range t.byPortKey[g.portKey] {
+		b.keepDesired(p, g, placed)
+		switch {
+		case len(p.slice.Endpoints) == 0:
+			t.deletes = append(t.deletes, p.orig)
+		case p.changed || b.metadataChanged(p.slice):
+			p.changed = true
+			t.updates = append(t.updates, p)
+		default:
+			t.unchanged = append(t.unchanged, p)
 		}
 	}
+	var toPlace []*discoveryv1.Endpoint
+	for _, id := range g.order {
+		if !placed[id] {
+			toPlace = append(toPlace, g.byID[id])
+		}
+	}
+	return toPlace
+}
 
-	// Placeholder: an address type left with no slice at all keeps (or
-	// gets) one empty slice.
-	if b.r.placeholder && len(creates) == 0 && len(updates) == 0 && len(deletes) == len(existing) {
-		placeholder := b.newSlice(addressType, nil)
-		if i := slices.IndexFunc(deletes, func(s *discoveryv1.EndpointSlice) bool { return b.isPlaceholder(s) }); i >= 0 {
-			deletes = slices.Delete(deletes, i, i+1)
+// fillUpdates puts endpoints into the slices of g's port set that are
+// being updated anyway, fullest first, and returns those left.
+func (b *planner) fillUpdates(t *typePlan, g *group, toPlace []*discoveryv1.Endpoint) []*discoveryv1.Endpoint {
+	fill := slices.Clone(t.updates)
+	slices.SortStableFunc(fill, func(a, c *pending) int {
+		return cmp.Or(cmp.Compare(len(c.slice.Endpoints), len(a.slice.Endpoints)), cmp.Compare(a.orig.Name, c.orig.Name))
+	})
+	for _, p := range fill {
+		if p.portKey != g.portKey {
+			continue
+		}
+		for len(toPlace) > 0 && len(p.slice.Endpoints) < b.r.maxEndpointsPerSlice {
+			s := p.mutable()
+			s.Endpoints = append(s.Endpoints, *toPlace[0].DeepCopy())
+			toPlace = toPlace[1:]
+		}
+	}
+	return toPlace
+}
+
+// placeRest creates full slices; a remainder goes into the unchanged slice
+// it fills closest to full, or into a new slice.
+func (b *planner) placeRest(t *typePlan, g *group, toPlace []*discoveryv1.Endpoint) {
+	max := b.r.maxEndpointsPerSlice
+	for len(toPlace) > 0 {
+		var target *pending
+		if len(toPlace) < max {
+			target = closestToFull(t.unchanged, len(toPlace), max)
+		}
+		var s *discoveryv1.EndpointSlice
+		if target != nil {
+			t.unchanged = slices.DeleteFunc(t.unchanged, func(p *pending) bool { return p == target })
+			target.changed = true
+			t.updates = append(t.updates, target)
+			s = target.mutable()
 		} else {
-			creates = append(creates, placeholder)
+			s = b.newSlice(t.addressType, g.ports)
+			t.creates = append(t.creates, s)
+		}
+		for len(toPlace) > 0 && len(s.Endpoints) < max {
+			s.Endpoints = append(s.Endpoints, *toPlace[0].DeepCopy())
+			toPlace = toPlace[1:]
 		}
 	}
+}
 
-	// Recycling: a delete and a create of this address type become one
-	// update of the old slice.
-	for len(deletes) > 0 && len(creates) > 0 {
-		old, fresh := deletes[0], creates[0]
-		deletes, creates = deletes[1:], creates[1:]
+// placeholder keeps (or creates) one empty slice for an address type left
+// with no slice at all, when the reconciler is asked to.
+func (b *planner) placeholder(t *typePlan) {
+	if !b.r.placeholder || len(t.creates) > 0 || len(t.updates) > 0 || len(t.deletes) < len(t.existing) {
+		return
+	}
+	if i := slices.IndexFunc(t.deletes, b.isPlaceholder); i >= 0 {
+		t.deletes = slices.Delete(t.deletes, i, i+1)
+		return
+	}
+	t.creates = append(t.creates, b.newSlice(t.addressType, nil))
+}
+
+// recycle turns a delete and a create of the same address type into one
+// update of the old slice.
+func recycle(t *typePlan) {
+	for len(t.deletes) > 0 && len(t.creates) > 0 {
+		old, fresh := t.deletes[0], t.creates[0]
+		t.deletes, t.creates = t.deletes[1:], t.creates[1:]
 		s := old.DeepCopy()
 		s.Ports = fresh.Ports
 		s.Endpoints = fresh.Endpoints
 		s.OwnerReferences = fresh.OwnerReferences
-		b.setMetadata(s)
-		updates = append(updates, &pending{orig: old, slice: s, changed: true})
+		t.updates = append(t.updates, &pending{orig: old, slice: s, changed: true})
 	}
+}
 
-	b.plan.figures.endpoints += totalEndpoints
-	b.plan.figures.slices += len(existing) - len(deletes) + len(creates)
-	b.plan.Create = append(b.plan.Create, creates...)
-	for _, p := range updates {
+// reconcileHints sets the hints of every slice the plan writes and adds
+// an update for each unchanged slice whose hints are wrong: one pass over
+// the finished plan, as upstream's trafficdist.ReconcileHints does. Only
+// when the reconciler manages hints.
+func (b *planner) reconcileHints() {
+	if !b.r.trafficDistribution {
+		return
+	}
+	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
+		for i := range s.Endpoints {
+			s.Endpoints[i].Hints = hintsFor(&s.Endpoints[i], b.in.TrafficDistribution)
+		}
+	}
+	for _, p := range b.unchanged {
+		wrong := slices.ContainsFunc(p.slice.Endpoints, func(ep discoveryv1.Endpoint) bool {
+			return !hintsEqual(ep.Hints, hintsFor(&ep, b.in.TrafficDistribution))
+		})
+		if !wrong {
+			continue
+		}
 		s := p.mutable()
+		for i := range s.Endpoints {
+			s.Endpoints[i].Hints = hintsFor(&s.Endpoints[i], b.in.TrafficDistribution)
+		}
 		b.setMetadata(s)
-		b.setHints(s)
 		b.plan.Update = append(b.plan.Update, s)
 	}
-	b.plan.Delete = append(b.plan.Delete, deletes...)
 }
 
 // keepDesired drops from p the endpoints no longer desired (or already
@@ -338,58 +417,21 @@ func (b *planner) keepDesired(p *pending, g *group, placed map[string]bool) {
 	s := p.mutable()
 	s.Endpoints = make([]discoveryv1.Endpoint, 0, len(keep))
 	for _, want := range keep {
-		s.Endpoints = append(s.Endpoints, b.desiredVersion(want))
+		s.Endpoints = append(s.Endpoints, *want.DeepCopy())
 	}
 }
 
-// desiredVersion returns the endpoint as it should be written: a copy, with
-// hints computed when the reconciler manages them.
-func (b *planner) desiredVersion(ep *discoveryv1.Endpoint) discoveryv1.Endpoint {
-	out := *ep.DeepCopy()
-	if b.r.trafficDistribution {
-		out.Hints = hintsFor(&out, b.in.TrafficDistribution)
-	}
-	return out
-}
-
-// upToDate reports whether an existing endpoint already is the desired
-// version of want (without copying want).
+// upToDate reports whether an existing endpoint needs no update to become
+// want. Hints managed by the reconciler are compared in reconcileHints, not
+// here.
 func (b *planner) upToDate(have, want *discoveryv1.Endpoint) bool {
-	if !b.r.trafficDistribution {
-		return endpointEqual(have, want)
-	}
-	w := *want
-	w.Hints = hintsFor(want, b.in.TrafficDistribution)
-	return endpointEqual(have, &w)
-}
-
-// hintsWrong reports whether a slice's hints differ from what traffic
-// distribution asks for (only when the reconciler manages hints).
-func (b *planner) hintsWrong(s *discoveryv1.EndpointSlice) bool {
-	if !b.r.trafficDistribution {
-		return false
-	}
-	for i := range s.Endpoints {
-		if !hintsEqual(s.Endpoints[i].Hints, hintsFor(&s.Endpoints[i], b.in.TrafficDistribution)) {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *planner) setHints(s *discoveryv1.EndpointSlice) {
-	if !b.r.trafficDistribution {
-		return
-	}
-	for i := range s.Endpoints {
-		s.Endpoints[i].Hints = hintsFor(&s.Endpoints[i], b.in.TrafficDistribution)
-	}
+	return endpointEqual(have, want, !b.r.trafficDistribution)
 }
 
 // metadataChanged reports whether a slice's labels or annotations differ
 // from what it must carry.
 func (b *planner) metadataChanged(s *discoveryv1.EndpointSlice) bool {
-	if !mapsEqual(s.Labels, b.labels) {
+	if !maps.Equal(s.Labels, b.labels) {
 		return true
 	}
 	for k, v := range b.annotations {
@@ -403,29 +445,27 @@ func (b *planner) metadataChanged(s *discoveryv1.EndpointSlice) bool {
 // setMetadata gives a slice about to be written its labels, its
 // annotations (keeping others') and the trigger-time annotation.
 func (b *planner) setMetadata(s *discoveryv1.EndpointSlice) {
-	s.Labels = cloneMap(b.labels)
+	s.Labels = maps.Clone(b.labels)
 	if len(b.annotations) > 0 || s.Annotations != nil {
-		annotations := cloneMap(s.Annotations)
-		for k, v := range b.annotations {
-			annotations[k] = v
+		annotations := maps.Clone(s.Annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
+		maps.Copy(annotations, b.annotations)
 		s.Annotations = annotations
 	}
 	if b.in.TriggerTime.IsZero() {
-		delete(s.Annotations, corev1LastChangeTriggerTime)
+		delete(s.Annotations, corev1.EndpointsLastChangeTriggerTime)
 	} else {
 		if s.Annotations == nil {
 			s.Annotations = map[string]string{}
 		}
-		s.Annotations[corev1LastChangeTriggerTime] = b.in.TriggerTime.UTC().Format(time.RFC3339Nano)
+		s.Annotations[corev1.EndpointsLastChangeTriggerTime] = b.in.TriggerTime.UTC().Format(time.RFC3339Nano)
 	}
 	if len(s.Annotations) == 0 {
 		s.Annotations = nil
 	}
 }
-
-// corev1LastChangeTriggerTime is corev1.EndpointsLastChangeTriggerTime.
-const corev1LastChangeTriggerTime = "endpoints.kubernetes.io/last-change-trigger-time"
 
 func (b *planner) newSlice(addressType discoveryv1.AddressType, ports []discoveryv1.EndpointPort) *discoveryv1.EndpointSlice {
 	owner := b.in.Owner
@@ -449,7 +489,7 @@ func (b *planner) newSlice(addressType discoveryv1.AddressType, ports []discover
 func (b *planner) isPlaceholder(s *discoveryv1.EndpointSlice) bool {
 	return len(s.Endpoints) == 0 && len(s.Ports) == 0 &&
 		s.Namespace == b.in.Owner.GetNamespace() &&
-		mapsEqual(s.Labels, b.labels) &&
+		maps.Equal(s.Labels, b.labels) &&
 		ownerOf(s) == b.in.Owner.GetUID()
 }
 
@@ -473,14 +513,6 @@ func closestToFull(candidates []*pending, n, max int) *pending {
 		}
 	}
 	return best
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func clonePorts(ports []discoveryv1.EndpointPort) []discoveryv1.EndpointPort {

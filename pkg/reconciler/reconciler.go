@@ -195,11 +195,6 @@ type Input struct {
 func (r *Reconciler) Reconcile(ctx context.Context, in Input) error {
 	plan, err := r.Plan(in)
 	if err != nil {
-		if errors.Is(err, ErrStaleCache) {
-			r.metrics.syncs.WithLabelValues(syncResultStale).Inc()
-		} else {
-			r.metrics.syncs.WithLabelValues(syncResultError).Inc()
-		}
 		return err
 	}
 	return r.Apply(ctx, plan)

@@ -574,14 +574,14 @@ func TestOthersAnnotationsSurvive(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := listSlices(t, client, "ns")[0].Annotations
-	if got["example.com/note"] != "keep me" || got[corev1LastChangeTriggerTime] != "2026-11-22T05:00:00.000000123Z" {
+	if got["example.com/note"] != "keep me" || got[corev1.EndpointsLastChangeTriggerTime] != "2026-11-22T05:00:00.000000123Z" {
 		t.Errorf("annotations %v", got)
 	}
 
 	pods[1] = pod(pods[1].Name, pods[1].Status.PodIP, false)
 	reconcileService(t, r, client, svc, pods) // zero trigger time
 	got = listSlices(t, client, "ns")[0].Annotations
-	if _, ok := got[corev1LastChangeTriggerTime]; ok || got["example.com/note"] != "keep me" {
+	if _, ok := got[corev1.EndpointsLastChangeTriggerTime]; ok || got["example.com/note"] != "keep me" {
 		t.Errorf("annotations %v, want the note kept and no trigger time", got)
 	}
 }
@@ -798,5 +798,34 @@ func TestFailedWriteRecordsEvent(t *testing.T) {
 		}
 	default:
 		t.Error("no event recorded")
+	}
+}
+
+// TestGroupSlicesDuplicates: an address listed in two slices with different
+// conditions is taken once, the more available version, whatever the order
+// of the slices; groups and endpoints come out in one canonical order.
+func TestGroupSlicesDuplicates(t *testing.T) {
+	port := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80)}}
+	ep := func(ip string, ready, terminating bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{
+			Ready: ptr.To(ready), Serving: ptr.To(ready || terminating), Terminating: ptr.To(terminating)}}
+	}
+	a := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-a"}, AddressType: discoveryv1.AddressTypeIPv4, Ports: port,
+		Endpoints: []discoveryv1.Endpoint{ep("10.0.0.2", false, true), ep("10.0.0.1", true, false)}}
+	b := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-b"}, AddressType: discoveryv1.AddressTypeIPv4, Ports: port,
+		Endpoints: []discoveryv1.Endpoint{ep("10.0.0.2", true, false), ep("10.0.0.3", false, false)}}
+	want := GroupSlices([]discoveryv1.EndpointSlice{a, b})
+	if got := GroupSlices([]discoveryv1.EndpointSlice{b, a}); !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("order of slices matters:\n%+v\nvs\n%+v", got, want)
+	}
+	if len(want) != 1 || len(want[0].Endpoints) != 3 {
+		t.Fatalf("groups %+v, want one group of 3 endpoints", want)
+	}
+	var got []string
+	for _, e := range want[0].Endpoints {
+		got = append(got, fmt.Sprintf("%s ready=%t", e.Addresses[0], *e.Conditions.Ready))
+	}
+	if wantEps := []string{"10.0.0.1 ready=true", "10.0.0.2 ready=true", "10.0.0.3 ready=false"}; !slices.Equal(got, wantEps) {
+		t.Errorf("endpoints %v, want %v", got, wantEps)
 	}
 }

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -66,8 +67,7 @@ func (t *Tracker) deleted(owner types.UID, slice *discoveryv1.EndpointSlice) {
 // Stale returns an error wrapping ErrStaleCache if existing (the owner's
 // slices as the caller's cache has them) is older than what was written: a
 // slice with a lower generation than recorded, a slice whose deletion is
-// expected, or a recorded slice that is missing. When the cache has caught
-// up, deletions it no longer lists are forgotten.
+// expected, or a recorded slice that is missing. It changes nothing.
 func (t *Tracker) Stale(owner types.UID, existing []*discoveryv1.EndpointSlice) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -94,12 +94,38 @@ func (t *Tracker) Stale(owner types.UID, existing []*discoveryv1.EndpointSlice) 
 			return fmt.Errorf("%w: written EndpointSlice %s is not listed yet", ErrStaleCache, name)
 		}
 	}
-	for name, g := range bySlice {
-		if g == deletionExpected {
-			delete(bySlice, name)
+	return nil
+}
+
+// completedDeletions returns the slices whose deletion is expected and that
+// existing (a cache that is not stale) no longer lists: their records can
+// go, usually through Observed; this catches the deletions whose watch
+// event came before the record.
+func (t *Tracker) completedDeletions(owner types.UID, existing []*discoveryv1.EndpointSlice) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var done []string
+	for name, g := range t.generations[owner] {
+		if g == deletionExpected && !slices.ContainsFunc(existing, func(s *discoveryv1.EndpointSlice) bool { return s.Name == name }) {
+			done = append(done, name)
 		}
 	}
-	return nil
+	return done
+}
+
+// forgetDeletions drops the records of completed deletions, unless a
+// later write of the same name replaced them.
+func (t *Tracker) forgetDeletions(owner types.UID, names []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, name := range names {
+		if t.generations[owner][name] == deletionExpected {
+			delete(t.generations[owner], name)
+		}
+	}
+	if len(t.generations[owner]) == 0 {
+		delete(t.generations, owner)
+	}
 }
 
 // ShouldSync tells, for a slice seen in a watch event, whether the owner
