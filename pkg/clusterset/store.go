@@ -3,6 +3,7 @@ package clusterset
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -21,11 +22,51 @@ type Store struct {
 	// export watcher's first pass is done). Until then the Store's view of
 	// a cluster is partial, and nothing may be withdrawn on its account.
 	synced map[ClusterID]bool
+	// blocked[key][consumer] says why the import of key cannot be written
+	// into consumer (an object there that mcs-syncer does not own), so that
+	// the export side can tell the exporters where they look.
+	blocked map[types.NamespacedName]map[ClusterID]string
 }
 
 // NewStore returns an empty Store.
 func NewStore() *Store {
-	return &Store{byKey: map[types.NamespacedName]map[ClusterID]*ExportedService{}, synced: map[ClusterID]bool{}}
+	return &Store{
+		byKey:   map[types.NamespacedName]map[ClusterID]*ExportedService{},
+		synced:  map[ClusterID]bool{},
+		blocked: map[types.NamespacedName]map[ClusterID]string{},
+	}
+}
+
+// SetImportBlocked records why the import of key cannot be written into
+// consumer; an empty why clears it. A change is announced like a change of
+// the exports.
+func (s *Store) SetImportBlocked(key types.NamespacedName, consumer ClusterID, why string) {
+	s.mu.Lock()
+	if s.blocked[key][consumer] == why {
+		s.mu.Unlock()
+		return
+	}
+	if why == "" {
+		delete(s.blocked[key], consumer)
+		if len(s.blocked[key]) == 0 {
+			delete(s.blocked, key)
+		}
+	} else {
+		if s.blocked[key] == nil {
+			s.blocked[key] = map[ClusterID]string{}
+		}
+		s.blocked[key][consumer] = why
+	}
+	s.mu.Unlock()
+	s.notify(key)
+}
+
+// ImportBlocked returns, by consumer, why the import of key cannot be
+// written there (nil when nothing blocks it).
+func (s *Store) ImportBlocked(key types.NamespacedName) map[ClusterID]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return maps.Clone(s.blocked[key])
 }
 
 // Put stores an export, replacing the same cluster's export of the same
@@ -152,8 +193,17 @@ func (s *Store) MarkSynced(cluster ClusterID, current map[types.NamespacedName]b
 func (s *Store) RemoveCluster(cluster ClusterID) {
 	s.WithdrawCluster(cluster)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.synced, cluster)
+	var unblocked []types.NamespacedName
+	for key, byConsumer := range s.blocked {
+		if _, ok := byConsumer[cluster]; ok {
+			unblocked = append(unblocked, key)
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range unblocked {
+		s.SetImportBlocked(key, cluster, "")
+	}
 }
 
 // Synced reports whether every export of cluster is in the Store.

@@ -3,7 +3,9 @@ package export
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,6 +238,15 @@ func (w *Watcher) sliceChanged() handler.TypedMapFunc[*discoveryv1.EndpointSlice
 // ServiceExport, Service and EndpointSlices.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	recheck, err := w.sync(ctx, req.NamespacedName, true)
+	if clusterset.Routine(ctx, err) {
+		// A status write that lost a race, or a shutdown: retried (or
+		// over), not a fault.
+		log.FromContext(ctx).V(1).Info("Export will be retried", "reason", err.Error())
+		if ctx.Err() != nil {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -347,20 +358,37 @@ func newestTriggerTime(items []discoveryv1.EndpointSlice) time.Time {
 	return newest
 }
 
+// conflictRetry is how soon a status write that lost a race is tried
+// again.
+const conflictRetry = 200 * time.Millisecond
+
+// notImportedEverywhere starts the part of Ready's message that names the
+// consumers where the import is blocked.
+const notImportedEverywhere = "not imported everywhere"
+
 // firstPassWait is how long a valid export's status waits for a member
 // that answers to finish its first pass (see Options.Connected).
 const firstPassWait = 30 * time.Second
 
 // setExported writes Valid=True, Ready=True and the Conflict condition of
 // the merge over the Store. While a member that answers is in its first
-// pass, it writes nothing and returns when to look again.
+// pass, it writes nothing and returns when to look again. An import of the
+// Service that an object mcs-syncer does not own blocks in some consumer is
+// named in Ready's message (and in a Warning event).
 func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport) (time.Duration, error) {
-	merged := clusterset.Merge(w.store.Get(client.ObjectKeyFromObject(se)))
+	key := client.ObjectKeyFromObject(se)
+	merged := clusterset.Merge(w.store.Get(key))
+	ready := "exported to the clusterset"
+	if blocked := w.store.ImportBlocked(key); len(blocked) > 0 {
+		var whys []string
+		for _, consumer := range slices.Sorted(maps.Keys(blocked)) {
+			whys = append(whys, blocked[consumer])
+		}
+		ready += "; " + notImportedEverywhere + ": " + strings.Join(whys, "; ")
+	}
 	conds := []metav1.Condition{
-		{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionTrue,
-			Reason: string(mcsv1beta1.ServiceExportReasonValid), Message: "the Service can be exported"},
-		{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionTrue,
-			Reason: string(mcsv1beta1.ServiceExportReasonExported), Message: "exported to the clusterset"},
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonValid, "the Service can be exported"),
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready),
 	}
 	for _, id := range w.membership.IDs() {
 		if w.store.Synced(id) {
@@ -373,8 +401,8 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport)
 		}
 		return 0, w.writeConditions(ctx, se, nil, conds...)
 	}
-	conflict := metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionConflict), Status: metav1.ConditionFalse,
-		Reason: string(mcsv1beta1.ServiceExportReasonNoConflicts), Message: "no conflicts with the other exports of this Service"}
+	conflict := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse,
+		mcsv1beta1.ServiceExportReasonNoConflicts, "no conflicts with the other exports of this Service")
 	if merged.Conflict != nil {
 		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, merged.Conflict.Reason(), merged.Conflict.Message
 	}
@@ -385,9 +413,9 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport)
 // removes Conflict (an invalid export is not part of the clusterset).
 func (w *Watcher) setInvalid(ctx context.Context, se *mcsv1beta1.ServiceExport, reason mcsv1beta1.ServiceExportConditionReason, message string) error {
 	return w.writeConditions(ctx, se, []string{string(mcsv1beta1.ServiceExportConditionConflict)},
-		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionValid), Status: metav1.ConditionFalse, Reason: string(reason), Message: message},
-		metav1.Condition{Type: string(mcsv1beta1.ServiceExportConditionReady), Status: metav1.ConditionFalse,
-			Reason: string(mcsv1beta1.ServiceExportReasonPending), Message: "not exported until the export is valid"})
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse, reason, message),
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionFalse,
+			mcsv1beta1.ServiceExportReasonPending, "not exported until the export is valid"))
 }
 
 // writeConditions sets conditions (and removes the types in remove) on a
@@ -437,5 +465,10 @@ func (w *Watcher) recordProblems(before, after *mcsv1beta1.ServiceExport) {
 			continue
 		}
 		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, now.Reason, "Export", "%s", now.Message)
+	}
+	now := meta.FindStatusCondition(after.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady))
+	was := meta.FindStatusCondition(before.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady))
+	if now != nil && strings.Contains(now.Message, notImportedEverywhere) && (was == nil || was.Message != now.Message) {
+		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, "ImportBlocked", "Export", "%s", now.Message)
 	}
 }

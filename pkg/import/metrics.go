@@ -22,12 +22,16 @@ import (
 //	mcs_syncer_imported_endpoints{source_cluster,consumer_cluster}
 //	    gauge: endpoints of the source imported into the consumer, all
 //	    Services together
+//	mcs_syncer_unimportable_endpoints{source_cluster,consumer_cluster}
+//	    gauge: endpoints of the source that the consumer's imports cannot
+//	    carry (FQDN, or an IP family the import does not have)
 //
 // and the reconciler's, as mcs_syncer_endpointslice_reconciler_*.
 type Metrics struct {
 	latency              *prometheus.HistogramVec
 	missing              *prometheus.CounterVec
-	imported             *prometheus.GaugeVec
+	imported             *shareGauge
+	unimportable         *shareGauge
 	reconcilerRegisterer prometheus.Registerer
 
 	// start is when the metrics were made, truncated to the second: changes
@@ -42,9 +46,6 @@ type Metrics struct {
 	// accounted[consumer, source, key] is the newest trigger time carried
 	// by a write into the consumer: changes up to it are observed.
 	accounted map[latencyKey]time.Time
-	// importedByKey[consumer/source][key] is each import's share of the
-	// imported gauge.
-	importedByKey map[[2]clusterset.ClusterID]map[types.NamespacedName]int
 }
 
 type latencyKey struct {
@@ -64,16 +65,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcs_syncer_import_namespace_missing_total",
 			Help: "Imports skipped because the consumer cluster does not have the namespace.",
 		}, []string{"consumer_cluster"}),
-		imported: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "mcs_syncer_imported_endpoints",
-			Help: "Endpoints of the source cluster imported into the consumer cluster, all Services together.",
-		}, []string{"source_cluster", "consumer_cluster"}),
+		imported: newShareGauge("mcs_syncer_imported_endpoints",
+			"Endpoints of the source cluster imported into the consumer cluster, all Services together."),
+		unimportable: newShareGauge("mcs_syncer_unimportable_endpoints",
+			"Endpoints of the source cluster that the consumer cluster's imports cannot carry: FQDN endpoints, or an IP family the import does not have."),
 		reconcilerRegisterer: prometheus.WrapRegistererWithPrefix("mcs_syncer_", reg),
-		importedByKey:        map[[2]clusterset.ClusterID]map[types.NamespacedName]int{},
 		accounted:            map[latencyKey]time.Time{},
 		start:                time.Now().Truncate(time.Second),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.missing, m.imported} {
+	for _, c := range []prometheus.Collector{m.latency, m.missing, m.imported.vec, m.unimportable.vec} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -112,26 +112,54 @@ func (m *Metrics) propagated(source, consumer clusterset.ClusterID, key types.Na
 // setImported records how many endpoints of source one import holds in
 // consumer.
 func (m *Metrics) setImported(source, consumer clusterset.ClusterID, key types.NamespacedName, endpoints int) {
-	if m == nil {
-		return
+	if m != nil {
+		m.imported.set(source, consumer, key, endpoints)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+}
+
+// setUnimportable records how many endpoints of source one import cannot
+// carry, and reports whether that changed.
+func (m *Metrics) setUnimportable(source, consumer clusterset.ClusterID, key types.NamespacedName, endpoints int) bool {
+	return m != nil && m.unimportable.set(source, consumer, key, endpoints)
+}
+
+// shareGauge is a gauge by source and consumer that sums the shares of
+// every import: a sync replaces its own share only (a sum over every
+// import would cost time in proportion to the imports, per sync).
+type shareGauge struct {
+	vec *prometheus.GaugeVec
+	mu  sync.Mutex
+	// byKey[consumer/source][key] is each import's share.
+	byKey map[[2]clusterset.ClusterID]map[types.NamespacedName]int
+}
+
+func newShareGauge(name, help string) *shareGauge {
+	return &shareGauge{
+		vec:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"source_cluster", "consumer_cluster"}),
+		byKey: map[[2]clusterset.ClusterID]map[types.NamespacedName]int{},
+	}
+}
+
+// set replaces one import's share and reports whether it changed.
+func (g *shareGauge) set(source, consumer clusterset.ClusterID, key types.NamespacedName, n int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	pair := [2]clusterset.ClusterID{consumer, source}
-	byKey := m.importedByKey[pair]
-	if byKey == nil {
-		byKey = map[types.NamespacedName]int{}
-		m.importedByKey[pair] = byKey
+	shares := g.byKey[pair]
+	if shares == nil {
+		shares = map[types.NamespacedName]int{}
+		g.byKey[pair] = shares
 	}
-	// Only this import's share changes: add the difference (a sum over
-	// every import would cost time in proportion to the imports, per sync).
-	delta := endpoints - byKey[key]
-	if endpoints == 0 {
-		delete(byKey, key)
+	delta := n - shares[key]
+	if n == 0 {
+		delete(shares, key)
 	} else {
-		byKey[key] = endpoints
+		shares[key] = n
 	}
-	m.imported.WithLabelValues(string(source), string(consumer)).Add(float64(delta))
+	if delta != 0 {
+		g.vec.WithLabelValues(string(source), string(consumer)).Add(float64(delta))
+	}
+	return delta != 0
 }
 
 // forget drops what the metrics keep of an import that is gone.
@@ -140,7 +168,8 @@ func (m *Metrics) forget(consumer clusterset.ClusterID, sources []clusterset.Clu
 		return
 	}
 	for _, source := range sources {
-		m.setImported(source, consumer, key, 0)
+		m.imported.set(source, consumer, key, 0)
+		m.unimportable.set(source, consumer, key, 0)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -92,11 +92,11 @@ func TestImportedEndpointsGaugeSumsImports(t *testing.T) {
 	m.setImported("east", "west", a, 3)
 	m.setImported("east", "west", b, 4)
 	m.setImported("east", "west", a, 1)
-	if got := testutil.ToFloat64(m.imported.WithLabelValues("east", "west")); got != 5 {
+	if got := testutil.ToFloat64(m.imported.vec.WithLabelValues("east", "west")); got != 5 {
 		t.Errorf("gauge %v, want 5", got)
 	}
 	m.forget("west", []clusterset.ClusterID{"east"}, b)
-	if got := testutil.ToFloat64(m.imported.WithLabelValues("east", "west")); got != 1 {
+	if got := testutil.ToFloat64(m.imported.vec.WithLabelValues("east", "west")); got != 1 {
 		t.Errorf("after forget: %v, want 1", got)
 	}
 }

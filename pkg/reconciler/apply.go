@@ -66,6 +66,14 @@ func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 		}
 		if ownerOf(s) == ownerUID {
 			r.tracker.deleted(ownerUID, s)
+		} else {
+			// Ownership enforced: a slice with this reconciler's managed-by
+			// label but another owner. Say so where the user looks.
+			logger.Info("Deleted an EndpointSlice with this reconciler's managed-by label but another owner", "owner", klog.KObj(owner), "endpointSlice", klog.KObj(s), "itsOwner", ownerOf(s))
+			if r.recorder != nil {
+				r.recorder.Eventf(owner, nil, corev1.EventTypeNormal, "DeletedForeignEndpointSlice", "DeleteEndpointSlice",
+					"Deleted EndpointSlice %s: it carries managed-by %s but is not owned by this object", s.Name, r.managedBy)
+			}
 		}
 		r.metrics.changes.WithLabelValues(opDelete).Inc()
 		changed++
@@ -82,7 +90,9 @@ func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 	err := errors.Join(errs...)
 	if err != nil {
 		r.metrics.syncs.WithLabelValues(syncResultError).Inc()
-		if r.recorder != nil {
+		// Conflicts (a cache behind another writer) and a shutdown are
+		// routine: retried, not worth a Warning.
+		if r.recorder != nil && !apierrors.IsConflict(err) && ctx.Err() == nil {
 			r.recorder.Eventf(owner, nil, corev1.EventTypeWarning, "FailedToUpdateEndpointSlices", "UpdateEndpointSlices",
 				"Error updating EndpointSlices: %v", err)
 		}

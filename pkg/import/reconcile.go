@@ -1,0 +1,184 @@
+package imports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// conflictRetry is how soon a write that lost a race is tried again.
+const conflictRetry = 200 * time.Millisecond
+
+// Reconcile brings one import in the consumer cluster in line with the
+// Store. A write that lost a race with another (a resourceVersion
+// conflict) is retried after conflictRetry, and the end of a shutdown is
+// not an error: both are logged at debug level only.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req.NamespacedName)
+	if clusterset.Routine(ctx, err) {
+		log.FromContext(ctx).V(1).Info("Import will be retried", "reason", err.Error())
+		if ctx.Err() != nil {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
+}
+
+// reconcile writes, in this order, the ServiceImport, its derived Service,
+// its spec.ips, its slices and its status, each only where it differs.
+func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	v := c.viewOf(key)
+	if ok, err := c.namespaceReady(ctx, key, len(v.exports) > 0); !ok || err != nil {
+		return reconcile.Result{}, err
+	}
+	si := &mcsv1beta1.ServiceImport{}
+	if err := c.client.Get(ctx, key, si); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("get ServiceImport %s: %w", key, err)
+		}
+		si = nil
+	}
+	if si != nil && si.Labels[ManagedByLabel] != c.opts.ManagedBy {
+		c.blockedBy(ctx, si, len(v.exports) > 0)
+		return reconcile.Result{}, nil
+	}
+	c.opts.Store.SetImportBlocked(key, c.opts.Consumer, "")
+	c.cleared(reportNotManaged, key)
+	if len(v.exports) == 0 {
+		return c.withdraw(ctx, key, si, v)
+	}
+
+	merged := clusterset.Merge(v.exports)
+	if si != nil && len(v.unsettled) > 0 {
+		// A partial view (right after a start, or a member within its
+		// grace): the ServiceImport stays as it is, so that a restart writes
+		// nothing; the slices of the settled sources follow their exports.
+		merged.Spec.Type, merged.Spec.IPFamilies = si.Spec.Type, si.Spec.IPFamilies
+		_, err := c.applySlices(ctx, si, merged, v)
+		return sliceResult(err, v.recheck)
+	}
+	si, err := c.applyServiceImport(ctx, key, si, merged)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	derived, err := c.applyDerivedService(ctx, si, merged)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if si, err = c.applyIPs(ctx, si, derived.ips); err != nil {
+		return reconcile.Result{}, err
+	}
+	present, sliceErr := c.applySlices(ctx, si, merged, v)
+	if err := c.applyStatus(ctx, si, merged, present, derived.problem); err != nil {
+		return reconcile.Result{}, errors.Join(sliceErr, err)
+	}
+	return sliceResult(sliceErr, minPositive(v.recheck, derived.recheck))
+}
+
+// sliceResult is the outcome of a reconcile whose other writes succeeded.
+func sliceResult(sliceErr error, recheck time.Duration) (reconcile.Result, error) {
+	if errors.Is(sliceErr, reconciler.ErrStaleCache) {
+		// The slice cache has not seen our last writes yet; its events
+		// requeue us, this is the fallback.
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if sliceErr != nil {
+		return reconcile.Result{}, sliceErr // controller-runtime ignores a delay given with an error
+	}
+	return reconcile.Result{RequeueAfter: recheck}, nil
+}
+
+// namespaceReady reports whether key's namespace exists and is not being
+// deleted. Imports are never the reason a namespace is created: a missing
+// one is logged (once per import) and counted when something would be
+// imported.
+func (c *Controller) namespaceReady(ctx context.Context, key types.NamespacedName, wanted bool) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := c.client.Get(ctx, types.NamespacedName{Name: key.Namespace}, ns); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("get namespace %s: %w", key.Namespace, err)
+		}
+		if wanted && c.reportOnce(reportNamespaceMissing, key) {
+			log.FromContext(ctx).Info("Namespace does not exist here; the import is skipped until it does", "serviceImport", key)
+			c.opts.Metrics.namespaceMissing(c.opts.Consumer)
+		}
+		return false, nil
+	}
+	return ns.DeletionTimestamp == nil, nil
+}
+
+// Problems that are logged (and recorded) once per import, not on every
+// reconcile.
+const (
+	reportNamespaceMissing = "namespace-missing"
+	reportNotManaged       = "not-managed"
+)
+
+// reportOnce reports whether problem of key is new: the first time since
+// the import was forgotten or the problem was cleared.
+func (c *Controller) reportOnce(problem string, key types.NamespacedName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := reportKey{problem, key}
+	first := !c.reported[k]
+	c.reported[k] = true
+	return first
+}
+
+// cleared forgets that problem of key was reported.
+func (c *Controller) cleared(problem string, key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.reported, reportKey{problem, key})
+}
+
+type reportKey struct {
+	problem string
+	key     types.NamespacedName
+}
+
+// withdraw deletes the ServiceImport of a key nobody exports (its derived
+// Service and slices go with it, by owner references) once every member's
+// exports are known.
+func (c *Controller) withdraw(ctx context.Context, key types.NamespacedName, si *mcsv1beta1.ServiceImport, v view) (reconcile.Result, error) {
+	if len(v.unsettled) > 0 {
+		return reconcile.Result{RequeueAfter: v.recheck}, nil // absence proves nothing yet
+	}
+	if si != nil {
+		if err := c.client.Delete(ctx, si, client.Preconditions{UID: &si.UID}); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("delete ServiceImport %s: %w", key, err)
+		}
+		log.FromContext(ctx).V(2).Info("ServiceImport deleted: nobody exports it any more", "serviceImport", key)
+	}
+	c.forget(key, si)
+	return reconcile.Result{RequeueAfter: v.recheck}, nil
+}
+
+// forget drops what the controller remembers of an import that is gone.
+func (c *Controller) forget(key types.NamespacedName, si *mcsv1beta1.ServiceImport) {
+	c.own.forget(&mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	c.own.forget(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: DerivedServiceName(key)}})
+	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Membership.IDs(), key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.reported, reportKey{reportNamespaceMissing, key})
+	if si != nil {
+		for _, r := range c.reconcilers {
+			r.Forget(si.UID)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package imports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// applySlices reconciles the slices of every source cluster: the
+// endpoints of those exporting, nothing for the others; the slices of an
+// unsettled source stay as they are. It reports whether the import has any
+// slice once done.
+func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (present bool, err error) {
+	var list discoveryv1.EndpointSliceList
+	if err := c.slices.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}); err != nil {
+		return false, fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	// Every member, and every other source that slices name: those of a
+	// cluster that left the clusterset (or was renamed) are withdrawn.
+	sources := slices.Clone(c.opts.Membership.IDs())
+	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		id := sourceOf(s)
+		if _, ok := bySource[id]; !ok && !slices.Contains(sources, id) {
+			sources = append(sources, id)
+		}
+		bySource[id] = append(bySource[id], s)
+	}
+	exportOf := map[clusterset.ClusterID]*clusterset.ExportedService{}
+	for _, es := range v.exports {
+		exportOf[es.Cluster] = es
+	}
+	var errs []error
+	for _, source := range sources {
+		existing := bySource[source]
+		if (exportOf[source] == nil && len(existing) == 0) || v.unsettled[source] {
+			present = present || len(existing) > 0 // nothing to do, or not all known yet
+			continue
+		}
+		left, err := c.applySourceSlices(ctx, si, merged, source, exportOf[source], existing)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
+		}
+		present = present || left > 0
+	}
+	return present, errors.Join(errs...)
+}
+
+// applySourceSlices reconciles the slices of one source (es nil: it
+// exports nothing) and returns how many the import then has from it.
+func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService, existing []*discoveryv1.EndpointSlice) (int, error) {
+	key := client.ObjectKeyFromObject(si)
+	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
+	in := reconciler.Input{
+		Owner: si, OwnerGVK: serviceImportGVK,
+		AddressTypes: addressTypes,
+		Existing:     existing,
+		Labeler:      c.labeler(si, merged, source),
+	}
+	endpoints, dropped := 0, 0
+	if es != nil {
+		in.TriggerTime = es.LastChangeTriggerTime
+		for _, g := range es.Endpoints {
+			if slices.Contains(addressTypes, g.AddressType) {
+				in.Desired = append(in.Desired, g)
+				endpoints += len(g.Endpoints)
+			} else {
+				dropped += len(g.Endpoints)
+			}
+		}
+	}
+	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
+	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, dropped) && dropped > 0 && c.recorder != nil {
+		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
+			"%d endpoints from %s are not imported: their address types are not among the import's %v (FQDN endpoints, or an IP family the Service does not have)", dropped, source, addressTypes)
+	}
+	r := c.reconcilerFor(source)
+	plan, err := r.Plan(in)
+	if err != nil {
+		return len(existing), err
+	}
+	// Applied even when empty: it writes nothing then, but keeps the
+	// reconciler's metrics true.
+	if err := r.Apply(ctx, plan); err != nil {
+		return len(existing), err
+	}
+	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
+	return len(existing) + len(plan.Create) - len(plan.Delete), nil
+}
+
+func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID) reconciler.Labeler {
+	return reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
+		l := map[string]string{
+			mcsv1beta1.LabelServiceName:   si.Name,
+			mcsv1beta1.LabelSourceCluster: string(source),
+		}
+		// Only for ClusterSetIP: kube-proxy then routes the derived
+		// Service's IP to these endpoints. Never the plain Service name,
+		// which would mix them into the local Service.
+		if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
+			l[discoveryv1.LabelServiceName] = DerivedServiceName(client.ObjectKeyFromObject(si))
+		}
+		return l, nil
+	})
+}
+
+// sourceOf returns the source cluster of an imported slice.
+func sourceOf(s *discoveryv1.EndpointSlice) clusterset.ClusterID {
+	return clusterset.ClusterID(s.Labels[mcsv1beta1.LabelSourceCluster])
+}
+
+// addressTypesOf returns the address types of the import's IP families;
+// without families (an export from a cluster without dual-stack fields),
+// both, and the endpoints decide.
+func addressTypesOf(families []corev1.IPFamily) []discoveryv1.AddressType {
+	if types := reconciler.AddressTypesForIPFamilies(families); len(types) > 0 {
+		return types
+	}
+	return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
+}
