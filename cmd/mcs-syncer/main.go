@@ -17,6 +17,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -94,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--local-cluster: %q is not a DNS-1123 label", o.localCluster)
 	case len(validation.IsValidLabelValue(o.managedBy)) > 0 || o.managedBy == "":
 		return nil, fmt.Errorf("--managed-by: %q is not a valid label value", o.managedBy)
+	case kubernetesOwned(o.managedBy):
+		return nil, fmt.Errorf("--managed-by: %q belongs to a Kubernetes controller, which would fight mcs-syncer over the slices; choose a value of your own (default mcs)", o.managedBy)
 	case o.maxEndpointsPerSlice < 1 || o.maxEndpointsPerSlice > 1000:
 		return nil, fmt.Errorf("--max-endpoints-per-slice: %d is outside 1..1000", o.maxEndpointsPerSlice)
 	case o.unreachableGrace < 0:
@@ -114,6 +117,20 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
+// kubernetesOwned reports whether a managed-by value is one that
+// Kubernetes' own controllers use (kube-controller-manager's EndpointSlice
+// and mirroring controllers) or could use (the k8s.io and kubernetes.io
+// domains are reserved for Kubernetes components).
+func kubernetesOwned(managedBy string) bool {
+	return strings.HasSuffix(managedBy, ".k8s.io") || strings.HasSuffix(managedBy, ".kubernetes.io")
+}
+
+// configError is a bad setting in the clusterset config or in how flags
+// and config fit together: like a bad flag, it exits 2.
+type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -133,6 +150,9 @@ func main() {
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "mcs-syncer:", err)
+		if errors.As(err, new(configError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
@@ -140,14 +160,14 @@ func main() {
 func run(o *options) error {
 	cfg, err := membership.LoadConfig(o.clustersetConfig)
 	if err != nil {
-		return fmt.Errorf("--clusterset-config: %w", err)
+		return configError{fmt.Errorf("--clusterset-config: %w", err)}
 	}
 	if err := cfg.Usable(); err != nil {
-		return fmt.Errorf("--clusterset-config %s: %w", o.clustersetConfig, err)
+		return configError{fmt.Errorf("--clusterset-config %s: %w", o.clustersetConfig, err)}
 	}
 	local := clusterset.ClusterID(o.localCluster)
 	if local != "" && cfg.Member(local) == nil {
-		return fmt.Errorf("--local-cluster: %q is not a member of clusterset %s", o.localCluster, cfg.Clusterset)
+		return configError{fmt.Errorf("--local-cluster: %q is not a member of clusterset %s", o.localCluster, cfg.Clusterset)}
 	}
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), mcsv1beta1.Install(scheme)); err != nil {
@@ -155,7 +175,7 @@ func run(o *options) error {
 	}
 	leaseHome, err := leaderElectionConfig(o, cfg)
 	if err != nil {
-		return err
+		return configError{err}
 	}
 	// The manager's own client is never used (every client is a member's):
 	// it gets the Lease's cluster when there is one, else an address that

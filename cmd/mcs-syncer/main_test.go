@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--clusterset-config", "c", "--local-cluster", "East"}, "--local-cluster:"},
 		{[]string{"--clusterset-config", "c", "--managed-by", "not valid!"}, "--managed-by:"},
 		{[]string{"--clusterset-config", "c", "--managed-by", ""}, "--managed-by:"},
+		{[]string{"--clusterset-config", "c", "--managed-by", "endpointslicemirroring-controller.k8s.io"}, "belongs to a Kubernetes controller"},
+		{[]string{"--clusterset-config", "c", "--managed-by", "endpointslice-controller.k8s.io"}, "belongs to a Kubernetes controller"},
 		{[]string{"--clusterset-config", "c", "--max-endpoints-per-slice", "0"}, "--max-endpoints-per-slice: 0 is outside 1..1000"},
 		{[]string{"--clusterset-config", "c", "--max-endpoints-per-slice", "1001"}, "--max-endpoints-per-slice: 1001"},
 		{[]string{"--clusterset-config", "c", "--cluster-unreachable-grace", "-1s"}, "--cluster-unreachable-grace: -1s is negative"},
@@ -134,8 +137,12 @@ func TestRunRefusesUselessConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := run(o); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+		err = run(o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line containing %q", name, err, tc.want)
+		}
+		if !errors.As(err, new(configError)) {
+			t.Errorf("%s: %v is not a configError (exit 2 like a bad flag)", name, err)
 		}
 	}
 }
