@@ -34,12 +34,24 @@ func none(t *testing.T, s *Store, ch <-chan types.NamespacedName) {
 	}
 }
 
+// sendTo returns a subscriber that never blocks the Store: a full channel
+// fails the test instead of hanging it.
+func sendTo(t *testing.T, ch chan<- types.NamespacedName) func(types.NamespacedName) {
+	return func(key types.NamespacedName) {
+		select {
+		case ch <- key:
+		default:
+			t.Errorf("notification of %s dropped: the test's channel is full", key)
+		}
+	}
+}
+
 func TestStoreNotifications(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := NewStore()
 	ch := make(chan types.NamespacedName, 100)
-	s.Subscribe(ctx, func(key types.NamespacedName) { ch <- key })
+	s.Subscribe(ctx, sendTo(t, ch))
 	key := types.NamespacedName{Namespace: "ns", Name: "web"}
 
 	if !s.Put(export("east", 0)) {
@@ -92,7 +104,8 @@ func TestStoreNotifications(t *testing.T) {
 	}
 	receive(t, ch)
 
-	// After the subscriber's context ends, it hears nothing more.
+	// After the subscriber's context ends, it hears nothing more (the
+	// unsubscription runs on a goroutine of its own: bounded by a deadline).
 	cancel()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -117,7 +130,7 @@ func TestStoreResync(t *testing.T) {
 	defer cancel()
 	s := NewStore()
 	ch := make(chan types.NamespacedName, 100)
-	s.Subscribe(ctx, func(key types.NamespacedName) { ch <- key })
+	s.Subscribe(ctx, sendTo(t, ch))
 	kept, gone := export("west", 0), export("west", 1)
 	gone.Key.Name = "api"
 	s.Put(kept)
@@ -151,5 +164,25 @@ func TestStoreResync(t *testing.T) {
 	s.RemoveCluster("west")
 	if s.Synced("west") || s.Count("west") != 0 {
 		t.Error("a removed cluster is still known")
+	}
+}
+
+// TestStoreImportBlocked: a blocked import is recorded per consumer and
+// announced when it changes; a consumer removed from the clusterset clears
+// its blocks.
+func TestStoreImportBlocked(t *testing.T) {
+	s := NewStore()
+	ch := make(chan types.NamespacedName, 10)
+	s.Subscribe(t.Context(), sendTo(t, ch))
+	key := types.NamespacedName{Namespace: "ns", Name: "web"}
+	s.SetImportBlocked(key, "north", "ServiceImport ns/web is a person's")
+	s.SetImportBlocked(key, "north", "ServiceImport ns/web is a person's") // no change, no announcement
+	if len(ch) != 1 || s.ImportBlocked(key)["north"] == "" {
+		t.Fatalf("%d announcements, blocked %v", len(ch), s.ImportBlocked(key))
+	}
+	<-ch
+	s.RemoveCluster("north")
+	if len(s.ImportBlocked(key)) != 0 || len(ch) != 1 {
+		t.Errorf("after north left: blocked %v, %d announcements", s.ImportBlocked(key), len(ch))
 	}
 }

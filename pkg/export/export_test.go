@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -41,6 +42,17 @@ var (
 	registry = prometheus.NewRegistry()
 )
 
+// noTestbed says why there is no testbed (its binaries are missing); the
+// tests that need it then skip with it.
+var noTestbed string
+
+func needTestbed(t *testing.T) {
+	t.Helper()
+	if noTestbed != "" {
+		t.Skip(noTestbed)
+	}
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -62,6 +74,11 @@ func run(m *testing.M) int {
 	startCtx, startCancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer startCancel()
 	bed, err = testbed.Start(startCtx, testbed.Options{Clusters: []string{"east", "west"}, StateDir: stateDir, TeardownOnExit: true})
+	if errors.Is(err, testbed.ErrNoBinaries) {
+		noTestbed = err.Error()
+		fmt.Fprintln(os.Stderr, "SKIP: the export watcher's tests need the testbed:", noTestbed)
+		return m.Run()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -227,6 +244,7 @@ func condition(ctx context.Context, t *testing.T, cluster, ns string, typ mcsv1b
 // endpoints (ready, zone and node of the fake nodes); scaling follows; the
 // status says Valid, Ready/Exported, no conflict.
 func TestExportFollowsTheService(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	east := clientOf(t, "east")
@@ -280,6 +298,7 @@ func TestExportFollowsTheService(t *testing.T) {
 // (held by a finalizer) is exported with terminating=true and ready=false,
 // as kube-controller-manager's slice says.
 func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	east := clientOf(t, "east")
@@ -324,6 +343,7 @@ func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
 // TestExternalNameIsNotExported: an ExternalName Service cannot be
 // exported: Valid=False/InvalidServiceType, nothing in the Store.
 func TestExternalNameIsNotExported(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	east := clientOf(t, "east")
@@ -350,6 +370,7 @@ func TestExternalNameIsNotExported(t *testing.T) {
 // TestDeletedServiceIsWithdrawn: deleting the Service withdraws the export
 // and sets Valid=False/NoService.
 func TestDeletedServiceIsWithdrawn(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	east := clientOf(t, "east")
@@ -381,6 +402,7 @@ func TestDeletedServiceIsWithdrawn(t *testing.T) {
 // on both exports, and the merge keeps west's port, the older one, although
 // east sorts first by ID.
 func TestPortConflictAcrossClusters(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "export-conflict"
@@ -428,6 +450,7 @@ func TestPortConflictAcrossClusters(t *testing.T) {
 // multicluster service-name label (an import) is not exported, even with
 // the Service's name label.
 func TestImportedSlicesAreNeverExported(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	east := clientOf(t, "east")
@@ -464,6 +487,7 @@ func TestImportedSlicesAreNeverExported(t *testing.T) {
 // fail, and connected again once it is back. Runs last: it takes west down
 // for a while.
 func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	testbed.Eventually(ctx, t, "west connected", func() error { return wantConnected("west", true) })

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -12,6 +13,18 @@ import (
 
 // bed is the clusterset shared by the tests of this package.
 var bed *testbed.Clusterset
+
+// noTestbed says why there is no testbed (its binaries are missing); the
+// tests then skip with it.
+var noTestbed string
+
+// needTestbed skips t when there is no testbed.
+func needTestbed(t *testing.T) {
+	t.Helper()
+	if noTestbed != "" {
+		t.Skip(noTestbed)
+	}
+}
 
 func TestMain(m *testing.M) {
 	if stateDir := os.Getenv(orphanEnv); stateDir != "" {
@@ -34,6 +47,11 @@ func run(m *testing.M) int {
 		TeardownOnExit: true,
 		Log:            os.Stderr,
 	})
+	if errors.Is(err, testbed.ErrNoBinaries) {
+		noTestbed = err.Error()
+		fmt.Fprintln(os.Stderr, "SKIP: every test here needs the testbed:", noTestbed)
+		return m.Run()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

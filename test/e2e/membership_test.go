@@ -140,6 +140,7 @@ func sources(ctx context.Context, t *testing.T, want map[string]int, consumers .
 // too. Across a restart, a removed or renamed member leaves no slice with
 // its old ID in any consumer.
 func TestMembershipFollowsTheConfig(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	exclusive(t)
@@ -272,6 +273,7 @@ func importedEndpoints(ctx context.Context, consumer client.Client, ns, name, so
 // restart, and a change made in west as soon as its API server is back is
 // imported within seconds (the member-return time, printed).
 func TestMemberDownAtStartJoinsWhenItStarts(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	exclusive(t)
@@ -320,6 +322,7 @@ func TestMemberDownAtStartJoinsWhenItStarts(t *testing.T) {
 // again when the CRD is back. A member whose credentials forbid what
 // mcs-syncer lists is reported with the refused permission named.
 func TestMemberWithoutCRDs(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	exclusive(t)
@@ -398,6 +401,7 @@ func TestMemberWithoutCRDs(t *testing.T) {
 // per service and source in every consumer and no slice without its
 // ServiceImport.
 func TestKillDuringImportConverges(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	exclusive(t)
@@ -481,6 +485,7 @@ func TestKillDuringImportConverges(t *testing.T) {
 // other is a ready standby; when the leader is killed, the standby takes
 // over.
 func TestLeaseOutsideTheMembers(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	exclusive(t)

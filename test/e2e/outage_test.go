@@ -15,6 +15,7 @@ import (
 // short blip of west changes nothing; a SIGTERM during an outage ends
 // mcs-syncer cleanly (exit 0) within the manager's 30 s grace.
 func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := "import-unreachable"

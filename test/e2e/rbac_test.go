@@ -36,6 +36,7 @@ import (
 // mcs-syncer-remote-reader. The export/import scenario passes, no process
 // is refused anything, and the remote identity cannot write.
 func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 

@@ -25,6 +25,7 @@ import (
 // TestTestbedClustersServeMCSCRDs: every cluster serves ServiceExport and
 // ServiceImport in v1beta1 (stored) and v1alpha1 (read by CoreDNS).
 func TestTestbedClustersServeMCSCRDs(t *testing.T) {
+	needTestbed(t)
 	for _, c := range bed.Clusters {
 		cs, err := c.Kubernetes()
 		if err != nil {
@@ -52,6 +53,7 @@ func TestTestbedClustersServeMCSCRDs(t *testing.T) {
 // allocates from its own service CIDR, and each cluster's nodes span at
 // least two zones and carry pod CIDRs inside the cluster's pod CIDR.
 func TestTestbedClustersHaveDistinctNetworksAndZones(t *testing.T) {
+	needTestbed(t)
 	ctx := context.Background()
 	var prefixes []netip.Prefix
 	for _, c := range bed.Clusters {
@@ -99,6 +101,7 @@ func TestTestbedClustersHaveDistinctNetworksAndZones(t *testing.T) {
 // CIDR, and the cluster's CoreDNS resolves the Service's name to its
 // ClusterIP.
 func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	east := bed.Cluster("east")
@@ -177,6 +180,7 @@ func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
 // started (those it recorded and any whose command line names its state
 // folder) and removes the state folder.
 func TestTestbedTeardownLeavesNoProcess(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	stateDir := t.TempDir()
@@ -320,6 +324,7 @@ func runOrphanedTestbed(stateDir string) int {
 // testbed dies without a chance to clean up (SIGKILL, as on a go test
 // timeout), the watchdog still stops every process and removes the state.
 func TestTestbedWatchdogTearsDownAfterSIGKILL(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	stateDir := filepath.Join(t.TempDir(), "state")
@@ -375,6 +380,7 @@ func TestTestbedWatchdogTearsDownAfterSIGKILL(t *testing.T) {
 // kube-apiserver away (requests fail), StartAPIServer brings it back with
 // its data, and the other clusters never notice.
 func TestTestbedAPIServerStopAndRestart(t *testing.T) {
+	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	north, west := bed.Cluster("north"), bed.Cluster("west")

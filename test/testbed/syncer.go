@@ -173,7 +173,8 @@ func (s *Syncer) Metrics(ctx context.Context) (string, error) {
 // Metric returns the value of the sample of its /metrics whose name and
 // labels (as written in the exposition format, e.g.
 // `controller_runtime_reconcile_total{controller="import-north",result="success"}`)
-// are given, or 0 when there is none.
+// are given. A sample that is not there is an error: a renamed or
+// unregistered metric must not read as 0.
 func (s *Syncer) Metric(ctx context.Context, sample string) (float64, error) {
 	text, err := s.Metrics(ctx)
 	if err != nil {
@@ -184,7 +185,7 @@ func (s *Syncer) Metric(ctx context.Context, sample string) (float64, error) {
 			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
 		}
 	}
-	return 0, nil
+	return 0, fmt.Errorf("no sample %s in mcs-syncer's /metrics", sample)
 }
 
 func freeAddr() string {

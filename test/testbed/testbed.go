@@ -21,6 +21,11 @@ import (
 // empty.
 var DefaultClusters = []string{"east", "west", "north"}
 
+// ErrNoBinaries is wrapped by the error of Start when the binary folder
+// lacks some of Binaries: tests that need real control planes skip then,
+// saying how to get them.
+var ErrNoBinaries = errors.New("the testbed's binaries are missing")
+
 // Binaries are the executables the testbed needs in its binary folder.
 var Binaries = []string{
 	"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
@@ -126,8 +131,8 @@ func (o *Options) defaults() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("testbed: %s lacks %s: run `make tools` (or set MCS_TOOLS_DIR to a folder that has them)",
-			o.BinDir, strings.Join(missing, ", "))
+		return fmt.Errorf("testbed: %s lacks %s: %w: run `make tools` (or set MCS_TOOLS_DIR to a folder that has them)",
+			o.BinDir, strings.Join(missing, ", "), ErrNoBinaries)
 	}
 	return nil
 }
