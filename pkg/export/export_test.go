@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -132,42 +131,6 @@ func run(m *testing.M) int {
 	return code
 }
 
-func clientOf(t *testing.T, cluster string) client.Client {
-	t.Helper()
-	cl, err := bed.Cluster(cluster).Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
-}
-
-// namespace creates namespace name in the given clusters and deletes it
-// when the test ends.
-func namespace(ctx context.Context, t *testing.T, name string, clusters ...string) {
-	t.Helper()
-	for _, c := range clusters {
-		cl := clientOf(t, c)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := cl.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
-	}
-}
-
-// webService creates in ns a Deployment "web" of replicas pods and a
-// Service "web" with the given port (targeting the pods' port "http", 8080).
-func webService(ctx context.Context, t *testing.T, cl client.Client, ns string, replicas int32, port int32) *appsv1.Deployment {
-	t.Helper()
-	d := testbed.Deployment(ns, "web", replicas)
-	for _, obj := range []client.Object{d, testbed.Service(ns, "web", port)} {
-		if err := cl.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
 func serviceExport(ctx context.Context, t *testing.T, cl client.Client, ns string, labels map[string]string) *mcsv1beta1.ServiceExport {
 	t.Helper()
 	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: mcsv1beta1.ServiceExportSpec{ExportedLabels: labels}}
@@ -206,11 +169,7 @@ func exportReady(cluster, ns string, n int) func() error {
 func readyEndpoints(es *clusterset.ExportedService) int {
 	n := 0
 	for _, g := range es.Endpoints {
-		for _, ep := range g.Endpoints {
-			if ptr.Deref(ep.Conditions.Ready, false) {
-				n++
-			}
-		}
+		n += testbed.CountReady(g.Endpoints)
 	}
 	return n
 }
@@ -219,7 +178,7 @@ func readyEndpoints(es *clusterset.ExportedService) int {
 // condition type with status and reason, and returns it.
 func condition(ctx context.Context, t *testing.T, cluster, ns string, typ mcsv1beta1.ServiceExportConditionType, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
-	cl := clientOf(t, cluster)
+	cl := bed.ClientOf(t, cluster)
 	var got metav1.Condition
 	testbed.Eventually(ctx, t, fmt.Sprintf("%s: ServiceExport %s/web %s=%s/%s", cluster, ns, typ, status, reason), func() error {
 		se := &mcsv1beta1.ServiceExport{}
@@ -247,9 +206,9 @@ func TestExportFollowsTheService(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	east := clientOf(t, "east")
-	namespace(ctx, t, "export-follows", "east")
-	d := webService(ctx, t, east, "export-follows", 3, 80)
+	east := bed.ClientOf(t, "east")
+	bed.Namespace(ctx, t, "export-follows", "east")
+	d := testbed.CreateApp(ctx, t, east, "export-follows", 3, 80, false, nil)
 	serviceExport(ctx, t, east, "export-follows", map[string]string{"tier": "front"})
 
 	var es *clusterset.ExportedService
@@ -301,10 +260,10 @@ func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	east := clientOf(t, "east")
+	east := bed.ClientOf(t, "east")
 	ns := "export-terminating"
-	namespace(ctx, t, ns, "east")
-	webService(ctx, t, east, ns, 0, 80)
+	bed.Namespace(ctx, t, ns, "east")
+	testbed.CreateApp(ctx, t, east, ns, 0, 80, false, nil)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Labels: map[string]string{"app": "web"}, Finalizers: []string{"mcs-syncer.test/hold"}},
 		Spec:       testbed.Deployment(ns, "web", 1).Spec.Template.Spec,
@@ -346,9 +305,9 @@ func TestExternalNameIsNotExported(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	east := clientOf(t, "east")
+	east := bed.ClientOf(t, "east")
 	ns := "export-externalname"
-	namespace(ctx, t, ns, "east")
+	bed.Namespace(ctx, t, ns, "east")
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"},
@@ -373,10 +332,10 @@ func TestDeletedServiceIsWithdrawn(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	east := clientOf(t, "east")
+	east := bed.ClientOf(t, "east")
 	ns := "export-withdrawn"
-	namespace(ctx, t, ns, "east")
-	webService(ctx, t, east, ns, 1, 80)
+	bed.Namespace(ctx, t, ns, "east")
+	testbed.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
 	serviceExport(ctx, t, east, ns, nil)
 	testbed.Eventually(ctx, t, "the export", func() error { _, err := exportOf("east", ns); return err })
 
@@ -406,10 +365,10 @@ func TestPortConflictAcrossClusters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "export-conflict"
-	namespace(ctx, t, ns, "east", "west")
-	east, west := clientOf(t, "east"), clientOf(t, "west")
-	webService(ctx, t, west, ns, 1, 80)
-	webService(ctx, t, east, ns, 1, 8080)
+	bed.Namespace(ctx, t, ns, "east", "west")
+	east, west := bed.ClientOf(t, "east"), bed.ClientOf(t, "west")
+	testbed.CreateApp(ctx, t, west, ns, 1, 80, false, nil)
+	testbed.CreateApp(ctx, t, east, ns, 1, 8080, false, nil)
 	older := serviceExport(ctx, t, west, ns, nil)
 	// creationTimestamp has a resolution of one second: wait until the
 	// clock has passed it, so east's export is strictly younger.
@@ -453,10 +412,10 @@ func TestImportedSlicesAreNeverExported(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	east := clientOf(t, "east")
+	east := bed.ClientOf(t, "east")
 	ns := "export-loop"
-	namespace(ctx, t, ns, "east")
-	webService(ctx, t, east, ns, 1, 80)
+	bed.Namespace(ctx, t, ns, "east")
+	testbed.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
 	imported := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-imported", Namespace: ns, Labels: map[string]string{
 			discoveryv1.LabelServiceName:  "web",

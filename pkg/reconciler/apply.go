@@ -25,6 +25,7 @@ func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 	ownerUID := owner.GetUID()
 	slices := r.client.EndpointSlices(ns)
 	logger := klog.FromContext(ctx)
+	r.tracker.forgetDeletions(ownerUID, plan.completedDeletions)
 
 	var errs []error
 	changed := 0

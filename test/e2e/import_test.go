@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -21,46 +19,6 @@ import (
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
-
-func clientOf(t *testing.T, cluster string) client.Client {
-	t.Helper()
-	cl, err := bed.Cluster(cluster).Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
-}
-
-// namespaceEverywhere creates namespace name in every cluster and deletes
-// it when the test ends.
-func namespaceEverywhere(ctx context.Context, t *testing.T, name string) {
-	t.Helper()
-	for _, c := range bed.Clusters {
-		cl := clientOf(t, c.Name)
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := cl.Create(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
-	}
-}
-
-// app creates Deployment, Service and ServiceExport "web" in ns of cl.
-func app(ctx context.Context, t *testing.T, cl client.Client, ns string, replicas, port int32, mutate func(*corev1.Service)) *appsv1.Deployment {
-	t.Helper()
-	d := testbed.Deployment(ns, "web", replicas)
-	svc := testbed.Service(ns, "web", port)
-	if mutate != nil {
-		mutate(svc)
-	}
-	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
-	for _, obj := range []client.Object{d, svc, se} {
-		if err := cl.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
 
 func getImport(ctx context.Context, cl client.Client, ns string) (*mcsv1beta1.ServiceImport, error) {
 	si := &mcsv1beta1.ServiceImport{}
@@ -101,25 +59,9 @@ func readyImported(ctx context.Context, cl client.Client, ns string, want map[st
 func countReady(slices []discoveryv1.EndpointSlice) int {
 	n := 0
 	for _, s := range slices {
-		for _, ep := range s.Endpoints {
-			if ptr.Deref(ep.Conditions.Ready, false) {
-				n++
-			}
-		}
+		n += testbed.CountReady(s.Endpoints)
 	}
 	return n
-}
-
-func exportCondition(ctx context.Context, cl client.Client, ns string, typ mcsv1beta1.ServiceExportConditionType) (*metav1.Condition, error) {
-	se := &mcsv1beta1.ServiceExport{}
-	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, se); err != nil {
-		return nil, err
-	}
-	c := meta.FindStatusCondition(se.Status.Conditions, string(typ))
-	if c == nil {
-		return nil, fmt.Errorf("no %s condition", typ)
-	}
-	return c, nil
 }
 
 // TestExportIsImportedEverywhere: a Service exported from east becomes a
@@ -133,9 +75,9 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-everywhere"
-	namespaceEverywhere(ctx, t, ns)
-	east := clientOf(t, "east")
-	app(ctx, t, east, ns, 3, 80, func(s *corev1.Service) {
+	bed.Namespace(ctx, t, ns)
+	east := bed.ClientOf(t, "east")
+	testbed.CreateApp(ctx, t, east, ns, 3, 80, true, func(s *corev1.Service) {
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
 		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
@@ -143,7 +85,7 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 
 	derived := imports.DerivedServiceName(types.NamespacedName{Namespace: ns, Name: "web"})
 	for _, c := range bed.Clusters {
-		cl := clientOf(t, c.Name)
+		cl := bed.ClientOf(t, c.Name)
 		var si *mcsv1beta1.ServiceImport
 		eventually(ctx, t, c.Name+": the ServiceImport with a clusterset IP", func() (err error) {
 			if si, err = getImport(ctx, cl, ns); err != nil {
@@ -208,7 +150,7 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 		mcsv1beta1.ServiceExportConditionValid: "True/Valid", mcsv1beta1.ServiceExportConditionReady: "True/Exported", mcsv1beta1.ServiceExportConditionConflict: "False/NoConflicts",
 	} {
 		eventually(ctx, t, "ServiceExport "+string(typ)+"="+want, func() error {
-			c, err := exportCondition(ctx, east, ns, typ)
+			c, err := testbed.ExportCondition(ctx, east, ns, "web", typ)
 			if err != nil {
 				return err
 			}
@@ -238,7 +180,7 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 	}
 
 	north := bed.Cluster("north")
-	si, _ := getImport(ctx, clientOf(t, "north"), ns)
+	si, _ := getImport(ctx, bed.ClientOf(t, "north"), ns)
 	name := "web." + ns + ".svc.clusterset.local"
 	eventually(ctx, t, "north's CoreDNS to answer "+name, func() error {
 		ips, err := testbed.Lookup(ctx, north.DNSAddr, name)
@@ -260,9 +202,9 @@ func TestImportFollowsScale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-scale"
-	namespaceEverywhere(ctx, t, ns)
-	east, north := clientOf(t, "east"), clientOf(t, "north")
-	d := app(ctx, t, east, ns, 3, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	d := testbed.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
 	for _, replicas := range []int32{3, 10, 2} {
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Spec.Replicas = ptr.To(replicas)
@@ -316,11 +258,11 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-two"
-	namespaceEverywhere(ctx, t, ns)
-	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
-	app(ctx, t, west, ns, 2, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	testbed.CreateApp(ctx, t, west, ns, 2, 80, true, nil)
 	eventually(ctx, t, "west's export to be older than a second", func() error {
-		c, err := exportCondition(ctx, west, ns, mcsv1beta1.ServiceExportConditionReady)
+		c, err := testbed.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
@@ -329,7 +271,7 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 		}
 		return nil
 	})
-	app(ctx, t, east, ns, 3, 8080, nil)
+	testbed.CreateApp(ctx, t, east, ns, 3, 8080, true, nil)
 
 	eventually(ctx, t, "north to import from both", func() error {
 		bySource, err := importedSlices(ctx, north, ns)
@@ -357,7 +299,7 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 	})
 	for name, cl := range map[string]client.Client{"east": east, "west": west} {
 		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
-			c, err := exportCondition(ctx, cl, ns, mcsv1beta1.ServiceExportConditionConflict)
+			c, err := testbed.ExportCondition(ctx, cl, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
 			if err != nil {
 				return err
 			}
@@ -379,14 +321,14 @@ func TestPortSetsNotIdentical(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-portsets"
-	namespaceEverywhere(ctx, t, ns)
-	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
+	bed.Namespace(ctx, t, ns)
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 	withPorts := func(ports ...corev1.ServicePort) func(*corev1.Service) {
 		return func(s *corev1.Service) { s.Spec.Ports = ports }
 	}
 	tcp := corev1.ServicePort{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 42}
-	app(ctx, t, east, ns, 1, 42, withPorts(tcp, corev1.ServicePort{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}))
-	app(ctx, t, west, ns, 1, 42, withPorts(tcp, corev1.ServicePort{Name: "stcp", Protocol: corev1.ProtocolSCTP, Port: 142}))
+	testbed.CreateApp(ctx, t, east, ns, 1, 42, true, withPorts(tcp, corev1.ServicePort{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}))
+	testbed.CreateApp(ctx, t, west, ns, 1, 42, true, withPorts(tcp, corev1.ServicePort{Name: "stcp", Protocol: corev1.ProtocolSCTP, Port: 142}))
 
 	eventually(ctx, t, "north's ServiceImport to expose the union", func() error {
 		si, err := getImport(ctx, north, ns)
@@ -405,7 +347,7 @@ func TestPortSetsNotIdentical(t *testing.T) {
 	})
 	for name, cl := range map[string]client.Client{"east": east, "west": west} {
 		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
-			c, err := exportCondition(ctx, cl, ns, mcsv1beta1.ServiceExportConditionConflict)
+			c, err := testbed.ExportCondition(ctx, cl, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
 			if err != nil {
 				return err
 			}
@@ -418,33 +360,6 @@ func TestPortSetsNotIdentical(t *testing.T) {
 	}
 }
 
-// resourceVersions returns the resourceVersion of every ServiceImport,
-// Service and imported EndpointSlice in ns of cl, by kind/name.
-func resourceVersions(ctx context.Context, t *testing.T, cl client.Client, ns string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	var sis mcsv1beta1.ServiceImportList
-	var svcs corev1.ServiceList
-	var eps discoveryv1.EndpointSliceList
-	for _, list := range []client.ObjectList{&sis, &svcs, &eps} {
-		if err := cl.List(ctx, list, client.InNamespace(ns)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range sis.Items {
-		out["ServiceImport/"+o.Name] = o.ResourceVersion
-	}
-	for _, o := range svcs.Items {
-		out["Service/"+o.Name] = o.ResourceVersion
-	}
-	for _, o := range eps.Items {
-		if o.Labels[mcsv1beta1.LabelServiceName] != "" {
-			out["EndpointSlice/"+o.Name] = o.ResourceVersion
-		}
-	}
-	return out
-}
-
 // TestRestartWritesNothing: an unchanged world costs no write, also right
 // after mcs-syncer restarts and reconciles everything again: a watch of
 // every object mcs-syncer writes, in every cluster, opened before the
@@ -454,12 +369,12 @@ func TestRestartWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-restart"
-	namespaceEverywhere(ctx, t, ns)
-	east, north := clientOf(t, "east"), clientOf(t, "north")
-	app(ctx, t, east, ns, 3, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	testbed.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
 	eventually(ctx, t, "north to import 3 endpoints", readyImported(ctx, north, ns, map[string]int{"east": 3}))
 	eventually(ctx, t, "the export's status to settle", func() error {
-		c, err := exportCondition(ctx, east, ns, mcsv1beta1.ServiceExportConditionConflict)
+		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
 		if err != nil {
 			return err
 		}
@@ -489,9 +404,9 @@ func TestImportsAreRepaired(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-repair"
-	namespaceEverywhere(ctx, t, ns)
-	east, north := clientOf(t, "east"), clientOf(t, "north")
-	app(ctx, t, east, ns, 2, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	testbed.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
 	imported := func() error {
 		si, err := getImport(ctx, north, ns)
 		if err != nil {
@@ -553,7 +468,7 @@ func TestMissingNamespaceIsNotCreated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-nsmissing"
-	east, north := clientOf(t, "east"), clientOf(t, "north")
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := east.Create(ctx, nsObj.DeepCopy()); err != nil {
 		t.Fatal(err)
@@ -562,7 +477,7 @@ func TestMissingNamespaceIsNotCreated(t *testing.T) {
 		_ = east.Delete(context.Background(), nsObj.DeepCopy())
 		_ = north.Delete(context.Background(), nsObj.DeepCopy())
 	})
-	app(ctx, t, east, ns, 1, 80, nil)
+	testbed.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
 	eventually(ctx, t, "north to count the missing namespace", func() error {
 		v, err := syncer.metric(ctx, `mcs_syncer_import_namespace_missing_total{consumer_cluster="north"}`)
 		if err != nil {
@@ -593,10 +508,10 @@ func TestStoppedExportIsRemoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := "import-stopped"
-	namespaceEverywhere(ctx, t, ns)
-	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
-	app(ctx, t, east, ns, 1, 80, nil)
-	app(ctx, t, west, ns, 1, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	testbed.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
+	testbed.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
 	eventually(ctx, t, "slices from both", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
 	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func readyzSays(ctx context.Context, s *syncerProcess, want ...string) func() er
 func sources(ctx context.Context, t *testing.T, want map[string]int, consumers ...string) func() error {
 	return func() error {
 		for _, consumer := range consumers {
-			bySource, err := importedSlices(ctx, clientOf(t, consumer), "membership")
+			bySource, err := importedSlices(ctx, bed.ClientOf(t, consumer), "membership")
 			if err != nil {
 				return err
 			}
@@ -145,10 +145,10 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 	defer cancel()
 	exclusive(t)
 	const ns = "membership"
-	namespaceEverywhere(ctx, t, ns)
-	east, west := clientOf(t, "east"), clientOf(t, "west")
-	app(ctx, t, east, ns, 2, 80, nil)
-	app(ctx, t, west, ns, 1, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east, west := bed.ClientOf(t, "east"), bed.ClientOf(t, "west")
+	testbed.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	testbed.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
 	path := filepath.Join(t.TempDir(), "clusterset.yaml")
 
 	for _, mode := range []struct {
@@ -172,7 +172,7 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 					if _, err := getImport(ctx, west, ns); err != nil {
 						return err
 					}
-					c, err := exportCondition(ctx, west, ns, mcsv1beta1.ServiceExportConditionReady)
+					c, err := testbed.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 					if err != nil || c.Status != metav1.ConditionTrue {
 						return fmt.Errorf("Ready %v, %v", c, err)
 					}
@@ -195,7 +195,7 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 					if err := west.List(ctx, &list, client.InNamespace(ns), client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil || len(list.Items) > 0 {
 						return fmt.Errorf("%d imported slices in west (%v)", len(list.Items), err)
 					}
-					if c, err := exportCondition(ctx, west, ns, mcsv1beta1.ServiceExportConditionReady); err == nil {
+					if c, err := testbed.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady); err == nil {
 						return fmt.Errorf("west's export still says Ready=%s", c.Status)
 					}
 					return nil
@@ -278,8 +278,8 @@ func TestMemberDownAtStartJoinsWhenItStarts(t *testing.T) {
 	defer cancel()
 	exclusive(t)
 	const ns = "member-down-at-start"
-	namespaceEverywhere(ctx, t, ns)
-	east, west, north := clientOf(t, "east"), clientOf(t, "west"), clientOf(t, "north")
+	bed.Namespace(ctx, t, ns)
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 	westBed := bed.Cluster("west")
 	if err := westBed.StopAPIServer(ctx); err != nil {
 		t.Fatal(err)
@@ -327,8 +327,8 @@ func TestMemberWithoutCRDs(t *testing.T) {
 	defer cancel()
 	exclusive(t)
 	const ns = "member-without-crds"
-	namespaceEverywhere(ctx, t, ns)
-	east, north := clientOf(t, "east"), clientOf(t, "north")
+	bed.Namespace(ctx, t, ns)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
 	if err := manualExport(ctx, east, ns, "api", "10.101.2.1"); err != nil {
 		t.Fatal(err)
 	}
@@ -406,8 +406,8 @@ func TestKillDuringImportConverges(t *testing.T) {
 	defer cancel()
 	exclusive(t)
 	const ns, services = "kill-during-import", 1000
-	namespaceEverywhere(ctx, t, ns)
-	east := clientOf(t, "east")
+	bed.Namespace(ctx, t, ns)
+	east := bed.ClientOf(t, "east")
 	var g errgroup.Group
 	g.SetLimit(16)
 	for i := range services {
@@ -419,7 +419,7 @@ func TestKillDuringImportConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := ownSyncer(ctx, t, bed.ConfigPath)
-	north := clientOf(t, "north")
+	north := bed.ClientOf(t, "north")
 	eventually(ctx, t, "the import to be under way", func() error {
 		var list mcsv1beta1.ServiceImportList
 		if err := north.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -435,7 +435,7 @@ func TestKillDuringImportConverges(t *testing.T) {
 	eventually(ctx, t, "every member engaged after the restart", readyzSays(ctx, s,
 		"[+]member east ok: engaged", "[+]member west ok: engaged", "[+]member north ok: engaged"))
 	for _, consumer := range []string{"east", "west", "north"} {
-		cl := clientOf(t, consumer)
+		cl := bed.ClientOf(t, consumer)
 		eventually(ctx, t, consumer+" to converge", func() error {
 			var imports mcsv1beta1.ServiceImportList
 			if err := cl.List(ctx, &imports, client.InNamespace(ns)); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
 // TestUnreachableMemberIsWithdrawnAfterGrace: west unreachable for longer
@@ -19,9 +21,9 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := "import-unreachable"
-	namespaceEverywhere(ctx, t, ns)
-	west, north := clientOf(t, "west"), clientOf(t, "north")
-	app(ctx, t, west, ns, 2, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	west, north := bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	testbed.CreateApp(ctx, t, west, ns, 2, 80, true, nil)
 	importedFromWest := readyImported(ctx, north, ns, map[string]int{"west": 2})
 	eventually(ctx, t, "north to import west's endpoints", importedFromWest)
 

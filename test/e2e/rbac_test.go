@@ -91,11 +91,11 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 	// The scenario: exported from east, imported by west and north; east's
 	// own mcs-syncer writes its ServiceExport's status.
 	ns := "rbac-scenario"
-	namespaceEverywhere(ctx, t, ns)
-	east := clientOf(t, "east")
-	app(ctx, t, east, ns, 2, 80, nil)
+	bed.Namespace(ctx, t, ns)
+	east := bed.ClientOf(t, "east")
+	testbed.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
 	for _, consumer := range []string{"west", "north"} {
-		cl := clientOf(t, consumer)
+		cl := bed.ClientOf(t, consumer)
 		eventually(ctx, t, consumer+": the import of east's 2 endpoints with a clusterset IP", func() error {
 			si, err := getImport(ctx, cl, ns)
 			if err != nil {
@@ -108,7 +108,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 		})
 	}
 	eventually(ctx, t, "east's ServiceExport Ready=True/Exported", func() error {
-		c, err := exportCondition(ctx, east, ns, mcsv1beta1.ServiceExportConditionReady)
+		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, consumer := range []string{"west", "north"} {
-		cl := clientOf(t, consumer)
+		cl := bed.ClientOf(t, consumer)
 		eventually(ctx, t, consumer+": the import withdrawn", func() error {
 			if _, err := getImport(ctx, cl, ns); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("ServiceImport still there (%v)", err)
@@ -235,7 +235,7 @@ func grantSyncerIdentities(ctx context.Context, t *testing.T, c *testbed.Cluster
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := clientOf(t, c.Name)
+	cl := bed.ClientOf(t, c.Name)
 	const ns = "mcs-system"
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},

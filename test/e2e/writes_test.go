@@ -90,7 +90,7 @@ func quiet(ctx context.Context, t *testing.T) {
 	eventually(ctx, t, "no namespace terminating", func() error {
 		for _, c := range bed.Clusters {
 			var list corev1.NamespaceList
-			if err := clientOf(t, c.Name).List(ctx, &list); err != nil {
+			if err := bed.ClientOf(t, c.Name).List(ctx, &list); err != nil {
 				return err
 			}
 			for _, ns := range list.Items {
@@ -109,7 +109,7 @@ func quiet(ctx context.Context, t *testing.T) {
 func reconciledEverything(ctx context.Context, t *testing.T) func() error {
 	return func() error {
 		for _, c := range bed.Clusters {
-			cl := clientOf(t, c.Name)
+			cl := bed.ClientOf(t, c.Name)
 			var sis mcsv1beta1.ServiceImportList
 			var ses mcsv1beta1.ServiceExportList
 			if err := cl.List(ctx, &sis); err != nil {
