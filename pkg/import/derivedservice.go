@@ -44,25 +44,14 @@ type derived struct {
 // (and removes it from a Headless one).
 func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged) (derived, error) {
 	name := types.NamespacedName{Namespace: si.Namespace, Name: DerivedServiceName(client.ObjectKeyFromObject(si))}
-	svc := &corev1.Service{}
-	if err := c.client.Get(ctx, name, svc); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return derived{}, fmt.Errorf("get derived Service %s: %w", name, err)
-		}
-		svc = nil
-	}
-	if svc != nil && !metav1.IsControlledBy(svc, si) {
-		if !c.leftByEarlierImport(svc, si) {
+	svc, foreign, err := c.currentService(ctx, name, si)
+	if err != nil || foreign {
+		if foreign {
 			msg := fmt.Sprintf("Service %s, the name of this import's derived Service, is not mcs-syncer's; delete or rename it to get a clusterset IP", name)
 			cond := mcsv1beta1.NewServiceImportCondition(mcsv1beta1.ServiceImportConditionReady, metav1.ConditionFalse, ReasonDerivedServiceNotOwned, msg)
 			return derived{problem: &cond, recheck: foreignServiceRecheck}, nil
 		}
-		// Ours, from a deleted ServiceImport of the same name: the garbage
-		// collector would remove it; do it now rather than wait.
-		if err := c.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
-			return derived{}, fmt.Errorf("delete derived Service %s of a deleted ServiceImport: %w", name, err)
-		}
-		svc = nil
+		return derived{}, err
 	}
 	if merged.Spec.Type != mcsv1beta1.ClusterSetIP {
 		if svc != nil {
@@ -74,7 +63,6 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 	}
 
 	want := c.desiredService(name, si, merged, svc)
-	var err error
 	switch {
 	case svc == nil:
 		err = c.client.Create(ctx, want)
@@ -96,6 +84,31 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 	}
 	c.own.wrote(want)
 	return derived{ips: want.Spec.ClusterIPs}, nil
+}
+
+// currentService returns the derived Service of si as it is (nil if
+// there is none), or foreign when a Service of that name is not
+// mcs-syncer's. One left by an earlier ServiceImport of the same name (deleted
+// and created again) is deleted now rather than left to the garbage
+// collector.
+func (c *Controller) currentService(ctx context.Context, name types.NamespacedName, si *mcsv1beta1.ServiceImport) (svc *corev1.Service, foreign bool, err error) {
+	svc = &corev1.Service{}
+	if err := c.client.Get(ctx, name, svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("get derived Service %s: %w", name, err)
+	}
+	if metav1.IsControlledBy(svc, si) {
+		return svc, false, nil
+	}
+	if !c.leftByEarlierImport(svc, si) {
+		return nil, true, nil
+	}
+	if err := c.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+		return nil, false, fmt.Errorf("delete derived Service %s of a deleted ServiceImport: %w", name, err)
+	}
+	return nil, false, nil
 }
 
 // desiredService returns the derived Service as it must be: current (nil

@@ -147,35 +147,32 @@ func (m *member) run(ctx context.Context) {
 	}
 }
 
-// engage connects to the member, builds its cache, runs its controllers
-// and watches its health until it fails or ctx ends. It reports whether
-// the member was engaged at all.
-func (m *member) engage(ctx context.Context) (wasEngaged bool) {
+// connect reads the member's kubeconfig and probes its API server; on
+// failure the member's state says why.
+func (m *member) connect(ctx context.Context) (*rest.Config, *healthCheck, bool) {
 	rc, err := m.config.RESTConfig()
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
-		return false
+		return nil, nil, false
 	}
 	rc.QPS, rc.Burst = m.set.opts.QPS, m.set.opts.Burst
 	check, err := newHealthCheck(rc)
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
-		return false
+		return nil, nil, false
 	}
 	if state, err := check.run(ctx); err != nil {
 		log.FromContext(ctx).V(1).Info("Member probe failed", "cluster", m.id(), "err", err.Error())
 		m.setState(ctx, state, err)
-		return false
+		return nil, nil, false
 	}
+	return rc, check, true
+}
 
-	engaged, stop := context.WithCancel(ctx)
-	defer stop()
-	// refused receives the API server's refusals of a list or watch (403,
-	// or 404 for a resource it stopped serving); lost a watch failure that
-	// calls for a probe.
-	refused := make(chan error, 1)
-	lost := make(chan struct{}, 1)
-	cl, err := cluster.New(rc, func(o *cluster.Options) {
+// newCluster builds a new client and cache of the member whose failed
+// lists and watches are sorted into refused and lost (see watchFailed).
+func (m *member) newCluster(rc *rest.Config, refused chan<- error, lost chan<- struct{}) (cluster.Cluster, error) {
+	return cluster.New(rc, func(o *cluster.Options) {
 		o.Scheme = m.set.opts.Scheme
 		o.Cache.DefaultTransform = clusterset.StripUnread
 		if m.set.opts.ConfigureCache != nil {
@@ -185,6 +182,30 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 			watchFailed(ctx, err, refused, lost)
 		}
 	})
+}
+
+// engage connects to the member, builds its cache, runs its controllers
+// and watches its health until it fails or ctx ends. It reports whether
+// the member was engaged at all.
+//
+// It stays one function of ~90 lines (its complexity is the one select
+// loop that supervises the engagement) on purpose: the steps after the
+// cache is built share the engaged context, the channels of refusals,
+// failures and sync, and the deferred wait for the controllers; split up,
+// each part would take all of them.
+func (m *member) engage(ctx context.Context) (wasEngaged bool) {
+	rc, check, ok := m.connect(ctx)
+	if !ok {
+		return false
+	}
+	engaged, stop := context.WithCancel(ctx)
+	defer stop()
+	// refused receives the API server's refusals of a list or watch (403,
+	// or 404 for a resource it stopped serving); lost a watch failure that
+	// calls for a probe.
+	refused := make(chan error, 1)
+	lost := make(chan struct{}, 1)
+	cl, err := m.newCluster(rc, refused, lost)
 	if err != nil {
 		m.setState(ctx, Failed, err)
 		return false

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -21,75 +22,25 @@ import (
 // owner's figures even when nothing had to change (after a restart, say).
 func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 	owner := plan.owner
-	ns := owner.GetNamespace()
-	ownerUID := owner.GetUID()
-	slices := r.client.EndpointSlices(ns)
-	logger := klog.FromContext(ctx)
-	r.tracker.forgetDeletions(ownerUID, plan.completedDeletions)
-
-	var errs []error
-	changed := 0
-	terminating := false
-
+	r.tracker.forgetDeletions(owner.GetUID(), plan.completedDeletions)
+	w := &writer{r: r, ctx: ctx, owner: owner, slices: r.client.EndpointSlices(owner.GetNamespace())}
 	if owner.GetDeletionTimestamp() == nil {
-		for _, s := range plan.Create {
-			created, err := slices.Create(ctx, s, metav1.CreateOptions{})
-			if err != nil {
-				if namespaceTerminating(err) {
-					terminating = true
-					break
-				}
-				errs = append(errs, fmt.Errorf("create EndpointSlice for %s/%s: %w", ns, owner.GetName(), err))
-				continue
-			}
-			r.tracker.written(ownerUID, created)
-			r.metrics.changes.WithLabelValues(opCreate).Inc()
-			changed++
-		}
+		w.create(plan.Create)
 	}
-	if !terminating {
-		for _, s := range plan.Update {
-			updated, err := slices.Update(ctx, s, metav1.UpdateOptions{})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("update EndpointSlice %s/%s: %w", ns, s.Name, err))
-				continue
-			}
-			r.tracker.written(ownerUID, updated)
-			r.metrics.changes.WithLabelValues(opUpdate).Inc()
-			changed++
-		}
+	if !w.terminating {
+		w.update(plan.Update)
 	}
-	for _, s := range plan.Delete {
-		err := slices.Delete(ctx, s.Name, deleteOptions(s))
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete EndpointSlice %s/%s: %w", ns, s.Name, err))
-			continue
-		}
-		if ownerOf(s) == ownerUID {
-			r.tracker.deleted(ownerUID, s)
-		} else {
-			// Ownership enforced: a slice with this reconciler's managed-by
-			// label but another owner. Say so where the user looks.
-			logger.Info("Deleted an EndpointSlice with this reconciler's managed-by label but another owner", "owner", klog.KObj(owner), "endpointSlice", klog.KObj(s), "itsOwner", ownerOf(s))
-			if r.recorder != nil {
-				r.recorder.Eventf(owner, nil, corev1.EventTypeNormal, "DeletedForeignEndpointSlice", "DeleteEndpointSlice",
-					"Deleted EndpointSlice %s: it carries managed-by %s but is not owned by this object", s.Name, r.managedBy)
-			}
-		}
-		r.metrics.changes.WithLabelValues(opDelete).Inc()
-		changed++
-	}
+	w.delete(plan.Delete)
 
 	r.metrics.added.Observe(float64(plan.added))
 	r.metrics.removed.Observe(float64(plan.removed))
-	r.metrics.changedPerSync.Observe(float64(changed))
-	if terminating {
-		logger.V(4).Info("Namespace is terminating, EndpointSlices not written", "owner", klog.KObj(owner))
+	r.metrics.changedPerSync.Observe(float64(w.changed))
+	if w.terminating {
+		klog.FromContext(ctx).V(4).Info("Namespace is terminating, EndpointSlices not written", "owner", klog.KObj(owner))
 		r.metrics.syncs.WithLabelValues(syncResultSuccess).Inc()
 		return nil
 	}
-	err := errors.Join(errs...)
-	if err != nil {
+	if err := errors.Join(w.errs...); err != nil {
 		r.metrics.syncs.WithLabelValues(syncResultError).Inc()
 		// Conflicts (a cache behind another writer) and a shutdown are
 		// routine: retried, not worth a Warning.
@@ -99,9 +50,80 @@ func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 		}
 		return err
 	}
-	r.metrics.setOwner(ownerUID, plan.figures)
+	r.metrics.setOwner(owner.GetUID(), plan.figures)
 	r.metrics.syncs.WithLabelValues(syncResultSuccess).Inc()
 	return nil
+}
+
+// writer sends one plan's writes and keeps their tally.
+type writer struct {
+	r      *Reconciler
+	ctx    context.Context
+	owner  Owner
+	slices discoveryclient.EndpointSliceInterface
+
+	errs        []error
+	changed     int
+	terminating bool // the namespace is being deleted: creates stop
+}
+
+func (w *writer) create(slices []*discoveryv1.EndpointSlice) {
+	for _, s := range slices {
+		created, err := w.slices.Create(w.ctx, s, metav1.CreateOptions{})
+		if namespaceTerminating(err) {
+			w.terminating = true
+			return
+		}
+		if err != nil {
+			w.errs = append(w.errs, fmt.Errorf("create EndpointSlice for %s/%s: %w", w.owner.GetNamespace(), w.owner.GetName(), err))
+			continue
+		}
+		w.r.tracker.written(w.owner.GetUID(), created)
+		w.r.metrics.changes.WithLabelValues(opCreate).Inc()
+		w.changed++
+	}
+}
+
+func (w *writer) update(slices []*discoveryv1.EndpointSlice) {
+	for _, s := range slices {
+		updated, err := w.slices.Update(w.ctx, s, metav1.UpdateOptions{})
+		if err != nil {
+			w.errs = append(w.errs, fmt.Errorf("update EndpointSlice %s/%s: %w", s.Namespace, s.Name, err))
+			continue
+		}
+		w.r.tracker.written(w.owner.GetUID(), updated)
+		w.r.metrics.changes.WithLabelValues(opUpdate).Inc()
+		w.changed++
+	}
+}
+
+func (w *writer) delete(slices []*discoveryv1.EndpointSlice) {
+	for _, s := range slices {
+		err := w.slices.Delete(w.ctx, s.Name, deleteOptions(s))
+		if err != nil && !apierrors.IsNotFound(err) {
+			w.errs = append(w.errs, fmt.Errorf("delete EndpointSlice %s/%s: %w", s.Namespace, s.Name, err))
+			continue
+		}
+		if ownerOf(s) == w.owner.GetUID() {
+			w.r.tracker.deleted(w.owner.GetUID(), s)
+		} else {
+			w.foreignDeleted(s)
+		}
+		w.r.metrics.changes.WithLabelValues(opDelete).Inc()
+		w.changed++
+	}
+}
+
+// foreignDeleted says where the user looks that a slice with this
+// reconciler's managed-by label but another owner (ownership enforced) was
+// deleted.
+func (w *writer) foreignDeleted(s *discoveryv1.EndpointSlice) {
+	klog.FromContext(w.ctx).Info("Deleted an EndpointSlice with this reconciler's managed-by label but another owner",
+		"owner", klog.KObj(w.owner), "endpointSlice", klog.KObj(s), "itsOwner", ownerOf(s))
+	if w.r.recorder != nil {
+		w.r.recorder.Eventf(w.owner, nil, corev1.EventTypeNormal, "DeletedForeignEndpointSlice", "DeleteEndpointSlice",
+			"Deleted EndpointSlice %s: it carries managed-by %s but is not owned by this object", s.Name, w.r.managedBy)
+	}
 }
 
 // deleteOptions makes a delete apply only to the slice that was planned on,

@@ -360,6 +360,55 @@ func TestPortSetsNotIdentical(t *testing.T) {
 	}
 }
 
+// TestPersonsServiceImportIsNamed: a ServiceImport a person created in
+// north (without mcs-syncer's label) is left alone, and the exporter's
+// ServiceExport says where the import is blocked and by what.
+func TestPersonsServiceImportIsNamed(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "import-persons"
+	bed.Namespace(ctx, t, ns)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	person := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{}}}
+	if err := north.Create(ctx, person); err != nil {
+		t.Fatal(err)
+	}
+	testbed.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
+	eventually(ctx, t, "east's ServiceExport to name north's ServiceImport", func() error {
+		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(c.Message, "ServiceImport "+ns+"/web in cluster north is not managed by mcs-syncer") {
+			return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+	si, err := getImport(ctx, north, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if si.ResourceVersion != person.ResourceVersion || len(si.Status.Conditions) != 0 {
+		t.Errorf("the person's ServiceImport was written: %+v", si)
+	}
+	if err := north.Delete(ctx, si); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north to import once it is gone", readyImported(ctx, north, ns, map[string]int{"east": 1}))
+	eventually(ctx, t, "east's Ready message to drop the block", func() error {
+		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(c.Message, "not imported everywhere") {
+			return fmt.Errorf("%s", c.Message)
+		}
+		return nil
+	})
+}
+
 // TestRestartWritesNothing: an unchanged world costs no write, also right
 // after mcs-syncer restarts and reconciles everything again: a watch of
 // every object mcs-syncer writes, in every cluster, opened before the
