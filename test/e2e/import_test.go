@@ -297,14 +297,26 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 		}
 		return nil
 	})
-	for name, cl := range map[string]client.Client{"east": east, "west": west} {
+	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "west (oldest export)")
+}
+
+// portConflictOn waits until every named exporter's ServiceExport ns/web
+// says Conflict=True/PortConflict with a message containing each of parts.
+func portConflictOn(ctx context.Context, t *testing.T, ns string, exporters map[string]client.Client, parts ...string) {
+	t.Helper()
+	for name, cl := range exporters {
 		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
 			c, err := testbed.ExportCondition(ctx, cl, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
 			if err != nil {
 				return err
 			}
-			if c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" || !strings.Contains(c.Message, "west (oldest export)") {
+			if c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" {
 				return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
+			}
+			for _, part := range parts {
+				if !strings.Contains(c.Message, part) {
+					return fmt.Errorf("message %q lacks %q", c.Message, part)
+				}
 			}
 			return nil
 		})
@@ -345,19 +357,8 @@ func TestPortSetsNotIdentical(t *testing.T) {
 		}
 		return nil
 	})
-	for name, cl := range map[string]client.Client{"east": east, "west": west} {
-		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
-			c, err := testbed.ExportCondition(ctx, cl, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
-			if err != nil {
-				return err
-			}
-			if c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" ||
-				!strings.Contains(c.Message, `"udp" udp/42 from east is missing in west`) || !strings.Contains(c.Message, `"stcp" sctp/142 from west is missing in east`) {
-				return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
-			}
-			return nil
-		})
-	}
+	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west},
+		`"udp" udp/42 from east is missing in west`, `"stcp" sctp/142 from west is missing in east`)
 }
 
 // TestPersonsServiceImportIsNamed: a ServiceImport a person created in
