@@ -110,8 +110,8 @@ func SortByAge(exports []*ExportedService) {
 // rules of KEP-1645 and mcs-api v1beta1: the oldest export wins every
 // conflict; ports are the union by name (the oldest definition of a name
 // wins), and port sets that are not identical in every export (a port
-// defined differently, or missing somewhere) are a PortConflict. Merge of no exports is the
-// zero Merged.
+// defined differently, or missing somewhere) are a PortConflict. Merge of
+// no exports is the zero Merged.
 func Merge(exports []*ExportedService) Merged {
 	if len(exports) == 0 {
 		return Merged{}
