@@ -209,7 +209,7 @@ func run(o *options) error {
 	var set *membership.Set
 	engage := func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 		w, err := export.New(cl, export.Options{
-			Cluster: id, Store: store, WriteStatus: writesInto(id), Recorder: cl.GetEventRecorder("mcs-syncer"),
+			Cluster: id, Store: store, WriteStatus: writesInto(id), Recorder: clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
 			Membership: set, Workers: o.exportSyncs,
 		})
 		if err != nil {

@@ -133,7 +133,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
 	}
-	c, err := newController(cl.GetClient(), sliceCache, clientset.DiscoveryV1(), cl.GetEventRecorder("mcs-syncer"), opts)
+	c, err := newController(cl.GetClient(), sliceCache, clientset.DiscoveryV1(), clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")), opts)
 	if err != nil {
 		return nil, err
 	}
