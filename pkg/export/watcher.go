@@ -238,14 +238,11 @@ func (w *Watcher) sliceChanged() handler.TypedMapFunc[*discoveryv1.EndpointSlice
 // ServiceExport, Service and EndpointSlices.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	recheck, err := w.sync(ctx, req.NamespacedName, true)
-	if clusterset.Routine(ctx, err) {
+	if retryAfter, routine := clusterset.Routine(ctx, err); routine {
 		// A status write that lost a race, or a shutdown: retried (or
 		// over), not a fault.
 		log.FromContext(ctx).V(1).Info("Export will be retried", "reason", err.Error())
-		if ctx.Err() != nil {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -357,10 +354,6 @@ func newestTriggerTime(items []discoveryv1.EndpointSlice) time.Time {
 	}
 	return newest
 }
-
-// conflictRetry is how soon a status write that lost a race is tried
-// again.
-const conflictRetry = 200 * time.Millisecond
 
 // notImportedEverywhere starts the part of Ready's message that names the
 // consumers where the import is blocked.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -410,7 +411,7 @@ func TestConflictIsRetriedQuietly(t *testing.T) {
 		return nil
 	}
 	res, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: key})
-	if err != nil || res.RequeueAfter != conflictRetry {
+	if err != nil || res.RequeueAfter != clusterset.ConflictRetry {
 		t.Errorf("reconcile: %v, %+v; want a quiet requeue", err, res)
 	}
 

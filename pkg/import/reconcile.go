@@ -19,21 +19,15 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
-// conflictRetry is how soon a write that lost a race is tried again.
-const conflictRetry = 200 * time.Millisecond
-
 // Reconcile brings one import in the consumer cluster in line with the
 // Store. A write that lost a race with another (a resourceVersion
-// conflict) is retried after conflictRetry, and the end of a shutdown is
-// not an error: both are logged at debug level only.
+// conflict) is retried after clusterset.ConflictRetry, and the end of a
+// shutdown is not an error: both are logged at debug level only.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := c.reconcile(ctx, req.NamespacedName)
-	if clusterset.Routine(ctx, err) {
+	if retryAfter, routine := clusterset.Routine(ctx, err); routine {
 		log.FromContext(ctx).V(1).Info("Import will be retried", "reason", err.Error())
-		if ctx.Err() != nil {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
 	return res, err
 }

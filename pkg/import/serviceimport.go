@@ -130,6 +130,7 @@ func (c *Controller) blockedBy(ctx context.Context, si *mcsv1beta1.ServiceImport
 	key := client.ObjectKeyFromObject(si)
 	if !wanted {
 		c.opts.Store.SetImportBlocked(key, c.opts.Consumer, "")
+		c.cleared(reportNotManaged, key)
 		return
 	}
 	why := fmt.Sprintf("ServiceImport %s in cluster %s is not managed by mcs-syncer (no label %s=%s); delete it so that mcs-syncer can import the Service there",
