@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real components the testbed runs into a git-ignored cache:
 #   kube-apiserver kube-controller-manager kube-scheduler kubectl  (k8s.io/kubernetes)
+#   kubelet kube-proxy  (k8s.io/kubernetes, for the real nodes)
 #   etcd                                                           (go.etcd.io/etcd/server/v3)
 #   kwok kwokctl                                                   (sigs.k8s.io/kwok)
 #   coredns                                                        (github.com/coredns/coredns)
@@ -23,7 +24,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-components="kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kwokctl coredns"
+components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy etcd kwok kwokctl coredns"
 
 if [ -n "${MCS_TOOLS_DIR:-}" ]; then
 	missing=""
@@ -34,6 +35,7 @@ if [ -n "${MCS_TOOLS_DIR:-}" ]; then
 		echo "MCS_TOOLS_DIR=$MCS_TOOLS_DIR lacks executable:$missing" >&2
 		exit 1
 	fi
+	[ -f "$MCS_TOOLS_DIR/images/pause.tar" ] || echo "MCS_TOOLS_DIR=$MCS_TOOLS_DIR has no images/: real nodes need them (go run ./test/images/build -out \$MCS_TOOLS_DIR/images)" >&2
 	echo "using binaries from MCS_TOOLS_DIR=$MCS_TOOLS_DIR"
 	exit 0
 fi
@@ -85,5 +87,24 @@ build kubernetes "$kube_ldflags" \
 	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
 	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
 	kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
-	kubectl=k8s.io/kubernetes/cmd/kubectl
+	kubectl=k8s.io/kubernetes/cmd/kubectl \
+	kubelet=k8s.io/kubernetes/cmd/kubelet \
+	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+
+# The images of the real nodes (test/images): built from this repository's
+# programs and Debian's static busybox, rebuilt when either changes.
+busybox=/bin/busybox
+if [ ! -x "$busybox" ] || readelf -l "$busybox" 2>/dev/null | grep -q INTERP; then
+	echo "the real nodes' client image needs a static busybox at $busybox: apt-get install busybox-static" >&2
+	exit 1
+fi
+stamp="$out/.stamp-images"
+want=$(cat "$root"/go.sum "$root"/test/images/*.go "$root"/test/images/*/*.go "$busybox" "$0" | sha256sum | cut -d' ' -f1)
+if [ -f "$out/images/pause.tar" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+	echo "up to date: images"
+else
+	echo "building images (test/images)"
+	(cd "$root" && go run ./test/images/build -out "$out/images" -busybox "$busybox")
+	echo "$want" > "$stamp"
+fi
 echo "binaries in $out"

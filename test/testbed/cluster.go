@@ -45,9 +45,12 @@ type Cluster struct {
 	AuditLogPath string
 	// Index is the cluster's position in the clusterset; it fixes the CIDRs.
 	Index int
+	// RealNode is the cluster's real node when Options.RealNodes is set.
+	RealNode *RealNode `json:",omitempty"`
 
 	bed        *Clusterset
 	restConfig *rest.Config
+	dnsPort    int
 }
 
 func newCluster(cs *Clusterset, index int, name string) *Cluster {
@@ -59,6 +62,9 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 		Context:        "kwok-" + name,
 		Index:          index,
 		bed:            cs,
+	}
+	if cs.opts.RealNodes {
+		c.RealNode = newRealNode(cs, c)
 	}
 	if cs.opts.AuditPolicy != "" {
 		c.AuditLogPath = filepath.Join(c.kwokClusterDir(), "logs", "audit.log")
@@ -102,7 +108,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.InstallCRDs(ctx); err != nil {
 		return err
 	}
-	return c.startCoreDNS(ctx)
+	if err := c.startCoreDNS(ctx); err != nil {
+		return err
+	}
+	if c.RealNode == nil {
+		return nil
+	}
+	if err := c.createDNSService(ctx); err != nil {
+		return err
+	}
+	return c.startRealNode(ctx)
 }
 
 func (c *Cluster) createArgs() []string {
@@ -119,10 +134,21 @@ func (c *Cluster) createArgs() []string {
 		"--kwok-controller-binary", bin("kwok"),
 		"--etcd-binary", bin("etcd"),
 		"--wait", "2m",
+		// kwokctl v0.8.0 files a repeated component's args under the index
+		// of its first --extra-args among all of them, not among the
+		// components: each component's first one must come before any
+		// repeat, in this order, or kwokctl panics.
 		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + c.ServiceCIDR,
 		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + c.ServiceCIDR,
-		"--extra-args", "kube-controller-manager=cluster-cidr=" + c.PodCIDR,
 		"--extra-args", "kwok-controller=cidr=" + c.nodePodCIDR(-1),
+		"--extra-args", "kube-controller-manager=cluster-cidr=" + c.PodCIDR,
+		// kwok plays only the fake nodes: a real node's kubelet reports
+		// its own status and runs its own pods.
+		"--extra-args", "kwok-controller=manage-all-nodes=false",
+		"--extra-args", "kwok-controller=manage-nodes-with-label-selector=type=kwok",
+		// exec and logs reach a real node's kubelet at its address: node
+		// names do not resolve on this host.
+		"--extra-args", "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
 	}
 	if c.bed.opts.AuditPolicy != "" {
 		args = append(args, "--kube-audit-policy", c.bed.opts.AuditPolicy)

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,12 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // corefile makes CoreDNS answer cluster.local from the cluster's Services
@@ -18,7 +25,7 @@ import (
 // authoritative for clusterset.local as well, or CoreDNS refuses the
 // multicluster zone at start-up.
 const corefile = `.:%d {
-    bind 127.0.0.1
+    bind %s
     errors
     ready 127.0.0.1:%d
     kubernetes cluster.local clusterset.local {
@@ -49,7 +56,12 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 		return err
 	}
 	conf := filepath.Join(dir, c.Name+".Corefile")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, corefile, dnsPort, readyPort, c.KubeconfigPath, c.Context), 0o644); err != nil {
+	bind := "127.0.0.1"
+	if c.RealNode != nil {
+		// Pods reach it on the nodes' bridge, through the kube-dns Service.
+		bind += " " + hostNodeIP
+	}
+	if err := os.WriteFile(conf, fmt.Appendf(nil, corefile, dnsPort, bind, readyPort, c.KubeconfigPath, c.Context), 0o644); err != nil {
 		return err
 	}
 	logFile, err := os.Create(filepath.Join(dir, c.Name+".log"))
@@ -69,6 +81,7 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 		return err
 	}
 	c.DNSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(dnsPort))
+	c.dnsPort = dnsPort
 
 	readyURL := fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)
 	err = pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -114,4 +127,44 @@ func freePort(udp bool) (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free loopback port for TCP and UDP")
+}
+
+// createDNSService makes CoreDNS the pods' DNS as in a real cluster: a
+// kube-dns Service in kube-system at DNSServiceIP (the kubelet's
+// clusterDNS), whose one endpoint is the CoreDNS on the host's bridge
+// address. kube-proxy on the real node routes the pods' queries to it.
+func (c *Cluster) createDNSService(ctx context.Context) error {
+	cs, err := c.Kubernetes()
+	if err != nil {
+		return err
+	}
+	ports := []corev1.ServicePort{
+		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, TargetPort: intstr.FromInt32(int32(c.dnsPort))},
+		{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: 53, TargetPort: intstr.FromInt32(int32(c.dnsPort))},
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: metav1.NamespaceSystem,
+			Labels: map[string]string{"k8s-app": "kube-dns"}},
+		Spec: corev1.ServiceSpec{ClusterIP: c.DNSServiceIP(), Ports: ports},
+	}
+	if _, err := cs.CoreV1().Services(metav1.NamespaceSystem).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("kube-dns Service: %w", err)
+	}
+	var slicePorts []discoveryv1.EndpointPort
+	for _, p := range ports {
+		slicePorts = append(slicePorts, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Protocol: ptr.To(p.Protocol), Port: ptr.To(p.TargetPort.IntVal)})
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns-host", Namespace: metav1.NamespaceSystem, Labels: map[string]string{
+			discoveryv1.LabelServiceName: "kube-dns",
+			discoveryv1.LabelManagedBy:   "testbed.mcs-syncer.io",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{hostNodeIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       slicePorts,
+	}
+	if _, err := cs.DiscoveryV1().EndpointSlices(metav1.NamespaceSystem).Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("kube-dns EndpointSlice: %w", err)
+	}
+	return nil
 }

@@ -18,18 +18,51 @@ if [ "${TESTBED_WAIT_STDIN:-}" = 1 ]; then
 	cat >/dev/null
 fi
 
-[ -d "$state" ] || exit 0
-
 # Only ever remove a folder that Start made: it holds the marker. An empty
 # folder is simply removed; anything else is refused, so that a mistyped
 # --state can never wipe a folder of the user's.
-if [ ! -e "$state/.mcs-testbed" ]; then
-	if [ -z "$(ls -A "$state")" ]; then
-		rmdir "$state"
-		exit 0
-	fi
+if [ -d "$state" ] && [ ! -e "$state/.mcs-testbed" ] && [ -n "$(ls -A "$state")" ]; then
 	echo "teardown: $state is not a testbed state folder (no .mcs-testbed marker); leaving it alone" >&2
 	exit 1
+fi
+
+# The real nodes (test/testbed/network.go, node.go): every name they use
+# carries a hash of the state folder, so what a crashed testbed left is found
+# even when its folder is gone. Their processes (containerd, shims, kubelet,
+# kube-proxy, the pods) all live in the cgroup mcs<id> of the pids
+# hierarchy; their mounts in mount namespaces that end with them; their
+# iptables rules, routes and sysctls in their network namespaces.
+id=$(printf %s "$state" | sha256sum | cut -c1-6)
+net=mcs$id
+i=0
+while [ -d "/sys/fs/cgroup/pids/$net" ] && [ $i -lt 100 ]; do
+	procs=$(find "/sys/fs/cgroup/pids/$net" -name cgroup.procs -exec cat {} + 2>/dev/null)
+	[ -z "$procs" ] && break
+	# shellcheck disable=SC2086 # one pid per word
+	kill -9 $procs 2>/dev/null
+	sleep 0.1
+	i=$((i + 1))
+done
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$net-"); do
+	# shellcheck disable=SC2046 # one pid per word
+	kill -9 $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null
+	ip netns del "$ns"
+done
+ip link del "$net" 2>/dev/null
+for h in /sys/fs/cgroup/*/; do
+	[ -d "$h$net" ] || continue
+	i=0
+	# A cgroup whose last process just exited can refuse rmdir for a moment.
+	until find "$h$net" -depth -type d -exec rmdir {} + 2>/dev/null || [ $i -ge 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+done
+
+[ -d "$state" ] || exit 0
+if [ ! -e "$state/.mcs-testbed" ]; then
+	rmdir "$state"
+	exit 0
 fi
 
 # ours PID: true if PID runs one of our binaries (guards against pid reuse).

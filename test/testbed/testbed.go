@@ -66,6 +66,11 @@ type Options struct {
 	// when the calling process exits without calling Stop. Tests want it;
 	// `testbed up`, whose clusters must outlive it, does not.
 	TeardownOnExit bool
+	// RealNodes adds to each cluster a node with a real kubelet, containerd
+	// and kube-proxy in a network namespace of its own (see RealNode), and
+	// makes CoreDNS the pods' DNS behind a kube-dns Service. Needs root and
+	// the Debian packages of checkNodeHost's message.
+	RealNodes bool
 	// Log receives one line per step; nil discards them.
 	Log io.Writer
 }
@@ -134,6 +139,9 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("testbed: %s lacks %s: %w: run `make tools` (or set MCS_TOOLS_DIR to a folder that has them)",
 			o.BinDir, strings.Join(missing, ", "), ErrNoBinaries)
 	}
+	if o.RealNodes {
+		return checkNodeHost(o.BinDir)
+	}
 	return nil
 }
 
@@ -199,8 +207,12 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		BinDir:     opts.BinDir,
 		opts:       opts,
 	}
-	if entries, err := os.ReadDir(opts.StateDir); err == nil && len(entries) > 0 {
-		fmt.Fprintf(opts.Log, "testbed: removing the testbed left in %s\n", opts.StateDir)
+	// A testbed with real nodes may have left namespaces and cgroups even
+	// when its folder is gone; the teardown finds them by the folder's name.
+	if entries, err := os.ReadDir(opts.StateDir); (err == nil && len(entries) > 0) || opts.RealNodes {
+		if len(entries) > 0 {
+			fmt.Fprintf(opts.Log, "testbed: removing the testbed left in %s\n", opts.StateDir)
+		}
 		if err := Down(ctx, opts.StateDir, opts.BinDir); err != nil {
 			return nil, err
 		}
@@ -217,14 +229,20 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		}
 	}
 	for i, name := range opts.Clusters {
-		c := newCluster(cs, i, name)
-		cs.Clusters = append(cs.Clusters, c)
+		cs.Clusters = append(cs.Clusters, newCluster(cs, i, name))
+	}
+	if opts.RealNodes {
+		if err := cs.createNetwork(ctx); err != nil {
+			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+		}
+	}
+	for _, c := range cs.Clusters {
 		start := time.Now()
 		if err := c.start(ctx); err != nil {
-			return nil, errors.Join(fmt.Errorf("testbed: cluster %s: %w", name, err), cs.Stop(context.WithoutCancel(ctx)))
+			return nil, errors.Join(fmt.Errorf("testbed: cluster %s: %w", c.Name, err), cs.Stop(context.WithoutCancel(ctx)))
 		}
 		fmt.Fprintf(opts.Log, "testbed: cluster %s up in %s (pods %s, services %s, DNS %s)\n",
-			name, time.Since(start).Round(time.Millisecond), c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
+			c.Name, time.Since(start).Round(time.Millisecond), c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
 	}
 	for _, write := range []func(*Clusterset) error{writeClustersetConfig, writeState} {
 		if err := write(cs); err != nil {

@@ -1,7 +1,8 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control-plane commands that the testbed
-// runs. It is never compiled into mcs-syncer; build.sh builds the commands.
+// Package tools pins the Kubernetes commands that the testbed runs: the
+// control plane, and kubelet and kube-proxy for its real nodes. It is never compiled
+// into mcs-syncer; build.sh builds the commands.
 package tools
 
 import (
@@ -9,4 +10,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )

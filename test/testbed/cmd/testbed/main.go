@@ -42,6 +42,7 @@ func run(args []string) error {
 	bin := fs.String("bin", "", "folder of the binaries (default $MCS_TOOLS_DIR, else <repo>/.cache/bin)")
 	clusters := fs.String("clusters", strings.Join(testbed.DefaultClusters, ","), "comma-separated cluster names (up only)")
 	cluster := fs.String("cluster", "", "the cluster whose CoreDNS answers (lookup only)")
+	realNodes := fs.Bool("real-nodes", true, "give each cluster a real node (kubelet, containerd, kube-proxy) besides the fake ones (up only; needs root)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -88,6 +89,7 @@ func run(args []string) error {
 	}
 
 	opts.Clusters = strings.Split(*clusters, ",")
+	opts.RealNodes = *realNodes
 	cs, err := testbed.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -96,6 +98,9 @@ func run(args []string) error {
 	for _, c := range cs.Clusters {
 		fmt.Printf("%-8s KUBECONFIG=%s  pods %s  services %s  DNS %s\n",
 			c.Name, c.KubeconfigPath, c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
+		if n := c.RealNode; n != nil {
+			fmt.Printf("         real node %s  IP %s  pods %s  netns %s  logs %s\n", n.Name, n.IP, n.PodCIDR, n.Netns, n.LogDir())
+		}
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)
 	return nil

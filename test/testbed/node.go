@@ -1,0 +1,520 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mcs-syncer/mcs-syncer/test/images"
+)
+
+// NodeBinaries are the executables a real node needs besides Binaries:
+// kubelet and kube-proxy from the binary folder, the rest from Debian's
+// packages (containerd, runc, containernetworking-plugins, iptables,
+// util-linux, iproute2).
+var NodeBinaries = []string{"kubelet", "kube-proxy"}
+
+// hostCommands are the host's programs a real node runs, with the Debian
+// package that has them.
+var hostCommands = map[string]string{
+	"containerd": "containerd", "ctr": "containerd", "runc": "runc",
+	"ip": "iproute2", "nsenter": "util-linux", "unshare": "util-linux",
+	"iptables": "iptables", "/usr/lib/cni/bridge": "containernetworking-plugins",
+	"/usr/lib/cni/host-local": "containernetworking-plugins", "/usr/lib/cni/loopback": "containernetworking-plugins",
+}
+
+// RealNodeTaint keeps every pod off a real node that does not tolerate it:
+// the tests' and benchmarks' many kwok pods stay on the fake nodes, and only
+// pods placed with OnRealNode run for real.
+var RealNodeTaint = corev1.Taint{Key: "mcs-syncer.io/real-node", Effect: corev1.TaintEffectNoSchedule}
+
+// RealNodeLabel marks real nodes (value "true").
+const RealNodeLabel = "mcs-syncer.io/real-node"
+
+// RealNode is a cluster's node with a real kubelet, containerd, runc, CNI
+// bridge and kube-proxy, in a network namespace of its own.
+type RealNode struct {
+	// Name is the Node's name, "<cluster>-worker".
+	Name string
+	// IP is its address on the nodes' bridge (its InternalIP); PodCIDR the
+	// range its pods get their IPs from, routed from every other node.
+	IP, PodCIDR string
+	// Netns is its network namespace (`ip netns exec <Netns> ...`).
+	Netns string
+	// Dir holds its state: configs, containerd's root and state, the
+	// kubelet's root, pod logs; LogDir the components' logs.
+	Dir string
+	// Cgroup is its cgroup path in every hierarchy: containerd, kubelet and
+	// kube-proxy in <Cgroup>/node, pods in <Cgroup>/kubepods.
+	Cgroup string
+}
+
+// OnRealNode places a pod on the cluster's real node: a node selector and
+// a toleration of RealNodeTaint.
+func OnRealNode(spec *corev1.PodSpec) {
+	if spec.NodeSelector == nil {
+		spec.NodeSelector = map[string]string{}
+	}
+	spec.NodeSelector[RealNodeLabel] = "true"
+	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+		Key: RealNodeTaint.Key, Operator: corev1.TolerationOpExists, Effect: RealNodeTaint.Effect,
+	})
+}
+
+func newRealNode(cs *Clusterset, c *Cluster) *RealNode {
+	return &RealNode{
+		Name:    c.Name + "-worker",
+		IP:      nodeIP(c.Index),
+		PodCIDR: realNodePodCIDR(c.Index),
+		Netns:   bridgeName(cs.StateDir) + "-" + c.Name,
+		Dir:     filepath.Join(cs.StateDir, "nodes", c.Name),
+		Cgroup:  "/" + bridgeName(cs.StateDir) + "/" + c.Name,
+	}
+}
+
+// LogDir holds containerd.log, kubelet.log and kube-proxy.log.
+func (n *RealNode) LogDir() string { return filepath.Join(n.Dir, "logs") }
+
+func (n *RealNode) socket() string { return filepath.Join(n.Dir, "containerd", "containerd.sock") }
+
+// checkNodeHost says, in one message, which programs a real node needs
+// that this host lacks.
+func checkNodeHost(binDir string) error {
+	var missing []string
+	for _, b := range NodeBinaries {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			missing = append(missing, filepath.Join(binDir, b)+" (make tools)")
+		}
+	}
+	for cmd, pkg := range hostCommands {
+		if _, err := exec.LookPath(cmd); err != nil {
+			missing = append(missing, cmd+" (Debian package "+pkg+")")
+		}
+	}
+	for _, archive := range images.Archives {
+		if _, err := os.Stat(filepath.Join(binDir, "images", archive)); err != nil {
+			missing = append(missing, filepath.Join(binDir, "images", archive)+" (make tools)")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("testbed: real nodes need: %s: %w", strings.Join(missing, ", "), ErrNoBinaries)
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("testbed: real nodes need root (network namespaces, cgroups, mounts): %w", ErrNoBinaries)
+	}
+	return nil
+}
+
+// startRealNode starts the node's components in its network namespace and
+// returns once the Node is Ready. On error it names the component and its
+// log; the caller tears everything down.
+func (c *Cluster) startRealNode(ctx context.Context) error {
+	n := c.RealNode
+	for _, d := range []string{n.LogDir(), filepath.Join(n.Dir, "containerd"), filepath.Join(n.Dir, "cni", "net.d")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if len(n.socket()) > 100 {
+		return fmt.Errorf("real node: containerd's socket path %s is longer than a unix socket allows; use a shorter state folder", n.socket())
+	}
+	if err := createCgroups(n.Cgroup); err != nil {
+		return fmt.Errorf("real node: cgroups: %w", err)
+	}
+	if err := c.writeNodeConfigs(); err != nil {
+		return err
+	}
+	anchor, err := n.startAnchor(ctx)
+	if err != nil {
+		return err
+	}
+	containerd, err := n.startComponent(anchor, "containerd", "containerd", "--config", filepath.Join(n.Dir, "containerd.toml"))
+	if err != nil {
+		return err
+	}
+	if err := n.waitContainerd(ctx, containerd); err != nil {
+		return err
+	}
+	if err := n.importImages(ctx, c.bed.BinDir); err != nil {
+		return err
+	}
+	kubelet, err := n.startComponent(anchor, "kubelet", filepath.Join(c.bed.BinDir, "kubelet"),
+		"--config", filepath.Join(n.Dir, "kubelet.yaml"),
+		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
+		"--hostname-override", n.Name,
+		"--node-ip", n.IP,
+		"--root-dir", filepath.Join(n.Dir, "kubelet"),
+		"--cert-dir", filepath.Join(n.Dir, "kubelet", "pki"),
+		"--node-labels", strings.Join([]string{
+			RealNodeLabel + "=true",
+			"topology.kubernetes.io/zone=" + c.Zones[0],
+			"topology.kubernetes.io/region=" + c.Name,
+		}, ","),
+		"-v", "1")
+	if err != nil {
+		return err
+	}
+	proxy, err := n.startComponent(anchor, "kube-proxy", filepath.Join(c.bed.BinDir, "kube-proxy"),
+		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
+		"--hostname-override", n.Name,
+		"--proxy-mode", "iptables",
+		"--cluster-cidr", c.PodCIDR,
+		// 0 leaves the conntrack sysctls alone: nf_conntrack_max is one
+		// for the whole machine, not the node's.
+		"--conntrack-max-per-core", "0",
+		"--conntrack-tcp-timeout-established", "0",
+		"--conntrack-tcp-timeout-close-wait", "0",
+		"--metrics-bind-address", "127.0.0.1:10249",
+		"--healthz-bind-address", "127.0.0.1:10256",
+		"-v", "1")
+	if err != nil {
+		return err
+	}
+	return c.waitNodeReady(ctx, map[string]int{"containerd": containerd, "kubelet": kubelet, "kube-proxy": proxy})
+}
+
+// startAnchor starts the process that holds the node's namespaces: it
+// enters the node's network namespace and a mount namespace of its own
+// (slave of the host's, so nothing mounted inside shows on the host), puts
+// fresh tmpfs over /run, /var/lib and /var/log, whose fixed paths
+// containerd's shims and runc, the CNI plugins and the kubelet use, and
+// sleeps. Every component joins its namespaces, so they share their mounts
+// (the kubelet's volumes are containerd's too) and all of it vanishes when
+// the node's processes end.
+func (n *RealNode) startAnchor(ctx context.Context) (int, error) {
+	ready := filepath.Join(n.Dir, "anchor.ready")
+	script := `set -e
+echo $$ > "$1/cgroup.procs"
+for d in /run /var/lib /var/log; do mount -t tmpfs -o mode=755 mcs-node "$d"; done
+mkdir -p /run/netns /var/log/containers
+touch "$2"
+exec sleep infinity`
+	cmd := exec.Command("unshare", "--mount", "--propagation", "slave", "--",
+		"nsenter", "--net=/run/netns/"+n.Netns, "--",
+		"/bin/sh", "-c", script, "anchor", nodeCgroupDir("pids", n.Cgroup+"/node"), ready)
+	pid, err := n.start(cmd, "anchor")
+	if err != nil {
+		return 0, err
+	}
+	err = pollUntil(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		if !processAlive(pid) {
+			return false, fmt.Errorf("exited")
+		}
+		_, err := os.Stat(ready)
+		return err == nil, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("real node: namespaces did not come up (%w); see %s", err, filepath.Join(n.LogDir(), "anchor.log"))
+	}
+	return pid, nil
+}
+
+// startComponent runs a node component inside the anchor's namespaces and
+// the node's cgroup, in a session of its own so it outlives `testbed up`.
+func (n *RealNode) startComponent(anchor int, name, binary string, args ...string) (int, error) {
+	wrapper := `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`
+	full := append([]string{"--target", strconv.Itoa(anchor), "--mount", "--net", "--",
+		"/bin/sh", "-c", wrapper, name, nodeCgroupDir("pids", n.Cgroup+"/node"), binary}, args...)
+	return n.start(exec.Command("nsenter", full...), name)
+}
+
+func (n *RealNode) start(cmd *exec.Cmd, name string) (int, error) {
+	logFile, err := os.Create(filepath.Join(n.LogDir(), name+".log"))
+	if err != nil {
+		return 0, err
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("real node: start %s: %w", name, err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return cmd.Process.Pid, nil
+}
+
+func (n *RealNode) ctr(ctx context.Context, args ...string) ([]byte, error) {
+	return exec.CommandContext(ctx, "ctr", append([]string{"--address", n.socket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+}
+
+func (n *RealNode) waitContainerd(ctx context.Context, pid int) error {
+	err := pollUntil(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		if !processAlive(pid) {
+			return false, errors.New("exited")
+		}
+		_, err := n.ctr(ctx, "version")
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("real node: containerd did not start (%w); see %s", err, filepath.Join(n.LogDir(), "containerd.log"))
+	}
+	return nil
+}
+
+// importImages loads the testbed's images, the sandbox image among them,
+// into the node's containerd: no registry is reachable to pull from.
+func (n *RealNode) importImages(ctx context.Context, binDir string) error {
+	for name, archive := range images.Archives {
+		out, err := n.ctr(ctx, "images", "import", "--snapshotter", "native", filepath.Join(binDir, "images", archive))
+		if err != nil {
+			return fmt.Errorf("real node: import image %s: %w: %s", name, err, out)
+		}
+	}
+	return nil
+}
+
+// waitNodeReady waits until the Node reports Ready, failing at once when a
+// component exits.
+func (c *Cluster) waitNodeReady(ctx context.Context, pids map[string]int) error {
+	cs, err := c.Kubernetes()
+	if err != nil {
+		return err
+	}
+	n := c.RealNode
+	return pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		for name, pid := range pids {
+			if !processAlive(pid) {
+				return false, fmt.Errorf("real node %s: %s exited; see %s", n.Name, name, filepath.Join(n.LogDir(), name+".log"))
+			}
+		}
+		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// createCgroups makes path in every cgroup hierarchy of the host, with the
+// node's own "node" child for its daemons. A new cpuset cgroup starts with
+// no CPUs and no memory nodes; it gets its parent's.
+func createCgroups(path string) error {
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hierarchies {
+		parent := filepath.Join("/sys/fs/cgroup", h)
+		for _, part := range strings.Split(strings.Trim(path+"/node", "/"), "/") {
+			dir := filepath.Join(parent, part)
+			if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+				return err
+			}
+			if h == "cpuset" {
+				for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+					v, err := os.ReadFile(filepath.Join(parent, f))
+					if err != nil {
+						return err
+					}
+					if err := os.WriteFile(filepath.Join(dir, f), v, 0o644); err != nil {
+						return err
+					}
+				}
+			}
+			parent = dir
+		}
+	}
+	return nil
+}
+
+// cgroupHierarchies lists the folders under /sys/fs/cgroup that are cgroup
+// mounts (v1 controllers, name=systemd, the unified hierarchy).
+func cgroupHierarchies() ([]string, error) {
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && (f[2] == "cgroup" || f[2] == "cgroup2") && strings.HasPrefix(f[1], "/sys/fs/cgroup/") {
+			out = append(out, strings.TrimPrefix(f[1], "/sys/fs/cgroup/"))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no cgroup hierarchy is mounted under /sys/fs/cgroup")
+	}
+	return out, nil
+}
+
+func nodeCgroupDir(hierarchy, path string) string {
+	return filepath.Join("/sys/fs/cgroup", hierarchy, path)
+}
+
+// ResidentBytes returns the resident memory of every process of the node:
+// its daemons, shims and pods.
+func (n *RealNode) ResidentBytes() (int64, error) {
+	var total int64
+	err := filepath.WalkDir(nodeCgroupDir("pids", n.Cgroup), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.Name() != "cgroup.procs" {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, f := range strings.Fields(string(raw)) {
+			pid, _ := strconv.Atoi(f)
+			total += residentBytes(pid)
+		}
+		return nil
+	})
+	return total, err
+}
+
+// residentBytes is the VmRSS of pid, 0 if it is gone.
+func residentBytes(pid int) int64 {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			return n * 1024
+		}
+	}
+	return 0
+}
+
+// writeNodeConfigs writes the node's kubeconfig, containerd, CNI and
+// kubelet configuration and resolv.conf.
+func (c *Cluster) writeNodeConfigs() error {
+	n := c.RealNode
+	kubeconfig, err := clientcmd.LoadFromFile(c.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	// The node reaches its API server on the host's bridge address; the
+	// server's certificate names localhost, so TLS checks that name.
+	for _, cluster := range kubeconfig.Clusters {
+		u := cluster.Server[strings.LastIndex(cluster.Server, ":"):]
+		cluster.Server = "https://" + hostNodeIP + u
+		cluster.TLSServerName = "localhost"
+	}
+	if err := clientcmd.WriteToFile(*kubeconfig, filepath.Join(n.Dir, "kubeconfig")); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"containerd.toml":                  fmt.Sprintf(containerdConfig, filepath.Join(n.Dir, "containerd"), images.Pause, filepath.Join(n.Dir, "cni", "net.d")),
+		"cni/net.d/10-mcs-bridge.conflist": fmt.Sprintf(cniConfig, strings.TrimSuffix(n.PodCIDR, "0/24")+"1", n.PodCIDR, filepath.Join(n.Dir, "cni", "ipam")),
+		"kubelet.yaml": fmt.Sprintf(kubeletConfig, n.Cgroup, n.socket(), n.IP, c.DNSServiceIP(),
+			filepath.Join(n.Dir, "resolv.conf"), filepath.Join(n.Dir, "pod-logs"), RealNodeTaint.Key),
+		// Pods ask only the cluster's DNS; the host's search list and
+		// servers stay out of them.
+		"resolv.conf": "nameserver " + c.DNSServiceIP() + "\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DNSServiceIP is the ClusterIP of the cluster's kube-dns Service, the
+// kubelet's clusterDNS: the tenth address of the service CIDR.
+func (c *Cluster) DNSServiceIP() string {
+	return strings.TrimSuffix(c.ServiceCIDR, "0.0/16") + "0.10"
+}
+
+const containerdConfig = `# A testbed node's containerd: its own root, state and socket; the
+# native snapshotter (plain copies, no overlay mounts to clean up).
+version = 2
+root = "%[1]s/root"
+state = "%[1]s/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+
+[grpc]
+  address = "%[1]s/containerd.sock"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "%[1]s/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[2]s"
+  # Root in this VM lacks CAP_SYS_RESOURCE: runc may only raise a
+  # process's oom_score_adj, never lower it.
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "%[3]s"
+`
+
+const cniConfig = `{
+  "cniVersion": "1.0.0",
+  "name": "mcs-testbed",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "%[2]s", "gateway": "%[1]s"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "%[3]s"
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`
+
+const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine has cgroup v1; kubelet v1.35+ refuses it unless told.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: %[1]s
+containerRuntimeEndpoint: unix://%[2]s
+address: %[3]s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization:
+  mode: AlwaysAllow
+clusterDomain: cluster.local
+clusterDNS: [%[4]s]
+resolvConf: %[5]s
+podLogsDir: %[6]s
+failSwapOn: false
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+registerWithTaints:
+- {key: %[7]s, effect: NoSchedule}
+`
