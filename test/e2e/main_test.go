@@ -45,6 +45,7 @@ func run(m *testing.M) int {
 	bed, err = testbed.Start(ctx, testbed.Options{
 		StateDir:       stateDir,
 		TeardownOnExit: true,
+		RealNodes:      true,
 		Log:            os.Stderr,
 	})
 	if errors.Is(err, testbed.ErrNoBinaries) {

@@ -1,0 +1,404 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// The data plane: pods on the clusters' real nodes, packets from a client
+// pod in north through north's kube-proxy to server pods in east and west,
+// names asked from inside the pod through the kube-dns Service.
+
+// dataPlane is the setup of a data-plane test: a namespace in every
+// cluster and a client pod in north, Ready.
+type dataPlane struct {
+	ns     string
+	north  *testbed.Cluster
+	client string
+}
+
+func newDataPlane(ctx context.Context, t *testing.T, ns string) *dataPlane {
+	t.Helper()
+	needTestbed(t)
+	bed.Namespace(ctx, t, ns)
+	dp := &dataPlane{ns: ns, north: bed.Cluster("north"), client: "client"}
+	north := bed.ClientOf(t, "north")
+	if err := north.Create(ctx, testbed.ClientPod(ns, dp.client)); err != nil {
+		t.Fatal(err)
+	}
+	podsReady(ctx, t, north, ns, 1, client.MatchingFields{"metadata.name": dp.client})
+	return dp
+}
+
+// probe runs probe in north's client pod; a failed try is a line
+// "error: ..." of the output, and err says that some try failed.
+func (dp *dataPlane) probe(ctx context.Context, args ...string) (string, error) {
+	return dp.north.Exec(ctx, dp.ns, dp.client, append([]string{"/probe"}, args...)...)
+}
+
+// answeredBy counts, by cluster, the netserver answers in probe's output
+// ("<cluster> <pod> <ip> <proto>/<port>"), and the failed tries.
+func answeredBy(out string) (clusters map[string]int, failed int) {
+	clusters = map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) == 4 && !strings.HasPrefix(line, "error:") {
+			clusters[f[0]]++
+		} else {
+			failed++
+		}
+	}
+	return clusters, failed
+}
+
+// reaches waits until tries connections to target (probe's protocol and
+// address) all succeed and are answered by exactly the clusters want.
+func (dp *dataPlane) reaches(ctx context.Context, t *testing.T, proto, target string, tries int, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	eventually(ctx, t, fmt.Sprintf("%s %s from north to reach %v", proto, target, want), func() error {
+		out, _ := dp.probe(ctx, "-n", fmt.Sprint(tries), "-timeout", "1s", proto, target)
+		by, failed := answeredBy(out)
+		var got []string
+		for c := range by {
+			got = append(got, c)
+		}
+		slices.Sort(got)
+		if failed > 0 || !slices.Equal(got, want) {
+			return fmt.Errorf("answers by cluster %v, %d failed: %s", by, failed, out)
+		}
+		return nil
+	})
+}
+
+// lookup asks north's DNS from the client pod.
+func (dp *dataPlane) lookup(ctx context.Context, kind, name string) ([]string, error) {
+	out, err := dp.probe(ctx, "dns", kind, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %s", kind, name, err, strings.TrimSpace(out))
+	}
+	return strings.Split(strings.TrimSpace(out), "\n"), nil
+}
+
+// podsReady waits until n pods of ns matching opts are Ready, and returns
+// them.
+func podsReady(ctx context.Context, t *testing.T, cl client.Client, ns string, n int, opts ...client.ListOption) []corev1.Pod {
+	t.Helper()
+	var ready []corev1.Pod
+	eventually(ctx, t, fmt.Sprintf("%d ready pods in %s", n, ns), func() error {
+		var pods corev1.PodList
+		if err := cl.List(ctx, &pods, append(opts, client.InNamespace(ns))...); err != nil {
+			return err
+		}
+		ready = ready[:0]
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready = append(ready, p)
+				}
+			}
+		}
+		if len(ready) != n {
+			return fmt.Errorf("%d of %d ready", len(ready), n)
+		}
+		return nil
+	})
+	return ready
+}
+
+// serve creates in cluster a Deployment of replicas netservers on the real
+// node and a Service selecting them with ports, exported if export.
+func serve(ctx context.Context, t *testing.T, cluster, ns, name string, replicas int32, export bool, ports ...corev1.ServicePort) *appsv1.Deployment {
+	t.Helper()
+	cl := bed.ClientOf(t, cluster)
+	var serverPorts []testbed.ServerPort
+	for _, p := range ports {
+		serverPorts = append(serverPorts, testbed.ServerPort{Name: p.TargetPort.StrVal, Protocol: p.Protocol, Port: 8000 + p.Port})
+	}
+	d := testbed.ServerDeployment(ns, name, cluster, replicas, serverPorts...)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: ports},
+	}
+	objs := []client.Object{d, svc}
+	if export {
+		objs = append(objs, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+	}
+	for _, obj := range objs {
+		if err := cl.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// port is a Service port name/protocol/port whose pods listen on 8000+port
+// (a container port of the same name).
+func port(name string, proto corev1.Protocol, number int32) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Protocol: proto, Port: number, TargetPort: intstr.FromString(name)}
+}
+
+// importIP waits until north's ServiceImport ns/name has an IP and returns
+// it.
+func importIP(ctx context.Context, t *testing.T, ns, name string) string {
+	t.Helper()
+	north := bed.ClientOf(t, "north")
+	var ip string
+	eventually(ctx, t, "north's ServiceImport "+name+" to have an IP", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, si); err != nil {
+			return err
+		}
+		if len(si.Spec.IPs) == 0 {
+			return fmt.Errorf("no IP yet")
+		}
+		ip = si.Spec.IPs[0]
+		return nil
+	})
+	return ip
+}
+
+// TestDataPlaneClusterSetIP: web is exported from east and west, only-east
+// from east alone, private from nowhere. From a pod in north, the
+// ClusterSetIP name resolves to the ServiceImport's IP and connections to
+// it (TCP and UDP) reach pods of both clusters; only-east is reached only in
+// east; private has no clusterset name. After the exports are withdrawn the
+// name stops resolving and the IP stops routing.
+func TestDataPlaneClusterSetIP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dp := newDataPlane(ctx, t, "dataplane-ip")
+	ports := []corev1.ServicePort{port("tcp", corev1.ProtocolTCP, 80), port("udp", corev1.ProtocolUDP, 80)}
+	for _, c := range []string{"east", "west"} {
+		serve(ctx, t, c, dp.ns, "web", 1, true, ports...)
+	}
+	serve(ctx, t, "east", dp.ns, "only-east", 1, true, ports...)
+	serve(ctx, t, "east", dp.ns, "private", 1, false, ports...)
+
+	name := "web." + dp.ns + ".svc.clusterset.local"
+	ip := importIP(ctx, t, dp.ns, "web")
+	eventually(ctx, t, name+" to resolve to the ServiceImport's IP in the pod", func() error {
+		got, err := dp.lookup(ctx, "A", name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, []string{ip}) {
+			return fmt.Errorf("%s resolves to %v, want %s", name, got, ip)
+		}
+		return nil
+	})
+	dp.reaches(ctx, t, "tcp", name+":80", 20, "east", "west")
+	dp.reaches(ctx, t, "udp", ip+":80", 20, "east", "west")
+	dp.reaches(ctx, t, "tcp", "only-east."+dp.ns+".svc.clusterset.local:80", 10, "east")
+
+	// private is served in east, but not exported: it has no name.
+	if got, err := dp.lookup(ctx, "A", "private."+dp.ns+".svc.clusterset.local"); err == nil {
+		t.Errorf("private (not exported) resolves in north: %v", got)
+	} else if !strings.Contains(err.Error(), "no such host") {
+		t.Errorf("private: want no such host, got %v", err)
+	}
+
+	for _, c := range []string{"east", "west"} {
+		se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: dp.ns}}
+		if err := bed.ClientOf(t, c).Delete(ctx, se); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(ctx, t, name+" to stop resolving", func() error {
+		if got, err := dp.lookup(ctx, "A", name); err == nil {
+			return fmt.Errorf("still resolves to %v", got)
+		}
+		return nil
+	})
+	eventually(ctx, t, "the clusterset IP "+ip+" to stop routing", func() error {
+		out, err := dp.probe(ctx, "-timeout", "1s", "tcp", ip+":80")
+		if err == nil {
+			return fmt.Errorf("still answered: %s", out)
+		}
+		return nil
+	})
+}
+
+// TestDataPlaneHeadless: a StatefulSet behind a headless Service, exported
+// from east and west. From a pod in north the name's A records are the pod
+// IPs of both clusters, its SRV records name every pod by
+// <hostname>.<cluster>.<svc>.<ns>.svc.clusterset.local, and such a name
+// reaches that one pod.
+func TestDataPlaneHeadless(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dp := newDataPlane(ctx, t, "dataplane-headless")
+	var podIPs []string
+	for _, c := range []string{"east", "west"} {
+		cl := bed.ClientOf(t, c)
+		labels := map[string]string{"app": "db"}
+		sts := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: dp.ns},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](1), ServiceName: "db",
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       testbed.ServerPodSpec(c, false, testbed.ServerPort{Name: "tcp", Port: 8080}),
+				},
+			},
+		}
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: dp.ns},
+			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels,
+				Ports: []corev1.ServicePort{{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 8080}}},
+		}
+		for _, obj := range []client.Object{sts, svc, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: dp.ns}}} {
+			if err := cl.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range podsReady(ctx, t, cl, dp.ns, 1, client.MatchingLabels(labels)) {
+			podIPs = append(podIPs, p.Status.PodIP)
+		}
+	}
+	slices.Sort(podIPs)
+
+	name := "db." + dp.ns + ".svc.clusterset.local"
+	eventually(ctx, t, name+" to resolve to both clusters' pod IPs", func() error {
+		got, err := dp.lookup(ctx, "A", name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, podIPs) {
+			return fmt.Errorf("A %v, want %v", got, podIPs)
+		}
+		return nil
+	})
+	want := []string{"db-0.east." + name + ". 8080", "db-0.west." + name + ". 8080"}
+	eventually(ctx, t, "SRV records of "+name, func() error {
+		got, err := dp.lookup(ctx, "SRV", "_tcp._tcp."+name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("SRV %v, want %v", got, want)
+		}
+		return nil
+	})
+	for _, c := range []string{"east", "west"} {
+		dp.reaches(ctx, t, "tcp", "db-0."+c+"."+name+":8080", 3, c)
+	}
+}
+
+// TestDataPlanePerPort: the same port name with different numbers in two
+// clusters, and a port only one cluster has. The import has one port per
+// name; traffic to each reaches only the clusters whose Service has a port
+// of that name (kube-proxy matches the per-cluster slices' ports by name).
+func TestDataPlanePerPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dp := newDataPlane(ctx, t, "dataplane-ports")
+	serve(ctx, t, "east", dp.ns, "multi", 1, true, port("a", corev1.ProtocolTCP, 81))
+	serve(ctx, t, "west", dp.ns, "multi", 1, true, port("a", corev1.ProtocolTCP, 82), port("b", corev1.ProtocolTCP, 83))
+
+	north := bed.ClientOf(t, "north")
+	byName := map[string]int32{}
+	eventually(ctx, t, "north's ServiceImport multi to have ports a and b", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: "multi"}, si); err != nil {
+			return err
+		}
+		for _, p := range si.Spec.Ports {
+			byName[p.Name] = p.Port
+		}
+		if len(byName) != 2 || len(si.Spec.IPs) == 0 {
+			return fmt.Errorf("ports %v, IPs %v", si.Spec.Ports, si.Spec.IPs)
+		}
+		return nil
+	})
+	name := "multi." + dp.ns + ".svc.clusterset.local"
+	dp.reaches(ctx, t, "tcp", fmt.Sprintf("%s:%d", name, byName["a"]), 20, "east", "west")
+	dp.reaches(ctx, t, "tcp", fmt.Sprintf("%s:%d", name, byName["b"]), 10, "west")
+}
+
+// TestDataPlaneTerminatingEndpoint (KEP-1672): of east's two pods, one is
+// deleted but keeps serving through its grace period. North's import shows
+// it serving and terminating, not ready, and kube-proxy in north sends new
+// connections only to the other pod.
+func TestDataPlaneTerminatingEndpoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dp := newDataPlane(ctx, t, "dataplane-terminating")
+	east := bed.ClientOf(t, "east")
+	d := testbed.ServerDeployment(dp.ns, "web", "east", 2, testbed.ServerPort{Name: "tcp", Port: 8080})
+	d.Spec.Template.Spec = testbed.ServerPodSpec("east", true, testbed.ServerPort{Name: "tcp", Port: 8080})
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: dp.ns},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, TargetPort: intstr.FromString("tcp")}}},
+	}
+	for _, obj := range []client.Object{d, svc, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: dp.ns}}} {
+		if err := east.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods := podsReady(ctx, t, east, dp.ns, 2, client.MatchingLabels{"app": "web"})
+	name := "web." + dp.ns + ".svc.clusterset.local:80"
+	eventually(ctx, t, "both of east's pods to answer north", func() error {
+		out, _ := dp.probe(ctx, "-n", "20", "-timeout", "1s", "tcp", name)
+		if !strings.Contains(out, pods[0].Status.PodIP) || !strings.Contains(out, pods[1].Status.PodIP) {
+			return fmt.Errorf("answers: %s", out)
+		}
+		return nil
+	})
+
+	leaving, staying := pods[0], pods[1]
+	if err := east.Delete(ctx, &leaving); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = east.Delete(context.Background(), &leaving, client.GracePeriodSeconds(0)) })
+	eventually(ctx, t, "north's import to show the leaving pod serving and terminating", func() error {
+		var slices discoveryv1.EndpointSliceList
+		if err := bed.ClientOf(t, "north").List(ctx, &slices, client.InNamespace(dp.ns),
+			client.MatchingLabels{"endpointslice.kubernetes.io/managed-by": "mcs"}); err != nil {
+			return err
+		}
+		for _, s := range slices.Items {
+			for _, ep := range s.Endpoints {
+				if ep.Addresses[0] != leaving.Status.PodIP {
+					continue
+				}
+				c := ep.Conditions
+				if !ptr.Deref(c.Ready, true) && ptr.Deref(c.Serving, false) && ptr.Deref(c.Terminating, false) {
+					return nil
+				}
+				return fmt.Errorf("conditions ready=%v serving=%v terminating=%v", ptr.Deref(c.Ready, false), ptr.Deref(c.Serving, false), ptr.Deref(c.Terminating, false))
+			}
+		}
+		return fmt.Errorf("no endpoint %s in north", leaving.Status.PodIP)
+	})
+	eventually(ctx, t, "new connections to reach only "+staying.Name, func() error {
+		out, err := dp.probe(ctx, "-n", "20", "-timeout", "1s", "tcp", name)
+		if err != nil || strings.Contains(out, leaving.Status.PodIP) {
+			return fmt.Errorf("answers (%v): %s", err, out)
+		}
+		return nil
+	})
+	// The leaving pod still serves: it is kube-proxy's choice, not the pod,
+	// that keeps connections away.
+	if out, err := dp.probe(ctx, "tcp", leaving.Status.PodIP+":8080"); err != nil {
+		t.Errorf("the terminating pod does not answer directly: %v: %s", err, out)
+	}
+}
