@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make demo: a 3-cluster clusterset (east, west, north) on this machine,
 # mcs-syncer running in central mode, and a sample app exported from east
-# and west; then shows what north imports and what its CoreDNS answers.
+# and west on the clusters' real nodes; then shows what north imports, what
+# its CoreDNS answers, and ends with a pod in north sending requests to
+# web.demo.svc.clusterset.local, printing which cluster answered each.
 #
 # The clusterset stays up for you to look around; `make demo-down` stops it
 # (and mcs-syncer). Ctrl-C while this script runs stops everything too.
@@ -40,7 +42,7 @@ echo $! >"$state/mcs-syncer.pid"
 
 say "Deploying the sample app (Deployment + Service + ServiceExport 'web' and 'web-headless') in east and west"
 for c in east west; do
-	sed "s/CLUSTER/$c/" "$root/config/samples/demo/app.yaml" | "$kubectl" --kubeconfig "$state/$c.kubeconfig" apply -f - >/dev/null
+	sed "s/SOURCE_CLUSTER/$c/g" "$root/config/samples/demo/app.yaml" | "$kubectl" --kubeconfig "$state/$c.kubeconfig" apply -f - >/dev/null
 done
 "$kubectl" --kubeconfig "$state/north.kubeconfig" create namespace demo >/dev/null
 
@@ -65,6 +67,24 @@ say "north's CoreDNS"
 echo "web.demo.svc.clusterset.local          -> $("$testbed" lookup --state "$state" --cluster north web.demo.svc.clusterset.local)   (the clusterset IP)"
 echo "web-headless.demo.svc.clusterset.local -> $("$testbed" lookup --state "$state" --cluster north web-headless.demo.svc.clusterset.local)   (pod IPs of east and west)"
 
+say "A pod in north (on north's real node) asks web.demo.svc.clusterset.local"
+"$kubectl" --kubeconfig "$state/north.kubeconfig" apply -f "$root/config/samples/demo/client.yaml" >/dev/null
+k wait --for=condition=Ready pod/client --timeout=120s >/dev/null
+echo "its resolv.conf: $(k exec client -- cat /etc/resolv.conf | tr '\n' ' ')"
+echo "nslookup web.demo.svc.clusterset.local (in the pod):"
+k exec client -- nslookup web.demo.svc.clusterset.local | sed -n '/^Name:/,$p' | sed 's/^/    /'
+# kube-proxy programs the clusterset IP within a second or two of the
+# import; wait for the first answer before counting.
+for _ in $(seq 1 60); do
+	k exec client -- /probe -timeout 1s http http://web.demo.svc.clusterset.local/ >/dev/null 2>&1 && break
+	sleep 1
+done
+for i in 1 2 3 4 5 6 7 8; do
+	# netserver answers "<cluster> <pod> <pod IP> tcp/8080".
+	read -r cluster pod ip _ < <(k exec client -- /probe http http://web.demo.svc.clusterset.local/ 2>&1)
+	printf '  request %d: answered by cluster %-5s pod %s (%s)\n' "$i" "$cluster" "$pod" "$ip"
+done
+
 cat <<MSG
 
 Look around:
@@ -72,6 +92,8 @@ Look around:
   KUBECONFIG=$state/north.kubeconfig $kubectl get serviceimports,endpointslices -n demo
   $testbed status --state $state
   $testbed lookup --state $state --cluster west web.demo.svc.clusterset.local
+  KUBECONFIG=$state/north.kubeconfig $kubectl exec -n demo client -- /probe -n 10 tcp web.demo.svc.clusterset.local:80
+  KUBECONFIG=$state/north.kubeconfig $kubectl exec -it -n demo client -- sh
   mcs-syncer log: $state/mcs-syncer.log
 
 Stop everything: make demo-down
