@@ -137,6 +137,14 @@ func printStatus(cs *testbed.Clusterset) error {
 			total += rss[name]
 		}
 		fmt.Printf("  %-24s %-12s %6.0f MiB\n", "total", "", float64(total)/(1<<20))
+		if n := c.RealNode; n != nil {
+			node, err := n.ResidentBytes()
+			if err != nil {
+				return err
+			}
+			fmt.Printf("  real node %s (%s, netns %s): %.0f MiB (containerd, kubelet, kube-proxy, shims, pods); logs in %s\n",
+				n.Name, n.IP, n.Netns, float64(node)/(1<<20), n.LogDir())
+		}
 	}
 	return nil
 }

@@ -1,0 +1,215 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// needRealNodes returns the binary folder of `make tools`, or skips t when
+// a real node cannot run here (binaries, Debian packages or root missing).
+func needRealNodes(t *testing.T) string {
+	t.Helper()
+	opts := Options{Clusters: []string{"solo"}, StateDir: t.TempDir(), RealNodes: true}
+	if err := opts.defaults(); errors.Is(err, ErrNoBinaries) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return opts.BinDir
+}
+
+// hostState is what a testbed with real nodes must leave as it found it:
+// the host's links, routes, network namespaces, iptables rules, top-level
+// cgroups and mounts.
+func hostState(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, cmd := range [][]string{
+		{"ip", "-o", "link", "show"},
+		{"ip", "route", "show", "table", "all"},
+		{"ip", "netns", "list"},
+		{"iptables-save"},
+	} {
+		out, err := exec.Command(cmd[0], cmd[1:]...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, "#") {
+				continue // iptables-save's timestamps
+			}
+			if i := strings.Index(line, " ["); i >= 0 && cmd[0] == "iptables-save" {
+				line = line[:i] // a chain's packet counters
+			}
+			b.WriteString(line + "\n")
+		}
+	}
+	entries, err := os.ReadDir("/sys/fs/cgroup/pids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			b.WriteString("cgroup " + e.Name() + "\n")
+		}
+	}
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Write(mounts)
+	return b.String()
+}
+
+// runPod runs the client image on the cluster's real node and checks that
+// exec reaches it (API server to kubelet to containerd).
+func runPod(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	cs, err := c.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, ClientPod("default", "client"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	Eventually(ctx, t, "the pod to run on "+c.RealNode.Name, func() error {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, "client", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != c.RealNode.Name {
+			return errors.New(string(p.Status.Phase) + " on " + p.Spec.NodeName)
+		}
+		return nil
+	})
+	out, err := c.Exec(ctx, "default", "client", "sh", "-c", "echo $((6*7))")
+	if err != nil || strings.TrimSpace(out) != "42" {
+		t.Fatalf("exec: %q, %v", out, err)
+	}
+}
+
+// TestRealNodeLeavesHostClean: a real node runs a pod, and Stop leaves the
+// host's network, iptables, cgroups and mounts as they were.
+func TestRealNodeLeavesHostClean(t *testing.T) {
+	bin := needRealNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	before := hostState(t)
+	cs, err := Start(ctx, Options{Clusters: []string{"solo"}, StateDir: t.TempDir(), BinDir: bin, RealNodes: true, TeardownOnExit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPod(ctx, t, cs.Clusters[0])
+	if hostState(t) == before {
+		t.Error("the host looks the same with a real node running: hostState sees nothing")
+	}
+	if err := cs.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("the host changed:\n%s", diffLines(before, after))
+	}
+}
+
+// TestSecondUpCleansLeftovers: a testbed left running (as after a crash of
+// `testbed up`'s caller) is removed by the next Start on the same folder.
+func TestSecondUpCleansLeftovers(t *testing.T) {
+	bin := needRealNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	before := hostState(t)
+	state := t.TempDir()
+	first, err := Start(ctx, Options{Clusters: []string{"solo"}, StateDir: state, BinDir: bin, RealNodes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runPod(ctx, t, first.Clusters[0])
+	second, err := Start(ctx, Options{Clusters: []string{"solo"}, StateDir: state, BinDir: bin, RealNodes: true, TeardownOnExit: true})
+	if err != nil {
+		_ = Down(ctx, state, bin)
+		t.Fatalf("second Start on a folder with a running testbed: %v", err)
+	}
+	runPod(ctx, t, second.Clusters[0])
+	if err := second.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("the host changed:\n%s", diffLines(before, after))
+	}
+}
+
+// TestRealNodeFailureIsNamed: a kubelet that fails stops Start with one
+// message naming it and its log, and nothing is left behind.
+func TestRealNodeFailureIsNamed(t *testing.T) {
+	bin := needRealNodes(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// The teardown stops only processes whose executable lies in the
+	// binary folder: hard links keep them there without copying.
+	bad, err := os.MkdirTemp(filepath.Dir(bin), "bad-bin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(bad) })
+	for _, b := range append(append([]string{}, Binaries...), "kube-proxy") {
+		if err := os.Link(filepath.Join(bin, b), filepath.Join(bad, b)); err != nil {
+			t.Skipf("hard link in %s: %v", bad, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bad, "kubelet"), []byte("#!/bin/sh\necho 'kubelet: broken on purpose' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(bin, "images"), filepath.Join(bad, "images")); err != nil {
+		t.Fatal(err)
+	}
+	before := hostState(t)
+	_, err = Start(ctx, Options{Clusters: []string{"solo"}, StateDir: t.TempDir(), BinDir: bad, RealNodes: true})
+	if err == nil || !strings.Contains(err.Error(), "kubelet exited; see ") || !strings.Contains(err.Error(), "kubelet.log") {
+		t.Fatalf("Start with a failing kubelet: %v, want an error naming kubelet and its log", err)
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("the host changed:\n%s", diffLines(before, after))
+	}
+}
+
+func TestNodeHostNamesMissingPackages(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	err := checkNodeHost(t.TempDir())
+	if !errors.Is(err, ErrNoBinaries) {
+		t.Fatalf("error %v, want ErrNoBinaries", err)
+	}
+	for _, want := range []string{"kubelet (make tools)", "containerd (Debian package containerd)", "runc (Debian package runc)", "pause.tar (make tools)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
+
+// diffLines lists the lines only in a (-) or only in b (+).
+func diffLines(a, b string) string {
+	count := map[string]int{}
+	for _, l := range strings.Split(a, "\n") {
+		count[l]++
+	}
+	for _, l := range strings.Split(b, "\n") {
+		count[l]--
+	}
+	var out []string
+	for l, n := range count {
+		if n > 0 {
+			out = append(out, "- "+l)
+		} else if n < 0 {
+			out = append(out, "+ "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
