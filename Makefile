@@ -22,7 +22,7 @@ help: ## List the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, kwokctl and CoreDNS into .cache/bin (idempotent).
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, kwok, kwokctl, CoreDNS and the real nodes' images into .cache/bin (idempotent).
 	MCS_TOOLS_CACHE=$(CACHE)/bin bash hack/tools/build.sh
 
 IMAGE ?= mcs-syncer:latest

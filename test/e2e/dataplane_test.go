@@ -341,15 +341,28 @@ func TestDataPlaneTerminatingEndpoint(t *testing.T) {
 	defer cancel()
 	dp := newDataPlane(ctx, t, "dataplane-terminating")
 	east := bed.ClientOf(t, "east")
-	d := testbed.ServerDeployment(dp.ns, "web", "east", 2, testbed.ServerPort{Name: "tcp", Port: 8080})
-	d.Spec.Template.Spec = testbed.ServerPodSpec("east", true, testbed.ServerPort{Name: "tcp", Port: 8080})
-	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300)
+	// Bare pods, not a Deployment: a deleted pod is not replaced, and the
+	// cleanup can cut every pod's long grace period before the namespace
+	// goes (later tests wait for no namespace to be terminating).
+	t.Cleanup(func() {
+		_ = east.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(dp.ns), client.GracePeriodSeconds(0))
+	})
+	for i := range 2 {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: dp.ns, Labels: map[string]string{"app": "web"}},
+			Spec:       testbed.ServerPodSpec("east", true, testbed.ServerPort{Name: "tcp", Port: 8080}),
+		}
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300)
+		if err := east.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: dp.ns},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"},
 			Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, TargetPort: intstr.FromString("tcp")}}},
 	}
-	for _, obj := range []client.Object{d, svc, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: dp.ns}}} {
+	for _, obj := range []client.Object{svc, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: dp.ns}}} {
 		if err := east.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -368,7 +381,6 @@ func TestDataPlaneTerminatingEndpoint(t *testing.T) {
 	if err := east.Delete(ctx, &leaving); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = east.Delete(context.Background(), &leaving, client.GracePeriodSeconds(0)) })
 	eventually(ctx, t, "north's import to show the leaving pod serving and terminating", func() error {
 		var slices discoveryv1.EndpointSliceList
 		if err := bed.ClientOf(t, "north").List(ctx, &slices, client.InNamespace(dp.ns),

@@ -5,8 +5,17 @@
 // that hack/tools/build.sh builds (kube-apiserver, kube-controller-manager,
 // kube-scheduler and etcd of Kubernetes v1.36.3, kwok), so API validation,
 // watches, resourceVersion conflicts, garbage collection and the
-// EndpointSlice controller are the real ones. kwok plays the kubelets: fake
-// nodes, and pods that become Running and Ready with an IP.
+// EndpointSlice controller are the real ones. kwok plays the kubelets of
+// the fake nodes that carry scale: pods that become Running and Ready with
+// an IP, but run nothing.
+//
+// With Options.RealNodes each cluster also gets a real node (RealNode): a
+// kubelet, containerd, runc, the CNI bridge and kube-proxy in a network
+// namespace of its own, its pod CIDR routed from every other cluster's node,
+// CoreDNS behind a kube-dns Service as the pods' DNS, and the images of
+// package images. Pods placed there (OnRealNode, ServerPodSpec, ClientPod)
+// run, answer and can be Exec'd into: the data plane the e2e tests and the
+// demo use. docs/testbed.md explains the design.
 //
 // What the testbed guarantees, per cluster (see Cluster):
 //   - distinct, non-overlapping pod and service CIDRs (cluster i of the
@@ -16,8 +25,9 @@
 //     ("<cluster>-a", "<cluster>-b", ...), each with its own slice of the pod
 //     CIDR;
 //   - the MCS CRDs of sigs.k8s.io/mcs-api (v1beta1 stored, v1alpha1 served);
-//   - a CoreDNS on a loopback port, authoritative for cluster.local and
-//     clusterset.local, with the kubernetes plugin's multicluster option.
+//   - a CoreDNS on a loopback port (and the nodes' bridge, with real nodes),
+//     authoritative for cluster.local and clusterset.local, with the
+//     kubernetes plugin's multicluster option.
 //
 // Everything lives in one state folder: kwokctl's work directories, each
 // cluster's kubeconfig, the clusterset config file that mcs-syncer reads,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,6 +150,9 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	if err := n.importImages(ctx, c.bed.BinDir); err != nil {
 		return err
 	}
+	if err := c.registerRealNode(ctx); err != nil {
+		return err
+	}
 	kubelet, err := n.startComponent(anchor, "kubelet", filepath.Join(c.bed.BinDir, "kubelet"),
 		"--config", filepath.Join(n.Dir, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
@@ -270,6 +274,34 @@ func (n *RealNode) importImages(ctx context.Context, binDir string) error {
 		if err != nil {
 			return fmt.Errorf("real node: import image %s: %w: %s", name, err, out)
 		}
+	}
+	return nil
+}
+
+// registerRealNode creates the Node before its kubelet starts, as kind's
+// kube-controller-manager would complete it: with its pod CIDR (the range
+// its CNI config hands out, which kube-proxy and users read from the
+// Node), its zone and the taint. The kubelet then finds it and reports its
+// status.
+func (c *Cluster) registerRealNode(ctx context.Context) error {
+	cs, err := c.Kubernetes()
+	if err != nil {
+		return err
+	}
+	n := c.RealNode
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
+			corev1.LabelHostname:       n.Name,
+			corev1.LabelOSStable:       "linux",
+			corev1.LabelArchStable:     runtime.GOARCH,
+			corev1.LabelTopologyZone:   c.Zones[0],
+			corev1.LabelTopologyRegion: c.Name,
+			RealNodeLabel:              "true",
+		}},
+		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}, Taints: []corev1.Taint{RealNodeTaint}},
+	}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("real node: register %s: %w", n.Name, err)
 	}
 	return nil
 }
