@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -122,8 +123,9 @@ func podsReady(ctx context.Context, t *testing.T, cl client.Client, ns string, n
 }
 
 // serve creates in cluster a Deployment of replicas netservers on the real
-// node and a Service selecting them with ports, exported if export.
-func serve(ctx context.Context, t *testing.T, cluster, ns, name string, replicas int32, export bool, ports ...corev1.ServicePort) *appsv1.Deployment {
+// node and a Service selecting them with ports (changed by mutate, if
+// given), exported if export.
+func serve(ctx context.Context, t *testing.T, cluster, ns, name string, replicas int32, export bool, mutate func(*corev1.Service), ports ...corev1.ServicePort) *appsv1.Deployment {
 	t.Helper()
 	cl := bed.ClientOf(t, cluster)
 	var serverPorts []testbed.ServerPort
@@ -134,6 +136,9 @@ func serve(ctx context.Context, t *testing.T, cluster, ns, name string, replicas
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: ports},
+	}
+	if mutate != nil {
+		mutate(svc)
 	}
 	objs := []client.Object{d, svc}
 	if export {
@@ -185,10 +190,10 @@ func TestDataPlaneClusterSetIP(t *testing.T) {
 	dp := newDataPlane(ctx, t, "dataplane-ip")
 	ports := []corev1.ServicePort{port("tcp", corev1.ProtocolTCP, 80), port("udp", corev1.ProtocolUDP, 80)}
 	for _, c := range []string{"east", "west"} {
-		serve(ctx, t, c, dp.ns, "web", 1, true, ports...)
+		serve(ctx, t, c, dp.ns, "web", 1, true, nil, ports...)
 	}
-	serve(ctx, t, "east", dp.ns, "only-east", 1, true, ports...)
-	serve(ctx, t, "east", dp.ns, "private", 1, false, ports...)
+	serve(ctx, t, "east", dp.ns, "only-east", 1, true, nil, ports...)
+	serve(ctx, t, "east", dp.ns, "private", 1, false, nil, ports...)
 
 	name := "web." + dp.ns + ".svc.clusterset.local"
 	ip := importIP(ctx, t, dp.ns, "web")
@@ -309,8 +314,8 @@ func TestDataPlanePerPort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dp := newDataPlane(ctx, t, "dataplane-ports")
-	serve(ctx, t, "east", dp.ns, "multi", 1, true, port("a", corev1.ProtocolTCP, 81))
-	serve(ctx, t, "west", dp.ns, "multi", 1, true, port("a", corev1.ProtocolTCP, 82), port("b", corev1.ProtocolTCP, 83))
+	serve(ctx, t, "east", dp.ns, "multi", 1, true, nil, port("a", corev1.ProtocolTCP, 81))
+	serve(ctx, t, "west", dp.ns, "multi", 1, true, nil, port("a", corev1.ProtocolTCP, 82), port("b", corev1.ProtocolTCP, 83))
 
 	north := bed.ClientOf(t, "north")
 	byName := map[string]int32{}
@@ -413,4 +418,59 @@ func TestDataPlaneTerminatingEndpoint(t *testing.T) {
 	if out, err := dp.probe(ctx, "tcp", leaving.Status.PodIP+":8080"); err != nil {
 		t.Errorf("the terminating pod does not answer directly: %v: %s", err, out)
 	}
+}
+
+// TestDataPlaneDualStack: a dual-stack Service exported from east and west
+// is imported into north with both families: ipFamilies IPv4 and IPv6, two
+// clusterset IPs, an A and an AAAA record asked from inside the pod, and
+// each of the IPs reaches pods of both clusters (IPv6 routed from node to
+// node, kube-proxy's ip6tables in north).
+func TestDataPlaneDualStack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	needTestbed(t)
+	if bed.Cluster("north").ServiceCIDRv6 == "" {
+		t.Skip("the testbed is IPv4 only")
+	}
+	dp := newDataPlane(ctx, t, "dataplane-dual")
+	dual := func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	}
+	for _, c := range []string{"east", "west"} {
+		serve(ctx, t, c, dp.ns, "web", 1, true, dual, port("tcp", corev1.ProtocolTCP, 80))
+	}
+
+	north := bed.ClientOf(t, "north")
+	var ips []string
+	eventually(ctx, t, "north's ServiceImport to be dual-stack", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: "web"}, si); err != nil {
+			return err
+		}
+		if !slices.Equal(si.Spec.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}) || len(si.Spec.IPs) != 2 {
+			return fmt.Errorf("ipFamilies %v, ips %v", si.Spec.IPFamilies, si.Spec.IPs)
+		}
+		ips = si.Spec.IPs
+		return nil
+	})
+	v4, v6 := ips[0], ips[1]
+	if ip := net.ParseIP(v6); ip == nil || ip.To4() != nil || !strings.Contains(v6, ":") {
+		t.Fatalf("ips %v: want an IPv4 and then an IPv6 address", ips)
+	}
+	name := "web." + dp.ns + ".svc.clusterset.local"
+	for kind, want := range map[string]string{"A": v4, "AAAA": v6} {
+		eventually(ctx, t, kind+" "+name+" in the pod", func() error {
+			got, err := dp.lookup(ctx, kind, name)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, []string{want}) {
+				return fmt.Errorf("%v, want %s", got, want)
+			}
+			return nil
+		})
+	}
+	dp.reaches(ctx, t, "tcp", net.JoinHostPort(v4, "80"), 20, "east", "west")
+	dp.reaches(ctx, t, "tcp", net.JoinHostPort(v6, "80"), 20, "east", "west")
 }

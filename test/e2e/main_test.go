@@ -46,6 +46,7 @@ func run(m *testing.M) int {
 		StateDir:       stateDir,
 		TeardownOnExit: true,
 		RealNodes:      true,
+		DualStack:      true,
 		Log:            os.Stderr,
 	})
 	if errors.Is(err, testbed.ErrNoBinaries) {

@@ -30,6 +30,11 @@ type Cluster struct {
 	// PodCIDR and ServiceCIDR are this cluster's address ranges; no two
 	// clusters of a testbed overlap.
 	PodCIDR, ServiceCIDR string
+	// PodCIDRv6 and ServiceCIDRv6 are its IPv6 ranges when
+	// Options.DualStack is set (fd00:100:<i>::/48 and fd00:200:<i>::/108,
+	// i in hex), else empty.
+	PodCIDRv6     string `json:",omitempty"`
+	ServiceCIDRv6 string `json:",omitempty"`
 	// Zones are the values of topology.kubernetes.io/zone on its nodes.
 	Zones []string
 	// Nodes are the names of its fake nodes.
@@ -63,6 +68,10 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 		Index:          index,
 		bed:            cs,
 	}
+	if cs.opts.DualStack {
+		c.PodCIDRv6 = fmt.Sprintf("fd00:100:%x::/48", index)
+		c.ServiceCIDRv6 = fmt.Sprintf("fd00:200:%x::/108", index)
+	}
 	if cs.opts.RealNodes {
 		c.RealNode = newRealNode(cs, c)
 	}
@@ -86,6 +95,15 @@ func (c *Cluster) nodePodCIDR(i int) string {
 	return fmt.Sprintf("10.%d.%d.0/24", 100+c.Index, i+1)
 }
 
+// dualStack joins an IPv4 and an optional IPv6 value as the Kubernetes
+// components' dual-stack flags want them: "v4,v6", or "v4" alone.
+func dualStack(v4, v6 string) string {
+	if v6 == "" {
+		return v4
+	}
+	return v4 + "," + v6
+}
+
 func (c *Cluster) kwokWorkdir() string { return filepath.Join(c.bed.StateDir, "kwok") }
 
 func (c *Cluster) kwokClusterDir() string {
@@ -96,7 +114,7 @@ func (c *Cluster) kwokClusterDir() string {
 func (c *Cluster) LogDir() string { return filepath.Join(c.kwokClusterDir(), "logs") }
 
 func (c *Cluster) start(ctx context.Context) error {
-	if err := c.kwokctl(ctx, c.createArgs()...); err != nil {
+	if err := createCluster(ctx, c); err != nil {
 		return err
 	}
 	if err := c.loadRESTConfig(); err != nil {
@@ -120,6 +138,25 @@ func (c *Cluster) start(ctx context.Context) error {
 	return c.startRealNode(ctx)
 }
 
+// createCluster runs `kwokctl create cluster` holding a lock that every
+// testbed of this machine takes: kwokctl v0.8.0 picks its components' ports
+// by counting down from 32767 to the first one free *now*, the same
+// sequence in every process, so two testbeds created at once (go test runs
+// packages in parallel) picked the same ports and one's client reached the
+// other's kube-apiserver (x509: certificate signed by unknown authority).
+// Once create returns, its components listen and the next one skips them.
+func createCluster(ctx context.Context, c *Cluster) error {
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "mcs-testbed-kwokctl.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return fmt.Errorf("testbed: lock: %w", err)
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("testbed: lock %s: %w", lock.Name(), err)
+	}
+	return c.kwokctl(ctx, c.createArgs()...)
+}
+
 func (c *Cluster) createArgs() []string {
 	bin := func(name string) string { return filepath.Join(c.bed.BinDir, name) }
 	args := []string{
@@ -138,10 +175,10 @@ func (c *Cluster) createArgs() []string {
 		// of its first --extra-args among all of them, not among the
 		// components: each component's first one must come before any
 		// repeat, in this order, or kwokctl panics.
-		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + c.ServiceCIDR,
-		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + c.ServiceCIDR,
+		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + dualStack(c.ServiceCIDR, c.ServiceCIDRv6),
+		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + dualStack(c.ServiceCIDR, c.ServiceCIDRv6),
 		"--extra-args", "kwok-controller=cidr=" + c.nodePodCIDR(-1),
-		"--extra-args", "kube-controller-manager=cluster-cidr=" + c.PodCIDR,
+		"--extra-args", "kube-controller-manager=cluster-cidr=" + dualStack(c.PodCIDR, c.PodCIDRv6),
 		// kwok plays only the fake nodes: a real node's kubelet reports
 		// its own status and runs its own pods.
 		"--extra-args", "kwok-controller=manage-all-nodes=false",

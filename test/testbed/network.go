@@ -28,6 +28,9 @@ const (
 	nodeSubnet     = "10.250.0.0/24"
 	hostNodeIP     = "10.250.0.1"
 	nodeSubnetBits = "/24"
+	// With Options.DualStack, the same for IPv6.
+	hostNodeIPv6     = "fd00:250::1"
+	nodeSubnetBitsV6 = "/64"
 )
 
 // netID is the short hash of the state folder that names the bridge, the
@@ -47,6 +50,10 @@ func hostVeth(stateDir string, index int) string {
 // nodeIP is the address of cluster index's real node on the bridge.
 func nodeIP(index int) string { return fmt.Sprintf("10.250.0.%d", 10+index) }
 
+// nodeIPv6 and realNodePodCIDRv6 are the same for IPv6 (dual-stack).
+func nodeIPv6(index int) string          { return fmt.Sprintf("fd00:250::%x", 0x10+index) }
+func realNodePodCIDRv6(index int) string { return fmt.Sprintf("fd00:100:%x:fe::/64", index) }
+
 // realNodePodCIDR is the pod CIDR of cluster index's real node: the last /24
 // of the cluster's pod CIDR, which no fake node uses.
 func realNodePodCIDR(index int) string { return fmt.Sprintf("10.%d.254.0/24", 100+index) }
@@ -63,8 +70,13 @@ func (cs *Clusterset) createNetwork(ctx context.Context) error {
 	steps := [][]string{
 		{"ip", "link", "add", bridge, "type", "bridge"},
 		{"ip", "addr", "add", hostNodeIP + nodeSubnetBits, "dev", bridge},
-		{"ip", "link", "set", bridge, "up"},
 	}
+	if cs.opts.DualStack {
+		// No duplicate address detection: the addresses are ours alone, and
+		// DAD would keep them unusable for a second or two.
+		steps = append(steps, []string{"ip", "addr", "add", hostNodeIPv6 + nodeSubnetBitsV6, "dev", bridge, "nodad"})
+	}
+	steps = append(steps, []string{"ip", "link", "set", bridge, "up"})
 	for _, c := range cs.Clusters {
 		n := c.RealNode
 		veth := hostVeth(cs.StateDir, c.Index)
@@ -91,11 +103,38 @@ func (cs *Clusterset) createNetwork(ctx context.Context) error {
 				steps = append(steps, []string{"ip", "-n", n.Netns, "route", "add", other.RealNode.PodCIDR, "via", other.RealNode.IP})
 			}
 		}
+		if n.IPv6 != "" {
+			steps = append(steps, ipv6Steps(cs, c)...)
+		}
 	}
+
 	for _, step := range steps {
 		if out, err := exec.CommandContext(ctx, step[0], step[1:]...).CombinedOutput(); err != nil {
 			return fmt.Errorf("testbed: real nodes' network: %s: %w: %s", strings.Join(step, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
 	return nil
+}
+
+// ipv6Steps give cluster c's node its IPv6 address, default route and
+// routes to the other nodes' IPv6 pod CIDRs, and the host a route to its
+// pods, as createNetwork does for IPv4.
+func ipv6Steps(cs *Clusterset, c *Cluster) [][]string {
+	n := c.RealNode
+	bridge := bridgeName(cs.StateDir)
+	steps := [][]string{
+		{"ip", "-n", n.Netns, "addr", "add", n.IPv6 + nodeSubnetBitsV6, "dev", "eth0", "nodad"},
+		{"ip", "-n", n.Netns, "-6", "route", "add", "default", "via", hostNodeIPv6},
+		{"ip", "-6", "route", "add", n.PodCIDRv6, "via", n.IPv6, "dev", bridge},
+		{"ip", "netns", "exec", n.Netns, "sysctl", "-q", "-w", "net.ipv6.conf.all.forwarding=1"},
+	}
+	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-ip6tables"); err == nil {
+		steps = append(steps, []string{"ip", "netns", "exec", n.Netns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-ip6tables=1"})
+	}
+	for _, other := range cs.Clusters {
+		if other != c {
+			steps = append(steps, []string{"ip", "-n", n.Netns, "-6", "route", "add", other.RealNode.PodCIDRv6, "via", other.RealNode.IPv6})
+		}
+	}
+	return steps
 }

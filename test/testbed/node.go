@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +52,9 @@ type RealNode struct {
 	// IP is its address on the nodes' bridge (its InternalIP); PodCIDR the
 	// range its pods get their IPs from, routed from every other node.
 	IP, PodCIDR string
+	// IPv6 and PodCIDRv6 are the same for IPv6 with Options.DualStack.
+	IPv6      string `json:",omitempty"`
+	PodCIDRv6 string `json:",omitempty"`
 	// Netns is its network namespace (`ip netns exec <Netns> ...`).
 	Netns string
 	// Dir holds its state: configs, containerd's root and state, the
@@ -74,7 +78,7 @@ func OnRealNode(spec *corev1.PodSpec) {
 }
 
 func newRealNode(cs *Clusterset, c *Cluster) *RealNode {
-	return &RealNode{
+	n := &RealNode{
 		Name:    c.Name + "-worker",
 		IP:      nodeIP(c.Index),
 		PodCIDR: realNodePodCIDR(c.Index),
@@ -82,6 +86,10 @@ func newRealNode(cs *Clusterset, c *Cluster) *RealNode {
 		Dir:     filepath.Join(cs.StateDir, "nodes", c.Name),
 		Cgroup:  "/" + bridgeName(cs.StateDir) + "/" + c.Name,
 	}
+	if cs.opts.DualStack {
+		n.IPv6, n.PodCIDRv6 = nodeIPv6(c.Index), realNodePodCIDRv6(c.Index)
+	}
+	return n
 }
 
 // LogDir holds containerd.log, kubelet.log and kube-proxy.log.
@@ -157,13 +165,15 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		"--config", filepath.Join(n.Dir, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
 		"--hostname-override", n.Name,
-		"--node-ip", n.IP,
+		"--node-ip", dualStack(n.IP, n.IPv6),
 		"--root-dir", filepath.Join(n.Dir, "kubelet"),
 		"--cert-dir", filepath.Join(n.Dir, "kubelet", "pki"),
+		// The same labels as registerRealNode's, which the kubelet would
+		// otherwise set back to its own view of them.
 		"--node-labels", strings.Join([]string{
 			RealNodeLabel + "=true",
-			"topology.kubernetes.io/zone=" + c.Zones[0],
-			"topology.kubernetes.io/region=" + c.Name,
+			corev1.LabelTopologyZone + "=" + c.Zones[0],
+			corev1.LabelTopologyRegion + "=" + c.Name,
 		}, ","),
 		"-v", "1")
 	if err != nil {
@@ -173,7 +183,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
 		"--hostname-override", n.Name,
 		"--proxy-mode", "iptables",
-		"--cluster-cidr", c.PodCIDR,
+		"--cluster-cidr", dualStack(c.PodCIDR, c.PodCIDRv6),
 		// 0 leaves the conntrack sysctls alone: nf_conntrack_max is one
 		// for the whole machine, not the node's.
 		"--conntrack-max-per-core", "0",
@@ -298,7 +308,7 @@ func (c *Cluster) registerRealNode(ctx context.Context) error {
 			corev1.LabelTopologyRegion: c.Name,
 			RealNodeLabel:              "true",
 		}},
-		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: []string{n.PodCIDR}, Taints: []corev1.Taint{RealNodeTaint}},
+		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: strings.Split(dualStack(n.PodCIDR, n.PodCIDRv6), ","), Taints: []corev1.Taint{RealNodeTaint}},
 	}
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("real node: register %s: %w", n.Name, err)
@@ -445,7 +455,7 @@ func (c *Cluster) writeNodeConfigs() error {
 	}
 	files := map[string]string{
 		"containerd.toml":                  fmt.Sprintf(containerdConfig, filepath.Join(n.Dir, "containerd"), images.Pause, filepath.Join(n.Dir, "cni", "net.d")),
-		"cni/net.d/10-mcs-bridge.conflist": fmt.Sprintf(cniConfig, strings.TrimSuffix(n.PodCIDR, "0/24")+"1", n.PodCIDR, filepath.Join(n.Dir, "cni", "ipam")),
+		"cni/net.d/10-mcs-bridge.conflist": n.cniConfig(),
 		"kubelet.yaml": fmt.Sprintf(kubeletConfig, n.Cgroup, n.socket(), n.IP, c.DNSServiceIP(),
 			filepath.Join(n.Dir, "resolv.conf"), filepath.Join(n.Dir, "pod-logs"), RealNodeTaint.Key),
 		// Pods ask only the cluster's DNS; the host's search list and
@@ -458,6 +468,37 @@ func (c *Cluster) writeNodeConfigs() error {
 		}
 	}
 	return nil
+}
+
+// cniConfig is the node's CNI network: the bridge plugin on cni0 (the
+// pods' gateway, no masquerade: pod IPs are routed between clusters) with
+// host-local addresses from the node's pod CIDR(s), and portmap.
+func (n *RealNode) cniConfig() string {
+	ranges := [][]map[string]string{{{"subnet": n.PodCIDR}}}
+	routes := []map[string]string{{"dst": "0.0.0.0/0"}}
+	if n.PodCIDRv6 != "" {
+		ranges = append(ranges, []map[string]string{{"subnet": n.PodCIDRv6}})
+		routes = append(routes, map[string]string{"dst": "::/0"})
+	}
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "mcs-testbed",
+		"plugins": []map[string]any{
+			{
+				"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+				"ipam": map[string]any{
+					"type": "host-local", "ranges": ranges, "routes": routes,
+					"dataDir": filepath.Join(n.Dir, "cni", "ipam"),
+				},
+			},
+			{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	raw, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		panic(err) // maps of strings always marshal
+	}
+	return string(raw)
 }
 
 // DNSServiceIP is the ClusterIP of the cluster's kube-dns Service, the
@@ -493,28 +534,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "%[3]s"
-`
-
-const cniConfig = `{
-  "cniVersion": "1.0.0",
-  "name": "mcs-testbed",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "cni0",
-      "isGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {
-        "type": "host-local",
-        "ranges": [[{"subnet": "%[2]s", "gateway": "%[1]s"}]],
-        "routes": [{"dst": "0.0.0.0/0"}],
-        "dataDir": "%[3]s"
-      }
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
 `
 
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1

@@ -71,6 +71,11 @@ type Options struct {
 	// makes CoreDNS the pods' DNS behind a kube-dns Service. Needs root and
 	// the Debian packages of checkNodeHost's message.
 	RealNodes bool
+	// DualStack gives every cluster IPv6 pod and service CIDRs besides the
+	// IPv4 ones (IPv4 stays the primary family), and real nodes IPv6
+	// addresses and routes: dual-stack Services get both ClusterIPs and
+	// real pods both IPs. kwok's pods keep one IPv4 address.
+	DualStack bool
 	// Log receives one line per step; nil discards them.
 	Log io.Writer
 }

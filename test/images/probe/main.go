@@ -6,7 +6,7 @@
 //	probe [-n N] [-timeout D] tcp HOST:PORT
 //	probe [-n N] [-timeout D] udp HOST:PORT
 //	probe [-n N] [-timeout D] http URL
-//	probe [-timeout D] dns A|SRV NAME
+//	probe [-timeout D] dns A|AAAA|SRV NAME
 //
 // A failed try prints "error: ..." on its line, so the answers of -n tries
 // stay in order and a test sees which ones failed.
@@ -31,7 +31,7 @@ func main() {
 	flag.Parse()
 	args := flag.Args()
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe [-n N] [-timeout D] tcp|udp HOST:PORT | http URL | dns A|SRV NAME")
+		fmt.Fprintln(os.Stderr, "usage: probe [-n N] [-timeout D] tcp|udp HOST:PORT | http URL | dns A|AAAA|SRV NAME")
 		os.Exit(2)
 	}
 	failed := false
@@ -93,24 +93,27 @@ func try(ctx context.Context, args []string) (string, error) {
 		return string(body), nil
 	case "dns":
 		if len(args) != 3 {
-			return "", fmt.Errorf("dns needs a type (A or SRV) and a name")
+			return "", fmt.Errorf("dns needs a type (A, AAAA or SRV) and a name")
 		}
 		return lookup(ctx, args[1], args[2])
 	}
 	return "", fmt.Errorf("unknown probe %q", args[0])
 }
 
-// lookup prints the answers sorted, one per line: addresses for A, and
-// "target port" for SRV.
+// lookup prints the answers sorted, one per line: addresses for A and
+// AAAA, and "target port" for SRV.
 func lookup(ctx context.Context, kind, name string) (string, error) {
 	var lines []string
-	switch strings.ToUpper(kind) {
-	case "A":
-		addrs, err := net.DefaultResolver.LookupHost(ctx, name)
+	switch kind := strings.ToUpper(kind); kind {
+	case "A", "AAAA":
+		network := map[string]string{"A": "ip4", "AAAA": "ip6"}[kind]
+		ips, err := net.DefaultResolver.LookupIP(ctx, network, name)
 		if err != nil {
 			return "", err
 		}
-		lines = addrs
+		for _, ip := range ips {
+			lines = append(lines, ip.String())
+		}
 	case "SRV":
 		_, srvs, err := net.DefaultResolver.LookupSRV(ctx, "", "", name)
 		if err != nil {
@@ -120,7 +123,7 @@ func lookup(ctx context.Context, kind, name string) (string, error) {
 			lines = append(lines, fmt.Sprintf("%s %d", s.Target, s.Port))
 		}
 	default:
-		return "", fmt.Errorf("dns type %q: want A or SRV", kind)
+		return "", fmt.Errorf("dns type %q: want A, AAAA or SRV", kind)
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n"), nil

@@ -42,6 +42,7 @@ func run(args []string) error {
 	bin := fs.String("bin", "", "folder of the binaries (default $MCS_TOOLS_DIR, else <repo>/.cache/bin)")
 	clusters := fs.String("clusters", strings.Join(testbed.DefaultClusters, ","), "comma-separated cluster names (up only)")
 	cluster := fs.String("cluster", "", "the cluster whose CoreDNS answers (lookup only)")
+	dualStack := fs.Bool("dual-stack", false, "IPv6 pod and service CIDRs besides the IPv4 ones (up only)")
 	realNodes := fs.Bool("real-nodes", true, "give each cluster a real node (kubelet, containerd, kube-proxy) besides the fake ones (up only; needs root)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -90,6 +91,7 @@ func run(args []string) error {
 
 	opts.Clusters = strings.Split(*clusters, ",")
 	opts.RealNodes = *realNodes
+	opts.DualStack = *dualStack
 	cs, err := testbed.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -97,13 +99,22 @@ func run(args []string) error {
 	fmt.Printf("clusterset config: %s\n", cs.ConfigPath)
 	for _, c := range cs.Clusters {
 		fmt.Printf("%-8s KUBECONFIG=%s  pods %s  services %s  DNS %s\n",
-			c.Name, c.KubeconfigPath, c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
+			c.Name, c.KubeconfigPath, dualStackList(c.PodCIDR, c.PodCIDRv6), dualStackList(c.ServiceCIDR, c.ServiceCIDRv6), c.DNSAddr)
 		if n := c.RealNode; n != nil {
-			fmt.Printf("         real node %s  IP %s  pods %s  netns %s  logs %s\n", n.Name, n.IP, n.PodCIDR, n.Netns, n.LogDir())
+			fmt.Printf("         real node %s  IP %s  pods %s  netns %s  logs %s\n",
+				n.Name, dualStackList(n.IP, n.IPv6), dualStackList(n.PodCIDR, n.PodCIDRv6), n.Netns, n.LogDir())
 		}
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)
 	return nil
+}
+
+// dualStackList prints an IPv4 value and, if set, its IPv6 counterpart.
+func dualStackList(v4, v6 string) string {
+	if v6 == "" {
+		return v4
+	}
+	return v4 + "," + v6
 }
 
 // attach finds the testbed that `up` left in the options' state folder.
