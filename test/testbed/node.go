@@ -117,10 +117,11 @@ func checkNodeHost(binDir string) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("testbed: real nodes need: %s: %w", strings.Join(missing, ", "), ErrNoBinaries)
+		return fmt.Errorf("testbed: real nodes need: %s: %w (`testbed up --real-nodes=false` starts the clusters without them)",
+			strings.Join(missing, ", "), ErrNoBinaries)
 	}
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("testbed: real nodes need root (network namespaces, cgroups, mounts): %w", ErrNoBinaries)
+		return fmt.Errorf("testbed: real nodes need root (network namespaces, cgroups, mounts): %w (`testbed up --real-nodes=false` starts the clusters without them)", ErrNoBinaries)
 	}
 	return nil
 }

@@ -112,12 +112,7 @@ func TestRealNodeLeavesHostClean(t *testing.T) {
 	if hostState(t) == before {
 		t.Error("the host looks the same with a real node running: hostState sees nothing")
 	}
-	if err := cs.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if after := hostState(t); after != before {
-		t.Errorf("the host changed:\n%s", diffLines(before, after))
-	}
+	stopLeavesHost(ctx, t, cs, before)
 }
 
 // TestSecondUpCleansLeftovers: a testbed left running (as after a crash of
@@ -139,12 +134,7 @@ func TestSecondUpCleansLeftovers(t *testing.T) {
 		t.Fatalf("second Start on a folder with a running testbed: %v", err)
 	}
 	runPod(ctx, t, second.Clusters[0])
-	if err := second.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if after := hostState(t); after != before {
-		t.Errorf("the host changed:\n%s", diffLines(before, after))
-	}
+	stopLeavesHost(ctx, t, second, before)
 }
 
 // TestRealNodeFailureIsNamed: a kubelet that fails stops Start with one
@@ -191,6 +181,18 @@ func TestNodeHostNamesMissingPackages(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// stopLeavesHost stops cs and checks that the host is as hostState saw it
+// before.
+func stopLeavesHost(ctx context.Context, t *testing.T, cs *Clusterset, before string) {
+	t.Helper()
+	if err := cs.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("the host changed:\n%s", diffLines(before, after))
 	}
 }
 

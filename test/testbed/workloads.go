@@ -62,18 +62,9 @@ func ServerPodSpec(cluster string, keepServing bool, ports ...ServerPort) corev1
 // ServerDeployment returns a Deployment ns/name of replicas netservers (see
 // ServerPodSpec) labelled app=<name>.
 func ServerDeployment(ns, name, cluster string, replicas int32, ports ...ServerPort) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       ServerPodSpec(cluster, false, ports...),
-			},
-		},
-	}
+	d := Deployment(ns, name, replicas)
+	d.Spec.Template.Spec = ServerPodSpec(cluster, false, ports...)
+	return d
 }
 
 // ClientPod returns a pod ns/name on the real node whose container idles,
