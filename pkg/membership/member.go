@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,7 +237,9 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 	defer func() {
 		stop()
 		if !waitTimeout(&controllers, stopTimeout) {
-			log.FromContext(ctx).Info("Member's controllers still stopping; going on", "cluster", m.id())
+			// The stacks say which worker did not return (a hang seen
+			// when SIGTERM came right after the controllers started).
+			log.FromContext(ctx).Info("Member's controllers still stopping; going on", "cluster", m.id(), "workerStacks", workerStacks())
 		}
 	}()
 	go run(cl.Start)
@@ -320,6 +324,21 @@ func refusal(err error) State {
 		return MissingCRDs
 	}
 	return Forbidden
+}
+
+// workerStacks returns the stacks of the goroutines that run a controller's
+// worker or mcs-syncer's own code.
+func workerStacks() string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var stacks []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if (strings.Contains(g, "processNextWorkItem") || strings.Contains(g, "mcs-syncer/mcs-syncer/pkg/")) &&
+			!strings.Contains(g, "membership.workerStacks") {
+			stacks = append(stacks, g)
+		}
+	}
+	return strings.Join(stacks, "\n\n")
 }
 
 func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {

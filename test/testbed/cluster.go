@@ -142,9 +142,9 @@ func (c *Cluster) start(ctx context.Context) error {
 // testbed of this machine takes: kwokctl v0.8.0 picks its components' ports
 // by counting down from 32767 to the first one free *now*, the same
 // sequence in every process, so two testbeds created at once (go test runs
-// packages in parallel) picked the same ports and one's client reached the
-// other's kube-apiserver (x509: certificate signed by unknown authority).
-// Once create returns, its components listen and the next one skips them.
+// packages in parallel) would pick the same ports and one's components
+// would fail to bind. Once create returns, its components listen and the
+// next one skips their ports.
 func createCluster(ctx context.Context, c *Cluster) error {
 	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "mcs-testbed-kwokctl.lock"), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
@@ -217,6 +217,15 @@ func (c *Cluster) loadRESTConfig() error {
 	// The testbed's callers create many objects quickly; client-go's
 	// default 5 QPS would make the tests measure the client, not the server.
 	cfg.QPS, cfg.Burst = 200, 400
+	// The certificates inline, not by file name: client-go caches a
+	// transport per certificate *file name*, so a process that starts a
+	// testbed again in the same folder (new CA, same paths) got the first
+	// one's transport and failed with "x509: certificate signed by unknown
+	// authority".
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return fmt.Errorf("testbed: kubeconfig %s: %w", c.KubeconfigPath, err)
+	}
+	cfg.CAFile, cfg.CertFile, cfg.KeyFile = "", "", ""
 	c.restConfig = cfg
 	return nil
 }
