@@ -125,6 +125,10 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		Reconciler: w, MaxConcurrentReconciles: max(1, opts.Workers),
 		SkipNameValidation: ptr.To(true), // the same name again when the member returns
 		Logger:             log.Log.WithValues("cluster", w.cluster),
+		// Not v0.24's priority queue, which can deadlock at shutdown
+		// (controller-runtime#3538; see the import controller's options).
+		UsePriorityQueue: ptr.To(false),
+		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
 	})
 	if err != nil {
 		return nil, err
