@@ -39,9 +39,10 @@ var hostCommands = map[string]string{
 // RealNodeTaint keeps every pod off a real node that does not tolerate it:
 // the tests' and benchmarks' many kwok pods stay on the fake nodes, and only
 // pods placed with OnRealNode run for real.
-var RealNodeTaint = corev1.Taint{Key: "mcs-syncer.io/real-node", Effect: corev1.TaintEffectNoSchedule}
+var RealNodeTaint = corev1.Taint{Key: RealNodeLabel, Effect: corev1.TaintEffectNoSchedule}
 
-// RealNodeLabel marks real nodes (value "true").
+// RealNodeLabel marks real nodes (value "true"); the taint has the same
+// key.
 const RealNodeLabel = "mcs-syncer.io/real-node"
 
 // RealNode is a cluster's node with a real kubelet, containerd, runc, CNI
