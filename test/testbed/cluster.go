@@ -95,14 +95,18 @@ func (c *Cluster) nodePodCIDR(i int) string {
 	return fmt.Sprintf("10.%d.%d.0/24", 100+c.Index, i+1)
 }
 
-// dualStack joins an IPv4 and an optional IPv6 value as the Kubernetes
-// components' dual-stack flags want them: "v4,v6", or "v4" alone.
-func dualStack(v4, v6 string) string {
+// ipFamilies lists an IPv4 value and, when set, its IPv6 counterpart, in
+// the order dual-stack fields and flags want them.
+func ipFamilies(v4, v6 string) []string {
 	if v6 == "" {
-		return v4
+		return []string{v4}
 	}
-	return v4 + "," + v6
+	return []string{v4, v6}
 }
+
+// JoinIPFamilies is ipFamilies as the Kubernetes components' dual-stack
+// flags take it: "v4,v6", or "v4" alone.
+func JoinIPFamilies(v4, v6 string) string { return strings.Join(ipFamilies(v4, v6), ",") }
 
 func (c *Cluster) kwokWorkdir() string { return filepath.Join(c.bed.StateDir, "kwok") }
 
@@ -175,10 +179,10 @@ func (c *Cluster) createArgs() []string {
 		// of its first --extra-args among all of them, not among the
 		// components: each component's first one must come before any
 		// repeat, in this order, or kwokctl panics.
-		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + dualStack(c.ServiceCIDR, c.ServiceCIDRv6),
-		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + dualStack(c.ServiceCIDR, c.ServiceCIDRv6),
+		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + JoinIPFamilies(c.ServiceCIDR, c.ServiceCIDRv6),
+		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + JoinIPFamilies(c.ServiceCIDR, c.ServiceCIDRv6),
 		"--extra-args", "kwok-controller=cidr=" + c.nodePodCIDR(-1),
-		"--extra-args", "kube-controller-manager=cluster-cidr=" + dualStack(c.PodCIDR, c.PodCIDRv6),
+		"--extra-args", "kube-controller-manager=cluster-cidr=" + JoinIPFamilies(c.PodCIDR, c.PodCIDRv6),
 		// kwok plays only the fake nodes: a real node's kubelet reports
 		// its own status and runs its own pods.
 		"--extra-args", "kwok-controller=manage-all-nodes=false",
@@ -375,19 +379,11 @@ func (c *Cluster) ResidentBytes() (map[string]int64, error) {
 	}
 	rss := map[string]int64{}
 	for component, pid := range pids {
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		n, err := residentBytes(pid)
 		if err != nil {
-			continue // exited since Pids looked
+			return nil, fmt.Errorf("testbed: %s: %w", component, err)
 		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("testbed: VmRSS of %s: %w", component, err)
-				}
-				rss[component] = n * 1024
-			}
-		}
+		rss[component] = n
 	}
 	return rss, nil
 }

@@ -167,7 +167,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		"--config", filepath.Join(n.Dir, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
 		"--hostname-override", n.Name,
-		"--node-ip", dualStack(n.IP, n.IPv6),
+		"--node-ip", JoinIPFamilies(n.IP, n.IPv6),
 		"--root-dir", filepath.Join(n.Dir, "kubelet"),
 		"--cert-dir", filepath.Join(n.Dir, "kubelet", "pki"),
 		// The same labels as registerRealNode's, which the kubelet would
@@ -185,7 +185,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
 		"--hostname-override", n.Name,
 		"--proxy-mode", "iptables",
-		"--cluster-cidr", dualStack(c.PodCIDR, c.PodCIDRv6),
+		"--cluster-cidr", JoinIPFamilies(c.PodCIDR, c.PodCIDRv6),
 		// 0 leaves the conntrack sysctls alone: nf_conntrack_max is one
 		// for the whole machine, not the node's.
 		"--conntrack-max-per-core", "0",
@@ -310,7 +310,7 @@ func (c *Cluster) registerRealNode(ctx context.Context) error {
 			corev1.LabelTopologyRegion: c.Name,
 			RealNodeLabel:              "true",
 		}},
-		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: strings.Split(dualStack(n.PodCIDR, n.PodCIDRv6), ","), Taints: []corev1.Taint{RealNodeTaint}},
+		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: ipFamilies(n.PodCIDR, n.PodCIDRv6), Taints: []corev1.Taint{RealNodeTaint}},
 	}
 	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("real node: register %s: %w", n.Name, err)
@@ -415,26 +415,34 @@ func (n *RealNode) ResidentBytes() (int64, error) {
 		}
 		for _, f := range strings.Fields(string(raw)) {
 			pid, _ := strconv.Atoi(f)
-			total += residentBytes(pid)
+			n, err := residentBytes(pid)
+			if err != nil {
+				return err
+			}
+			total += n
 		}
 		return nil
 	})
 	return total, err
 }
 
-// residentBytes is the VmRSS of pid, 0 if it is gone.
-func residentBytes(pid int) int64 {
+// residentBytes is the VmRSS of pid: 0 if it is gone (or a zombie, which
+// has none).
+func residentBytes(pid int) (int64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0
+		return 0, nil // exited since it was listed
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-			return n * 1024
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("VmRSS of pid %d: %w", pid, err)
+			}
+			return n * 1024, nil
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // writeNodeConfigs writes the node's kubeconfig, containerd, CNI and

@@ -1,8 +1,8 @@
 //go:build tools
 
 // Package tools pins the Kubernetes commands that the testbed runs: the
-// control plane, and kubelet and kube-proxy for its real nodes. It is never compiled
-// into mcs-syncer; build.sh builds the commands.
+// control plane, and kubelet and kube-proxy for its real nodes. It is never
+// compiled into mcs-syncer; build.sh builds the commands.
 package tools
 
 import (

@@ -99,22 +99,14 @@ func run(args []string) error {
 	fmt.Printf("clusterset config: %s\n", cs.ConfigPath)
 	for _, c := range cs.Clusters {
 		fmt.Printf("%-8s KUBECONFIG=%s  pods %s  services %s  DNS %s\n",
-			c.Name, c.KubeconfigPath, dualStackList(c.PodCIDR, c.PodCIDRv6), dualStackList(c.ServiceCIDR, c.ServiceCIDRv6), c.DNSAddr)
+			c.Name, c.KubeconfigPath, testbed.JoinIPFamilies(c.PodCIDR, c.PodCIDRv6), testbed.JoinIPFamilies(c.ServiceCIDR, c.ServiceCIDRv6), c.DNSAddr)
 		if n := c.RealNode; n != nil {
 			fmt.Printf("         real node %s  IP %s  pods %s  netns %s  logs %s\n",
-				n.Name, dualStackList(n.IP, n.IPv6), dualStackList(n.PodCIDR, n.PodCIDRv6), n.Netns, n.LogDir())
+				n.Name, testbed.JoinIPFamilies(n.IP, n.IPv6), testbed.JoinIPFamilies(n.PodCIDR, n.PodCIDRv6), n.Netns, n.LogDir())
 		}
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)
 	return nil
-}
-
-// dualStackList prints an IPv4 value and, if set, its IPv6 counterpart.
-func dualStackList(v4, v6 string) string {
-	if v6 == "" {
-		return v4
-	}
-	return v4 + "," + v6
 }
 
 // attach finds the testbed that `up` left in the options' state folder.
