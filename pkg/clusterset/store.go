@@ -143,11 +143,16 @@ func (s *Store) Get(key types.NamespacedName) []*ExportedService {
 // Keys returns every key with at least one export, sorted.
 func (s *Store) Keys() []types.NamespacedName {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.keysLocked()
+}
+
+// keysLocked returns every key, sorted; s.mu must be held.
+func (s *Store) keysLocked() []types.NamespacedName {
 	keys := make([]types.NamespacedName, 0, len(s.byKey))
 	for key := range s.byKey {
 		keys = append(keys, key)
 	}
-	s.mu.RUnlock()
 	slices.SortFunc(keys, compareKeys)
 	return keys
 }
@@ -243,41 +248,77 @@ func compareKeys(a, b types.NamespacedName) int {
 	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
 
-// Subscribe calls notify with every key that changes from now on, until
-// ctx ends. notify runs on the goroutine that made the change, so it must
-// not block: adding the key to a workqueue, which also merges repeated
-// keys, is what it is for.
-func (s *Store) Subscribe(ctx context.Context, notify func(types.NamespacedName)) {
-	sub := &subscription{notify: notify}
+// Subscriber hears of the Store's changes. Its functions run on the
+// goroutine that made the change, so they must not block: adding a key to
+// a workqueue, which also merges repeated keys, is what they are for.
+type Subscriber struct {
+	// Changed is called with every key in the Store when the subscription
+	// starts, and with every key that changes from then on. A subscriber
+	// that starts late (a consumer whose cache synced after the other
+	// members' first passes were announced, or a controller started anew
+	// when its member returned) thus misses no key.
+	Changed func(types.NamespacedName)
+	// Everything, if set, is called when every key must be looked at
+	// again (AnnounceAll: a member's first pass is done, a member's
+	// connection or the membership changed), before Changed is called with
+	// every key in the Store. It is for what the Store no longer holds: an
+	// import whose every export is gone while its exporter was out of
+	// reach is the subscriber's to find.
+	Everything func()
+}
+
+// Subscribe registers sub until ctx ends, and calls sub.Changed with every
+// key in the Store now.
+func (s *Store) Subscribe(ctx context.Context, sub Subscriber) {
+	entry := &subscription{Subscriber: sub}
 	s.mu.Lock()
-	s.subs = append(s.subs, sub)
+	s.subs = append(s.subs, entry)
+	// Taken with the registration under one lock: a key changed before is
+	// in this list, one changed after is announced to the new subscriber
+	// (some keys may be both; a workqueue merges them).
+	keys := s.keysLocked()
 	s.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.subs = slices.DeleteFunc(s.subs, func(x *subscription) bool { return x == sub })
+		s.subs = slices.DeleteFunc(s.subs, func(x *subscription) bool { return x == entry })
 	})
-}
-
-// subscription is one subscriber (a pointer, so that it can be told apart
-// from another with the same function).
-type subscription struct {
-	notify func(types.NamespacedName)
-}
-
-func (s *Store) notify(key types.NamespacedName) {
-	s.mu.RLock()
-	subs := slices.Clone(s.subs)
-	s.mu.RUnlock()
-	for _, sub := range subs {
-		sub.notify(key)
+	for _, key := range keys {
+		sub.Changed(key)
 	}
 }
 
-// AnnounceAll announces every key, so that every subscriber looks at every
-// export again: what a member's connection or membership change calls.
+// subscription is one subscriber (a pointer, so that it can be told apart
+// from another with the same functions).
+type subscription struct {
+	Subscriber
+}
+
+func (s *Store) subscribers() []*subscription {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.subs)
+}
+
+func (s *Store) notify(key types.NamespacedName) {
+	for _, sub := range s.subscribers() {
+		sub.Changed(key)
+	}
+}
+
+// AnnounceAll tells every subscriber to look at everything again (see
+// Subscriber.Everything) and announces every key: what a member's first
+// pass, connection or membership change calls.
 func (s *Store) AnnounceAll() {
+	subs := s.subscribers()
+	for _, sub := range subs {
+		if sub.Everything != nil {
+			sub.Everything()
+		}
+	}
 	for _, key := range s.Keys() {
-		s.notify(key)
+		for _, sub := range subs {
+			sub.Changed(key)
+		}
 	}
 }

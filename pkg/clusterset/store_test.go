@@ -2,6 +2,7 @@ package clusterset
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,14 +37,14 @@ func none(t *testing.T, s *Store, ch <-chan types.NamespacedName) {
 
 // sendTo returns a subscriber that never blocks the Store: a full channel
 // fails the test instead of hanging it.
-func sendTo(t *testing.T, ch chan<- types.NamespacedName) func(types.NamespacedName) {
-	return func(key types.NamespacedName) {
+func sendTo(t *testing.T, ch chan<- types.NamespacedName) Subscriber {
+	return Subscriber{Changed: func(key types.NamespacedName) {
 		select {
 		case ch <- key:
 		default:
 			t.Errorf("notification of %s dropped: the test's channel is full", key)
 		}
-	}
+	}}
 }
 
 func TestStoreNotifications(t *testing.T) {
@@ -184,5 +185,64 @@ func TestStoreImportBlocked(t *testing.T) {
 	s.RemoveCluster("north")
 	if len(s.ImportBlocked(key)) != 0 || len(ch) != 1 {
 		t.Errorf("after north left: blocked %v, %d announcements", s.ImportBlocked(key), len(ch))
+	}
+}
+
+// TestStoreLateSubscriber: a subscriber that starts after the keys were
+// put and announced (a consumer's controller that starts after the other
+// members' first passes) is told every key the Store holds, and nothing of
+// a key already withdrawn.
+func TestStoreLateSubscriber(t *testing.T) {
+	s := NewStore()
+	a, b := export("east", 0), export("west", 1)
+	b.Key.Name = "api"
+	gone := export("east", 2)
+	gone.Key.Name = "gone"
+	for _, es := range []*ExportedService{a, b, gone} {
+		s.Put(es)
+	}
+	s.MarkSynced("east", map[types.NamespacedName]bool{a.Key: true, gone.Key: true})
+	s.Delete("east", gone.Key)
+	ch := make(chan types.NamespacedName, 10)
+	s.Subscribe(t.Context(), sendTo(t, ch))
+	told := map[types.NamespacedName]bool{}
+	for len(ch) > 0 {
+		told[<-ch] = true
+	}
+	if len(told) != 2 || !told[a.Key] || !told[b.Key] {
+		t.Errorf("a late subscriber was told %v, want %s and %s", told, a.Key, b.Key)
+	}
+}
+
+// TestStoreEverything: AnnounceAll (a member's first pass done) calls each
+// subscriber's Everything before announcing every key; a subscription
+// whose context ended hears nothing.
+func TestStoreEverything(t *testing.T) {
+	s := NewStore()
+	s.Put(export("east", 0))
+	var calls []string
+	ctx, cancel := context.WithCancel(t.Context())
+	s.Subscribe(ctx, Subscriber{
+		Changed:    func(key types.NamespacedName) { calls = append(calls, "changed "+key.String()) },
+		Everything: func() { calls = append(calls, "everything") },
+	})
+	calls = nil
+	s.BeginResync("east")
+	s.MarkSynced("east", map[types.NamespacedName]bool{{Namespace: "ns", Name: "web"}: true})
+	if want := []string{"everything", "changed ns/web"}; !slices.Equal(calls, want) {
+		t.Errorf("MarkSynced called %v, want %v", calls, want)
+	}
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		calls = nil
+		s.AnnounceAll()
+		if len(calls) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still called after the context ended")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

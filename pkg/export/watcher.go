@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -121,15 +119,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 			return nil, fmt.Errorf("informer of %T: %w", obj, err)
 		}
 	}
-	c, err := controller.NewTypedUnmanaged("export-"+string(w.cluster), controller.TypedOptions[reconcile.Request]{
-		Reconciler: w, MaxConcurrentReconciles: max(1, opts.Workers),
-		SkipNameValidation: ptr.To(true), // the same name again when the member returns
-		Logger:             log.Log.WithValues("cluster", w.cluster),
-		// Not v0.24's priority queue, which can deadlock at shutdown
-		// (controller-runtime#3538; see the import controller's options).
-		UsePriorityQueue: ptr.To(false),
-		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
-	})
+	c, err := clusterset.NewController("export-"+string(w.cluster), w, opts.Workers, log.Log.WithValues("cluster", w.cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +136,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		source.Kind(w.cache, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged())),
 		// Another cluster's export of the same name changes the Conflict
 		// condition, and so does a member's connection.
-		storeSource(w.store),
+		clusterset.StoreSource(w.store, nil),
 	} {
 		if err := c.Watch(src); err != nil {
 			return nil, err
@@ -155,14 +145,6 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	w.controller = c
 	w.store.BeginResync(w.cluster)
 	return w, nil
-}
-
-// storeSource enqueues every key the Store announces.
-func storeSource(store *clusterset.Store) source.TypedSource[reconcile.Request] {
-	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		store.Subscribe(ctx, func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) })
-		return nil
-	})
 }
 
 // Start runs the first pass and the controller until ctx ends.

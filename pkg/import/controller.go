@@ -15,8 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -42,7 +40,7 @@ type Exports interface {
 	Get(types.NamespacedName) []*clusterset.ExportedService
 	Keys() []types.NamespacedName
 	Synced(clusterset.ClusterID) bool
-	Subscribe(ctx context.Context, notify func(types.NamespacedName))
+	Subscribe(ctx context.Context, sub clusterset.Subscriber)
 	SetImportBlocked(key types.NamespacedName, consumer clusterset.ClusterID, why string)
 }
 
@@ -139,19 +137,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.sliceCache = sliceCache
-	ctrl, err := controller.NewTypedUnmanaged("import-"+string(opts.Consumer), controller.TypedOptions[reconcile.Request]{
-		Reconciler: c, MaxConcurrentReconciles: max(1, opts.Workers),
-		SkipNameValidation: ptr.To(true), // the same name again when the member returns
-		Logger:             log.Log.WithValues("cluster", opts.Consumer),
-		// client-go's workqueue, not controller-runtime v0.24's priority
-		// queue: that one can deadlock at shutdown (kubernetes-sigs/
-		// controller-runtime#3538, fixed in v0.25, which needs client-go
-		// v0.37): a worker's Done waits forever on a lock held by a send
-		// to a waiter that already left, and the member never stops.
-		// Same failure backoff as the priority queue's.
-		UsePriorityQueue: ptr.To(false),
-		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
-	})
+	ctrl, err := clusterset.NewController("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer))
 	if err != nil {
 		return nil, err
 	}

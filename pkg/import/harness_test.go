@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
@@ -96,6 +97,9 @@ func newHarness(t *testing.T, opts Options, objs ...client.Object) *harness {
 				if err := h.write("create", obj); err != nil {
 					return err
 				}
+				// The API server gives every object a UID; the fake client
+				// does not, and the reconciler tracks slices by owner UID.
+				obj.SetUID(uuid.NewUUID())
 				if svc, ok := obj.(*corev1.Service); ok {
 					if err := h.allocate(svc); err != nil {
 						return err

@@ -13,10 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 )
 
 // importedSliceIndex indexes the imported slices by their
@@ -53,14 +56,31 @@ func (c *Controller) watches(memberCache, sliceCache cache.Cache, scheme *runtim
 				}
 			},
 		}),
-		// The Store's changes, and a member's connection or membership
-		// changing (announced through the Store), change what an import
-		// holds.
-		source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			c.opts.Store.Subscribe(ctx, func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) })
-			return nil
-		}),
+		// The Store's keys when the controller starts and its changes; a
+		// member's connection or membership change (announced through the
+		// Store) changes what every import holds, those whose exports are
+		// all gone included.
+		c.storeSource(),
 	}
+}
+
+// storeSource enqueues the Store's keys (every one it holds when the
+// controller starts, then those that change) and, when the Store asks to
+// look at everything again, every ServiceImport the controller manages:
+// one whose exports are all gone is no longer a key of the Store.
+func (c *Controller) storeSource() source.TypedSource[reconcile.Request] {
+	return clusterset.StoreSource(c.opts.Store, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		var list mcsv1beta1.ServiceImportList
+		if err := c.client.List(ctx, &list, client.MatchingLabels{ManagedByLabel: c.opts.ManagedBy}); err != nil {
+			if ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "Could not list the ServiceImports to look at them again", "cluster", c.opts.Consumer)
+			}
+			return
+		}
+		for i := range list.Items {
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	})
 }
 
 // notEcho lets through every event but the create and update events that

@@ -1,0 +1,55 @@
+package clusterset
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// NewController returns the unmanaged controller name of one member (an
+// export watcher or an import controller): it lives as long as the
+// member's connection, and a member that returns gets a new one under the
+// same name.
+func NewController(name string, r reconcile.Reconciler, workers int, logger logr.Logger) (controller.TypedController[reconcile.Request], error) {
+	return controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
+		Reconciler: r, MaxConcurrentReconciles: max(1, workers),
+		SkipNameValidation: ptr.To(true), // the same name again when the member returns
+		Logger:             logger,
+		// client-go's workqueue, not controller-runtime v0.24's priority
+		// queue: that one can deadlock at shutdown (kubernetes-sigs/
+		// controller-runtime#3538, fixed in v0.25, which needs client-go
+		// v0.37): a worker's Done waits forever on a lock held by a send
+		// to a waiter that already left, and the member never stops.
+		// Same failure backoff as the priority queue's.
+		UsePriorityQueue: ptr.To(false),
+		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
+	})
+}
+
+// Subscribable is the part of the Store a controller's source needs.
+type Subscribable interface {
+	Subscribe(ctx context.Context, sub Subscriber)
+}
+
+// StoreSource returns a controller source that enqueues every key the
+// Store holds when the controller starts and every key it announces from
+// then on. everything, if set, is called on AnnounceAll (see
+// Subscriber.Everything) on a goroutine of its own, so that it may read a
+// cache that is still syncing.
+func StoreSource(store Subscribable, everything func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.TypedSource[reconcile.Request] {
+	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		sub := Subscriber{Changed: func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) }}
+		if everything != nil {
+			sub.Everything = func() { go everything(ctx, q) }
+		}
+		store.Subscribe(ctx, sub)
+		return nil
+	})
+}
