@@ -234,4 +234,3 @@ func TestEverythingFindsOrphanedImport(t *testing.T) {
 		t.Fatalf("the ServiceImport nobody exports is still there; writes %v", h.takeWrites())
 	}
 }
-
