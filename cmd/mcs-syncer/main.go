@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -228,21 +227,38 @@ func run(o *options) error {
 		}
 		return []func(context.Context) error{w.Start, c.Start}, nil
 	}
-	departed := func(id clusterset.ClusterID, c client.Client) {
+	departed := func(d membership.Departure) {
 		// It left: its endpoints leave every import at once, no grace.
-		store.RemoveCluster(id)
-		if c == nil || !writesInto(id) {
+		store.RemoveCluster(d.ID)
+		if !writesInto(d.ID) || d.Client == nil {
+			return
+		}
+		logger := ctrl.Log.WithValues("cluster", d.ID)
+		switch {
+		case d.SameClusterAs != "":
+			logger.Info("Member left, but its cluster is still a member under another ID: what mcs-syncer wrote there is that member's now", "sameClusterAs", d.SameClusterAs)
+			return
+		case !d.Engaged:
+			logger.Info("Member left before it was ever engaged: this process wrote nothing there to remove")
 			return
 		}
 		go func() {
-			ctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			logger := ctrl.Log.WithValues("cluster", id)
-			if err := errors.Join(imports.Withdraw(ctx, c, o.managedBy), export.ClearStatus(ctx, c)); err != nil {
-				logger.Error(err, "Could not remove all mcs-syncer wrote into the member that left; remove its ServiceImports and ServiceExport conditions by hand")
-				return
+			select {
+			case <-d.Context.Done():
+			case <-time.After(membership.DepartureSettle):
+				err := errors.Join(imports.Withdraw(d.Context, d.Client, o.managedBy), export.ClearStatus(d.Context, d.Client))
+				if err == nil {
+					logger.Info("Removed what mcs-syncer wrote into the member that left")
+					return
+				}
+				if !errors.Is(context.Cause(d.Context), membership.ErrRejoined) {
+					logger.Error(err, "Could not remove all mcs-syncer wrote into the member that left; remove its ServiceImports and ServiceExport conditions by hand")
+					return
+				}
 			}
-			logger.Info("Removed what mcs-syncer wrote into the member that left")
+			if errors.Is(context.Cause(d.Context), membership.ErrRejoined) {
+				logger.Info("Member's cluster is a member again: what mcs-syncer wrote there stays")
+			}
 		}()
 	}
 	set, err = membership.NewSet(o.clustersetConfig, cfg, membership.Options{

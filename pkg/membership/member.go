@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -15,6 +16,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -69,11 +73,43 @@ const probeTimeout = 5 * time.Second
 // controller that had just started its workers running past 30 s.)
 const stopTimeout = 15 * time.Second
 
+// deps is what a member needs of its Set: the settings, where it reports,
+// and the seams that the unit tests replace (the cluster factory and the
+// health check).
+type deps struct {
+	opts    Options
+	metrics *metrics
+	// changed is called when a member becomes connected or disconnected.
+	changed func()
+	// identified is called when a member's cluster identity is first known.
+	identified func(id clusterset.ClusterID, uid types.UID)
+	// newCluster builds a member's client and cache; onWatchError gets
+	// every failed list or watch of the cache.
+	newCluster func(rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
+	// newProber returns a member's health check.
+	newProber func(rc *rest.Config) (prober, error)
+	// stopTimeout bounds the wait for a disengaged member's controllers.
+	stopTimeout time.Duration
+}
+
+// prober asks a member's API server whether the member can be engaged.
+type prober interface {
+	// probe returns Engaged when it can be, else the member's state and why.
+	probe(ctx context.Context) (State, error)
+	// identity returns the UID of the cluster's kube-system namespace (the
+	// cluster's identity, as KEP-2149 recommends), or "" when it cannot be
+	// read: then the cluster is known by its API server's address only.
+	identity(ctx context.Context) types.UID
+}
+
 // member is one member's lifecycle.
 type member struct {
-	set    *Set
+	deps   *deps
 	config Member
 	print  [32]byte
+	// host is the API server's address in the member's settings ("" when
+	// they cannot be read): how a member not identified yet is recognised.
+	host   string
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -82,11 +118,19 @@ type member struct {
 	// connectedSince is when the member last became connected or
 	// disconnected (the import side's grace counts from it).
 	connectedSince time.Time
+	// engaged says whether the member was ever engaged; uid is its
+	// cluster's identity once read.
+	engaged bool
+	uid     types.UID
 }
 
-func newMember(s *Set, config Member, now time.Time) *member {
-	return &member{set: s, config: config, print: config.fingerprint(), done: make(chan struct{}),
+func newMember(d *deps, config Member, now time.Time) *member {
+	m := &member{deps: d, config: config, print: config.fingerprint(), done: make(chan struct{}),
 		status: Status{State: Connecting, Since: now}, connectedSince: now}
+	if rc, err := config.RESTConfig(); err == nil {
+		m.host = rc.Host
+	}
+	return m
 }
 
 func (m *member) id() clusterset.ClusterID { return m.config.ID }
@@ -101,6 +145,24 @@ func (m *member) connected() (bool, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.status.State.connected(), m.connectedSince
+}
+
+// identity returns the member's cluster identity, as far as it is known,
+// and whether it was ever engaged.
+func (m *member) identity() (uid types.UID, everEngaged bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.uid, m.engaged
+}
+
+// sameCluster reports whether m's cluster is the one with identity uid
+// (when both are known) or API server address host.
+func (m *member) sameCluster(uid types.UID, host string) bool {
+	mine, _ := m.identity()
+	if mine != "" && uid != "" {
+		return mine == uid
+	}
+	return host != "" && m.host == host
 }
 
 // setState records a new state; a change of connectedness is announced.
@@ -119,6 +181,9 @@ func (m *member) setState(ctx context.Context, state State, cause error) {
 	if flipped {
 		m.connectedSince = now
 	}
+	if state == Engaged {
+		m.engaged = true
+	}
 	m.status = status
 	m.mu.Unlock()
 	if old.State == state && old.Cause == status.Cause {
@@ -131,140 +196,184 @@ func (m *member) setState(ctx context.Context, state State, cause error) {
 	case old.State != state:
 		logger.Info("Member state changed", "was", old.State)
 	}
-	m.set.metrics.setState(m.id(), state)
-	if flipped {
-		m.set.changed()
+	m.deps.metrics.setState(m.id(), state)
+	if flipped && m.deps.changed != nil {
+		m.deps.changed()
 	}
 }
 
-// run engages the member, again and again, until ctx ends.
+// run engages the member, again and again, until ctx ends. The waits
+// between tries double up to MaxRetryInterval, with jitter, so that members
+// that went away together are not all tried at the same instant.
 func (m *member) run(ctx context.Context) {
 	defer close(m.done)
-	delay := m.set.opts.RetryInterval
+	delay := m.deps.opts.RetryInterval
 	for ctx.Err() == nil {
 		if m.engage(ctx) {
-			delay = m.set.opts.RetryInterval // it was up: look again at once
+			delay = m.deps.opts.RetryInterval // it was up: look again at once
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(delay):
+		case <-time.After(wait.Jitter(delay, retryJitter)):
 		}
-		delay = min(2*delay, m.set.opts.MaxRetryInterval)
+		delay = min(2*delay, m.deps.opts.MaxRetryInterval)
 	}
 }
 
+// retryJitter is the largest share of a retry's wait added at random.
+const retryJitter = 0.25
+
 // connect reads the member's kubeconfig and probes its API server; on
-// failure the member's state says why.
-func (m *member) connect(ctx context.Context) (*rest.Config, *healthCheck, bool) {
+// failure the member's state says why. The first probe that succeeds also
+// reads the cluster's identity.
+func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 	rc, err := m.config.RESTConfig()
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
 	}
-	rc.QPS, rc.Burst = m.set.opts.QPS, m.set.opts.Burst
-	check, err := newHealthCheck(rc)
+	rc.QPS, rc.Burst = m.deps.opts.QPS, m.deps.opts.Burst
+	check, err := m.deps.newProber(rc)
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
 	}
-	if state, err := check.run(ctx); err != nil {
+	if state, err := check.probe(ctx); err != nil {
 		log.FromContext(ctx).V(1).Info("Member probe failed", "cluster", m.id(), "err", err.Error())
 		m.setState(ctx, state, err)
 		return nil, nil, false
 	}
+	if uid, _ := m.identity(); uid == "" {
+		if uid = check.identity(ctx); uid != "" {
+			m.mu.Lock()
+			m.uid = uid
+			m.mu.Unlock()
+			if m.deps.identified != nil {
+				m.deps.identified(m.id(), uid)
+			}
+		}
+	}
 	return rc, check, true
 }
 
-// newCluster builds a new client and cache of the member whose failed
-// lists and watches are sorted into refused and lost (see watchFailed).
-func (m *member) newCluster(rc *rest.Config, refused chan<- error, lost chan<- struct{}) (cluster.Cluster, error) {
-	return cluster.New(rc, func(o *cluster.Options) {
-		o.Scheme = m.set.opts.Scheme
-		o.Cache.DefaultTransform = clusterset.StripUnread
-		if m.set.opts.ConfigureCache != nil {
-			m.set.opts.ConfigureCache(&o.Cache)
-		}
-		o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, r *toolscache.Reflector, err error) {
-			watchFailed(ctx, err, refused, lost)
-		}
-	})
+// newCluster builds a real client and cache of a member (deps.newCluster).
+func newCluster(opts Options) func(*rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+	return func(rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+		return cluster.New(rc, func(o *cluster.Options) {
+			o.Scheme = opts.Scheme
+			o.Cache.DefaultTransform = clusterset.StripUnread
+			if opts.ConfigureCache != nil {
+				opts.ConfigureCache(&o.Cache)
+			}
+			o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, _ *toolscache.Reflector, err error) {
+				onWatchError(ctx, err)
+			}
+		})
+	}
 }
 
 // engage connects to the member, builds its cache, runs its controllers
 // and watches its health until it fails or ctx ends. It reports whether
 // the member was engaged at all.
-//
-// It stays one function of ~90 lines (its complexity is the one select
-// loop that supervises the engagement) on purpose: the steps after the
-// cache is built share the engaged context, the channels of refusals,
-// failures and sync, and the deferred wait for the controllers; split up,
-// each part would take all of them.
 func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 	rc, check, ok := m.connect(ctx)
 	if !ok {
 		return false
 	}
-	engaged, stop := context.WithCancel(ctx)
-	defer stop()
+	e, err := m.start(ctx, rc)
+	if err != nil {
+		m.setState(ctx, Failed, err)
+		return false
+	}
+	defer e.stop(ctx)
+	return e.supervise(ctx, check)
+}
+
+// engagement is one engagement of a member: its cache, its controllers,
+// and what they report.
+type engagement struct {
+	m         *member
+	ctx       context.Context // ends when the member is disengaged
+	cancel    context.CancelFunc
+	runnables []func(context.Context) error
 	// refused receives the API server's refusals of a list or watch (403,
 	// or 404 for a resource it stopped serving); lost a watch failure that
-	// calls for a probe.
-	refused := make(chan error, 1)
-	lost := make(chan struct{}, 1)
-	cl, err := m.newCluster(rc, refused, lost)
-	if err != nil {
-		m.setState(ctx, Failed, err)
-		return false
-	}
-	runnables, err := m.set.opts.Engage(m.id(), cl)
-	if err != nil {
-		m.setState(ctx, Failed, err)
-		return false
-	}
-	m.setState(ctx, Syncing, nil)
-
-	// The controllers are waited for when the member is disengaged, so that
+	// calls for a probe; exited the error of a controller or cache that
+	// ended; synced the outcome of the cache's first sync.
+	refused chan error
+	lost    chan struct{}
+	exited  chan error
+	synced  chan bool
+	// controllers are waited for when the member is disengaged, so that
 	// the next engagement's never run beside them. Its cache is not: an
 	// informer whose request hangs on a dead connection took ~10 s to stop,
 	// and the member's return would wait for it.
-	var controllers sync.WaitGroup
-	exited := make(chan error, len(runnables)+1)
-	run := func(f func(context.Context) error) {
-		if err := f(engaged); err != nil && engaged.Err() == nil {
-			exited <- err
-		}
-	}
-	defer func() {
-		stop()
-		if !waitTimeout(&controllers, stopTimeout) {
-			// The stacks say which worker did not return (a hang seen
-			// when SIGTERM came right after the controllers started).
-			log.FromContext(ctx).Info("Member's controllers still stopping; going on", "cluster", m.id(), "workerStacks", workerStacks())
-		}
-	}()
-	go run(cl.Start)
-	synced := make(chan bool, 1)
-	go func() { synced <- cl.GetCache().WaitForCacheSync(engaged) }()
+	controllers sync.WaitGroup
+}
 
-	// Until the cache has synced, and then while engaged: probe now and
-	// then, at once when a watch fails; a probe that fails, a refusal or a
-	// controller that ends disengages the member. (A member that goes away
-	// while its cache syncs would otherwise be waited for forever.)
+// start builds the member's cache and what runs on it (Options.Engage),
+// and starts the cache.
+func (m *member) start(ctx context.Context, rc *rest.Config) (*engagement, error) {
+	e := &engagement{m: m, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
+	e.ctx, e.cancel = context.WithCancel(ctx)
+	cl, err := m.deps.newCluster(rc, func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) })
+	if err != nil {
+		e.cancel()
+		return nil, err
+	}
+	if e.runnables, err = m.deps.opts.Engage(m.id(), cl); err != nil {
+		e.cancel()
+		return nil, err
+	}
+	e.exited = make(chan error, len(e.runnables)+1)
+	m.setState(ctx, Syncing, nil)
+	go e.run(cl.Start)
+	go func() { e.synced <- cl.GetCache().WaitForCacheSync(e.ctx) }()
+	return e, nil
+}
+
+// run runs f until the member is disengaged; an error before then is
+// reported.
+func (e *engagement) run(f func(context.Context) error) {
+	if err := f(e.ctx); err != nil && e.ctx.Err() == nil {
+		e.exited <- err
+	}
+}
+
+// stop disengages the member and waits (bounded) for its controllers.
+func (e *engagement) stop(ctx context.Context) {
+	e.cancel()
+	if !waitTimeout(&e.controllers, e.m.deps.stopTimeout) {
+		// The stacks say which worker did not return (a hang seen
+		// when SIGTERM came right after the controllers started).
+		log.FromContext(ctx).Info("Member's controllers still stopping; going on", "cluster", e.m.id(), "workerStacks", workerStacks())
+	}
+}
+
+// supervise waits for the cache's first sync, then starts the controllers.
+// Until the cache has synced, and then while engaged, it probes the member
+// now and then, and at once when a watch fails; a probe that fails, a
+// refusal or a controller that ends disengages it (a member that goes away
+// while its cache syncs would otherwise be waited for forever). It reports
+// whether the member was engaged.
+func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bool) {
+	m := e.m
+	synced := e.synced
 	for {
-		interval := m.set.opts.HealthInterval
+		interval := m.deps.opts.HealthInterval
 		if synced != nil {
-			interval = min(interval, 2*time.Second)
+			interval = min(interval, syncingProbeInterval)
 		}
 		timer := time.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return wasEngaged
-		case err := <-refused:
+		case err := <-e.refused:
 			timer.Stop()
 			m.setState(ctx, refusal(err), err)
 			return wasEngaged
-		case err := <-exited:
+		case err := <-e.exited:
 			timer.Stop()
 			m.setState(ctx, Failed, err)
 			return wasEngaged
@@ -274,26 +383,30 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 				return wasEngaged // stopping
 			}
 			synced = nil
-			for _, r := range runnables {
-				controllers.Add(1)
+			for _, r := range e.runnables {
+				e.controllers.Add(1)
 				go func() {
-					defer controllers.Done()
-					run(r)
+					defer e.controllers.Done()
+					e.run(r)
 				}()
 			}
 			m.setState(ctx, Engaged, nil)
 			wasEngaged = true
 			continue
-		case <-lost:
+		case <-e.lost:
 		case <-timer.C:
 		}
 		timer.Stop()
-		if state, err := check.run(ctx); err != nil && ctx.Err() == nil {
+		if state, err := check.probe(ctx); err != nil && ctx.Err() == nil {
 			m.setState(ctx, state, err)
 			return wasEngaged
 		}
 	}
 }
+
+// syncingProbeInterval is how often a member whose cache is syncing is
+// probed.
+const syncingProbeInterval = 2 * time.Second
 
 // watchFailed sorts a failed list or watch of the member's cache: a
 // refusal disengages the member; a failure to reach it calls for a probe.
@@ -352,13 +465,13 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 	}
 }
 
-// healthCheck asks a member whether it can be engaged.
+// healthCheck asks a member's API server whether it can be engaged.
 type healthCheck struct {
 	rest      rest.Interface
 	discovery discovery.DiscoveryInterface
 }
 
-func newHealthCheck(rc *rest.Config) (*healthCheck, error) {
+func newHealthCheck(rc *rest.Config) (prober, error) {
 	// A bounded request: one on a connection to a server that died can
 	// otherwise wait for HTTP/2's ping timeouts (seen: two minutes).
 	rc = rest.CopyConfig(rc)
@@ -370,9 +483,9 @@ func newHealthCheck(rc *rest.Config) (*healthCheck, error) {
 	return &healthCheck{rest: dc.RESTClient(), discovery: dc}, nil
 }
 
-// run probes the member's /readyz, then whether it serves the MCS API; on
+// probe probes the member's /readyz, then whether it serves the MCS API; on
 // failure it returns the member's state and why.
-func (h *healthCheck) run(ctx context.Context) (State, error) {
+func (h *healthCheck) probe(ctx context.Context) (State, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	if _, err := h.rest.Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
@@ -396,4 +509,17 @@ func (h *healthCheck) run(ctx context.Context) (State, error) {
 		return MissingCRDs, fmt.Errorf("the MCS API %s is not served: CRDs %v are missing (install sigs.k8s.io/mcs-api's config/crd)", mcsv1beta1.SchemeGroupVersion, missing)
 	}
 	return Engaged, nil
+}
+
+// identity reads the UID of the kube-system namespace (credentials that
+// may not read it leave the cluster known by its address only).
+func (h *healthCheck) identity(ctx context.Context) types.UID {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	raw, err := h.rest.Get().AbsPath("/api/v1/namespaces/kube-system").DoRaw(ctx)
+	var ns corev1.Namespace
+	if err != nil || json.Unmarshal(raw, &ns) != nil {
+		return ""
+	}
+	return ns.UID
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -37,10 +38,10 @@ type Options struct {
 	// member, which is then retried. Required.
 	Engage func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error)
 	// Departed, if set, is called when a member left the config, once its
-	// lifecycle has ended, with a client of it (nil if its settings cannot
-	// be read): to forget its exports, and to remove what mcs-syncer wrote
-	// into it. It must not block: slow work goes to a goroutine.
-	Departed func(id clusterset.ClusterID, c client.Client)
+	// lifecycle has ended: to forget its exports, and to remove what
+	// mcs-syncer wrote into it unless its cluster is still (or again) a
+	// member. It must not block: slow work goes to a goroutine.
+	Departed func(Departure)
 	// Changed, if set, is called when a member becomes connected or
 	// disconnected, joins or leaves.
 	Changed func()
@@ -67,12 +68,46 @@ type Options struct {
 	ConfigPollInterval time.Duration
 }
 
+// Departure is a member that left the config.
+type Departure struct {
+	ID clusterset.ClusterID
+	// Client is a client of it, nil if its settings cannot be read.
+	Client client.Client
+	// Engaged says whether this process ever engaged it; if not, this
+	// process wrote nothing into it.
+	Engaged bool
+	// SameClusterAs names a current member that is the same cluster (a
+	// renamed member): the same kube-system namespace UID or, for a member
+	// not identified yet, the same API server address. What mcs-syncer
+	// wrote into the cluster is that member's now, and must stay.
+	SameClusterAs clusterset.ClusterID
+	// Context is for removing what mcs-syncer wrote into it. It ends after
+	// DepartureTimeout, or with ErrRejoined as its cause as soon as the
+	// cluster is a member again (under any ID): a clean-up that went on
+	// would delete the new member's imports.
+	Context context.Context
+}
+
+// DepartureTimeout bounds the clean-up of a member that left.
+const DepartureTimeout = time.Minute
+
+// DepartureSettle is how long the clean-up of a member that left waits
+// before it removes anything: a member removed and added back meanwhile
+// (a config written in two steps, an entry moved) keeps its imports and
+// their clusterset IPs.
+const DepartureSettle = 10 * time.Second
+
+// ErrRejoined is the cause of a Departure's Context when the cluster
+// became a member again.
+var ErrRejoined = errors.New("the cluster is a member again")
+
 // Set is the clusterset's membership while mcs-syncer runs. Add it to a
 // manager (it needs leader election: only the leader engages members).
 type Set struct {
 	opts    Options
 	path    string
 	metrics *metrics
+	deps    *deps
 
 	mu      sync.Mutex
 	members map[clusterset.ClusterID]*member
@@ -83,6 +118,16 @@ type Set struct {
 	reload reloadOutcome
 	// run is the context of Start, nil before.
 	run context.Context
+	// departures are the members that left and whose clean-up may still
+	// be under way.
+	departures map[*departure]bool
+}
+
+// departure is a member that left, until its clean-up's context ends.
+type departure struct {
+	uid    types.UID
+	host   string
+	cancel context.CancelCauseFunc
 }
 
 var _ clusterset.Membership = (*Set)(nil)
@@ -113,13 +158,15 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
-		reload: reloadOutcome{at: time.Now()}}
+		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}}
+	s.deps = &deps{opts: opts, metrics: m, changed: s.changed, identified: s.rejoined,
+		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout}
 	if err := s.checkRequired(cfg); err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	for _, mc := range cfg.Members {
-		s.members[mc.ID] = newMember(s, mc, now)
+		s.members[mc.ID] = newMember(s.deps, mc, now)
 		m.setState(mc.ID, Connecting)
 	}
 	s.ids = sortedIDs(s.members)
@@ -253,7 +300,11 @@ func (s *Set) checkRequired(cfg *Config) error {
 }
 
 // apply engages the members of cfg that are new or whose settings
-// changed, and lets go of those that left.
+// changed, and lets go of those that left. Every member that stops is
+// stopped first, all at once, and waited for; then those that left are
+// handed to Departed, and the new ones start, so that an old and a new
+// lifecycle of one cluster (a renamed member) never write beside each
+// other.
 func (s *Set) apply(ctx context.Context, cfg *Config) {
 	logger := log.FromContext(ctx)
 	var left, restarted, started []*member
@@ -273,7 +324,7 @@ func (s *Set) apply(ctx context.Context, cfg *Config) {
 			joined = true
 			logger.Info("Member joined", "cluster", mc.ID)
 		}
-		m := newMember(s, mc, now)
+		m := newMember(s.deps, mc, now)
 		s.members[mc.ID] = m
 		started = append(started, m)
 	}
@@ -288,38 +339,83 @@ func (s *Set) apply(ctx context.Context, cfg *Config) {
 
 	for _, m := range restarted {
 		logger.Info("Member's settings changed; connecting anew", "cluster", m.id())
-		m.cancel()
-		<-m.done
-	}
-	for _, m := range started {
-		s.metrics.setState(m.id(), Connecting)
-		s.startMember(s.run, m)
 	}
 	for _, m := range left {
 		logger.Info("Member left the clusterset", "cluster", m.id())
+	}
+	stopping := append(slices.Clone(restarted), left...)
+	for _, m := range stopping {
 		m.cancel()
+	}
+	for _, m := range stopping {
 		<-m.done
+	}
+	for _, m := range left {
 		s.metrics.forget(m.id())
 		if s.opts.Departed != nil {
-			s.departed(m.config)
+			s.opts.Departed(s.departure(ctx, m))
 		}
+	}
+	for _, m := range started {
+		s.metrics.setState(m.id(), Connecting)
+		s.rejoined(m.id(), "")
+		s.startMember(s.run, m)
 	}
 	if len(left) > 0 || len(restarted) > 0 || joined {
 		s.changed()
 	}
 }
 
-// departed hands a client of a member that left to Options.Departed.
-func (s *Set) departed(mc Member) {
-	var c client.Client
-	if rc, err := mc.RESTConfig(); err == nil {
+// departure describes member m that left to Options.Departed, with a
+// client of it, and registers it until its context ends, so that its
+// cluster's return ends that context.
+func (s *Set) departure(ctx context.Context, m *member) Departure {
+	uid, engaged := m.identity()
+	d := Departure{ID: m.id(), Engaged: engaged}
+	if rc, err := m.config.RESTConfig(); err == nil {
 		rc.QPS, rc.Burst = s.opts.QPS, s.opts.Burst
-		c, err = client.New(rc, client.Options{Scheme: s.opts.Scheme})
-		if err != nil {
-			c = nil
+		if c, err := client.New(rc, client.Options{Scheme: s.opts.Scheme}); err == nil {
+			d.Client = c
 		}
 	}
-	s.opts.Departed(mc.ID, c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.ids {
+		if s.members[id].sameCluster(uid, m.host) {
+			d.SameClusterAs = id
+			break
+		}
+	}
+	timed, cancelTimeout := context.WithTimeout(ctx, DepartureTimeout)
+	dctx, cancel := context.WithCancelCause(timed)
+	entry := &departure{uid: uid, host: m.host, cancel: cancel}
+	s.departures[entry] = true
+	context.AfterFunc(dctx, func() {
+		cancelTimeout()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.departures, entry)
+	})
+	d.Context = dctx
+	return d
+}
+
+// rejoined ends the departures of member id's cluster, now that it is a
+// member again: by its address when it starts, by its identity (uid) once
+// that is read.
+func (s *Set) rejoined(id clusterset.ClusterID, uid types.UID) {
+	s.mu.Lock()
+	m := s.members[id]
+	var ended []*departure
+	for d := range s.departures {
+		if m != nil && m.sameCluster(d.uid, d.host) || uid != "" && d.uid == uid {
+			ended = append(ended, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range ended {
+		d.cancel(ErrRejoined)
+	}
 }
 
 func (s *Set) changed() {

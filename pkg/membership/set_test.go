@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
@@ -109,10 +108,10 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 		Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
 			return nil, fmt.Errorf("no member here can be engaged")
 		},
-		Departed: func(id clusterset.ClusterID, c client.Client) {
+		Departed: func(d Departure) {
 			mu.Lock()
 			defer mu.Unlock()
-			departed = append(departed, id)
+			departed = append(departed, d.ID)
 		},
 		Changed: func() { mu.Lock(); changes++; mu.Unlock() },
 	})
