@@ -13,9 +13,16 @@
 //     and it is retried with a bounded backoff, so its view is rebuilt
 //     fresh when it returns instead of waiting out client-go's reflector
 //     backoff. No member waits for another.
+//   - A member's lifecycle (member.go) is a supervisor with two seams, the
+//     cluster factory and the health check (deps), which the unit tests
+//     replace with fakes to drive every state transition in milliseconds.
 //   - The config file is polled: a member added is engaged, one removed is
-//     disengaged and forgotten (Options.Departed cleans up after it), one
-//     whose settings or kubeconfig changed is engaged anew. A file that no
+//     disengaged and forgotten, one whose settings or kubeconfig changed is
+//     engaged anew; every member that stops is stopped at once, then waited
+//     for. Options.Departed cleans up after a member that left, told
+//     whether its cluster is still a member under another ID (a rename: the
+//     same API server address or kube-system namespace UID) and given a
+//     context that ends when the cluster is a member again. A file that no
 //     longer parses keeps the last good membership.
 //   - Each member's state (engaged, syncing, unreachable, ...) with its
 //     cause is exported as metrics and served on /readyz?verbose; the
