@@ -12,12 +12,15 @@ import (
 )
 
 // auditPolicy logs, at the Metadata level, every write to the kinds
-// mcs-syncer writes; nothing else (node heartbeats and leases would only
-// make the logs long).
+// mcs-syncer writes, Leases included (with --leader-elect, its renewals are
+// writes); nothing else (the nodes' heartbeat Leases would only make the
+// logs long).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
+- level: None
+  namespaces: ["kube-node-lease"]
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
   resources:
@@ -29,6 +32,8 @@ rules:
     resources: ["events"]
   - group: "multicluster.x-k8s.io"
     resources: ["serviceimports", "serviceimports/status", "serviceexports", "serviceexports/status"]
+  - group: "coordination.k8s.io"
+    resources: ["leases"]
 - level: None
 `
 
@@ -56,29 +61,54 @@ type auditEvent struct {
 // "serviceimports/status update", ...).
 type writeCounts map[string]int
 
+// isLease tells the leader election's writes (Lease renewals), which are
+// reported apart: they are the price of having a standby, not of the
+// work.
+func isLease(kind string) bool { return strings.HasPrefix(kind, "leases ") }
+
+// total counts the writes, Leases apart.
 func (w writeCounts) total() int {
 	n := 0
-	for _, c := range w {
-		n += c
+	for k, c := range w {
+		if !isLease(k) {
+			n += c
+		}
 	}
 	return n
 }
 
-// String lists the kinds, most written first.
+// leases counts the Lease writes.
+func (w writeCounts) leases() int {
+	n := 0
+	for k, c := range w {
+		if isLease(k) {
+			n += c
+		}
+	}
+	return n
+}
+
+// String lists the kinds, most written first, then the Lease writes apart.
 func (w writeCounts) String() string {
-	if len(w) == 0 {
+	if w.total() == 0 && w.leases() == 0 {
 		return "none"
 	}
 	keys := make([]string, 0, len(w))
 	for k := range w {
-		keys = append(keys, k)
+		if !isLease(k) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return w[keys[i]] > w[keys[j]] || (w[keys[i]] == w[keys[j]] && keys[i] < keys[j]) })
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d %s", w[k], k)
 	}
-	return strings.Join(parts, ", ")
+	text := strings.Join(parts, ", ")
+	if n := w.leases(); n > 0 {
+		text += fmt.Sprintf("; besides, %d Lease writes (leader election)", n)
+	}
+	return text
 }
 
 // countWrites counts the writes mcs-syncer's user agent made, received in

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
@@ -54,6 +54,7 @@ type latencyResult struct {
 	Scenario       latencyScenario
 	MCS, Floor     []time.Duration
 	Sent           map[string]int // changes sent, by path
+	Wrong          map[string]int // slices seen with a change's trigger time but not its condition, by path
 	Writes         writeCounts    // mcs-syncer's writes in every consumer during the scenario
 	CPU            time.Duration  // mcs-syncer's CPU time during the scenario, idle share removed
 	IdleCPURate    time.Duration  // per second of wall time
@@ -63,9 +64,12 @@ type latencyResult struct {
 	ElapsedSending time.Duration
 }
 
-// change is one change in flight.
+// change is one change in flight: the trigger time it carries, and the
+// endpoint whose readiness it set.
 type change struct {
 	trigger time.Time
+	address string
+	ready   bool
 }
 
 // tracker matches the consumer's events with the changes sent.
@@ -73,10 +77,13 @@ type tracker struct {
 	mu      sync.Mutex
 	pending map[string][]change // by path + "/" + slice key
 	samples map[string][]time.Duration
+	// wrong counts, by path, the slices that carried a change's trigger
+	// time but not its condition.
+	wrong map[string]int
 }
 
 func newTracker() *tracker {
-	return &tracker{pending: map[string][]change{}, samples: map[string][]time.Duration{}}
+	return &tracker{pending: map[string][]change{}, samples: map[string][]time.Duration{}, wrong: map[string]int{}}
 }
 
 func (t *tracker) sent(path, key string, c change) {
@@ -86,7 +93,9 @@ func (t *tracker) sent(path, key string, c change) {
 }
 
 // seen resolves every pending change of path/key that the slice seen at
-// `at` carries (its trigger time is at or after the change's).
+// `at` carries: its trigger time is at or after the change's, and the
+// endpoint that the last of them changed has that change's readiness (a
+// slice that carries the time but not the condition is counted as wrong).
 func (t *tracker) seen(path, key string, s *discoveryv1.EndpointSlice, at time.Time) {
 	tt, err := time.Parse(time.RFC3339Nano, s.Annotations[corev1.EndpointsLastChangeTriggerTime])
 	if err != nil {
@@ -98,10 +107,31 @@ func (t *tracker) seen(path, key string, s *discoveryv1.EndpointSlice, at time.T
 	list := t.pending[k]
 	n := 0
 	for n < len(list) && !list[n].trigger.After(tt) {
-		t.samples[path] = append(t.samples[path], at.Sub(list[n].trigger))
 		n++
 	}
+	if n == 0 {
+		return
+	}
+	if last := list[n-1]; !hasReadiness(s, last.address, last.ready) {
+		t.wrong[path]++
+		return
+	}
+	for _, c := range list[:n] {
+		t.samples[path] = append(t.samples[path], at.Sub(c.trigger))
+	}
 	t.pending[k] = list[n:]
+}
+
+// hasReadiness reports whether slice s holds the endpoint address with
+// the given ready and serving conditions.
+func hasReadiness(s *discoveryv1.EndpointSlice, address string, ready bool) bool {
+	for _, ep := range s.Endpoints {
+		if len(ep.Addresses) > 0 && ep.Addresses[0] == address {
+			return ep.Conditions.Ready != nil && *ep.Conditions.Ready == ready &&
+				ep.Conditions.Serving != nil && *ep.Conditions.Serving == ready
+		}
+	}
+	return false
 }
 
 func (t *tracker) outstanding() int {
@@ -186,19 +216,18 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	}
 	go westSlices.Run(ctx.Done())
 	// The relay: every change of a relay source in east is copied to its
-	// mirror in west with a get and an update.
+	// mirror in west, as a controller would: keys in a workqueue (changes
+	// that queue up for one slice are coalesced), worked by as many
+	// workers as mcs-syncer's import controller has, each writing the
+	// newest source from its informer over the mirror it last wrote.
 	eastRelay := sliceInformer(east, sc.Namespace)
-	relayLocks := map[string]*sync.Mutex{}
-	for _, s := range floorSources {
-		relayLocks[s.key] = &sync.Mutex{}
-	}
+	r := newRelay(west, eastRelay, westSlices, b.logf)
+	defer r.queue.ShutDown()
 	if _, err := eastRelay.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
-			s, ok := obj.(*discoveryv1.EndpointSlice)
-			if !ok || s.Labels[roleLabel] != roleRelaySrc {
-				return
+			if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[roleLabel] == roleRelaySrc {
+				r.queue.Add(s.Labels[discoveryv1.LabelServiceName])
 			}
-			go b.relay(ctx, west, s, relayLocks[s.Labels[discoveryv1.LabelServiceName]])
 		},
 	}); err != nil {
 		return nil, err
@@ -206,6 +235,9 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	go eastRelay.Run(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), westSlices.HasSynced, eastRelay.HasSynced) {
 		return nil, ctx.Err()
+	}
+	for range relayWorkers {
+		go r.work(ctx, sc.Namespace)
 	}
 	if err := poll(ctx, 2*time.Minute, "every service imported into west", func() bool {
 		importedMu.Lock()
@@ -290,6 +322,7 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	}
 	tr.mu.Lock()
 	res.MCS, res.Floor = tr.samples[pathMCS], tr.samples[pathFloor]
+	res.Wrong = map[string]int{pathMCS: tr.wrong[pathMCS], pathFloor: tr.wrong[pathFloor]}
 	tr.mu.Unlock()
 	return res, nil
 }
@@ -308,7 +341,7 @@ func (b *bench) change(ctx context.Context, cs kubernetes.Interface, s *source, 
 	// The trigger time as the consumer will parse it back.
 	now, _ := time.Parse(time.RFC3339Nano, time.Now().UTC().Format(time.RFC3339Nano))
 	slice.Annotations[corev1.EndpointsLastChangeTriggerTime] = now.Format(time.RFC3339Nano)
-	tr.sent(s.path, s.key, change{trigger: now})
+	tr.sent(s.path, s.key, change{trigger: now, address: ep.Addresses[0], ready: ready})
 	updated, err := cs.DiscoveryV1().EndpointSlices(slice.Namespace).Update(ctx, slice, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("change %s/%s: %w", slice.Namespace, slice.Name, err)
@@ -317,28 +350,79 @@ func (b *bench) change(ctx context.Context, cs kubernetes.Interface, s *source, 
 	return nil
 }
 
-// relay copies a relay source slice's endpoints and trigger time to its
-// mirror in west: a get and an update (again on a conflict).
-func (b *bench) relay(ctx context.Context, west kubernetes.Interface, src *discoveryv1.EndpointSlice, lock *sync.Mutex) {
-	if lock == nil {
-		return
-	}
-	lock.Lock()
-	defer lock.Unlock()
-	name := src.Labels[discoveryv1.LabelServiceName] + "-dst"
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		dst, err := west.DiscoveryV1().EndpointSlices(src.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
+// relayWorkers is how many relay writes are in flight at most: as many as
+// mcs-syncer's import workers per consumer (--concurrent-import-syncs).
+const relayWorkers = 10
+
+// relay is the raw relay floor: the cheapest correct copy of a slice from
+// east to west. It reads the source from its informer, writes the mirror
+// over the copy it last wrote (no GET: mcs-syncer writes from its cache
+// too), and coalesces the changes that queue up for one slice.
+type relay struct {
+	west       kubernetes.Interface
+	src, dst   cache.SharedIndexInformer
+	queue      workqueue.TypedRateLimitingInterface[string]
+	logf       func(string, ...any)
+	mu         sync.Mutex
+	lastWritten map[string]*discoveryv1.EndpointSlice // by mirror name
+}
+
+func newRelay(west kubernetes.Interface, src, dst cache.SharedIndexInformer, logf func(string, ...any)) *relay {
+	return &relay{west: west, src: src, dst: dst, logf: logf, lastWritten: map[string]*discoveryv1.EndpointSlice{},
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+}
+
+// work copies queued relay slices until the queue shuts down.
+func (r *relay) work(ctx context.Context, ns string) {
+	for {
+		name, shutdown := r.queue.Get()
+		if shutdown {
+			return
 		}
-		dst.Endpoints = src.Endpoints
-		dst.Annotations[corev1.EndpointsLastChangeTriggerTime] = src.Annotations[corev1.EndpointsLastChangeTriggerTime]
-		_, err = west.DiscoveryV1().EndpointSlices(src.Namespace).Update(ctx, dst, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil && ctx.Err() == nil {
-		b.logf("relay %s: %v", name, err)
+		if err := r.copy(ctx, ns, name); err != nil {
+			if ctx.Err() == nil && !apierrors.IsConflict(err) {
+				r.logf("relay %s: %v", name, err)
+			}
+			r.queue.AddRateLimited(name)
+		} else {
+			r.queue.Forget(name)
+		}
+		r.queue.Done(name)
 	}
+}
+
+// copy writes the newest source of relay name over its mirror. After a
+// conflict (the mirror changed behind the relay's back) it starts again
+// from the informer's copy.
+func (r *relay) copy(ctx context.Context, ns, name string) error {
+	obj, ok, err := r.src.GetStore().GetByKey(ns + "/" + name + "-src")
+	if err != nil || !ok {
+		return err
+	}
+	src := obj.(*discoveryv1.EndpointSlice)
+	dstName := name + "-dst"
+	r.mu.Lock()
+	dst := r.lastWritten[dstName]
+	r.mu.Unlock()
+	if dst == nil {
+		obj, ok, err := r.dst.GetStore().GetByKey(ns + "/" + dstName)
+		if err != nil || !ok {
+			return fmt.Errorf("mirror %s not in the informer (%v)", dstName, err)
+		}
+		dst = obj.(*discoveryv1.EndpointSlice)
+	}
+	dst = dst.DeepCopy()
+	dst.Endpoints = src.Endpoints
+	dst.Annotations[corev1.EndpointsLastChangeTriggerTime] = src.Annotations[corev1.EndpointsLastChangeTriggerTime]
+	written, err := r.west.DiscoveryV1().EndpointSlices(ns).Update(ctx, dst, metav1.UpdateOptions{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		delete(r.lastWritten, dstName)
+		return err
+	}
+	r.lastWritten[dstName] = written
+	return nil
 }
 
 // sourceSlice returns the source slice of an exported Service in east,

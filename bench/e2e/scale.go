@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -153,10 +155,13 @@ func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*s
 }
 
 // writeFloor writes into every consumer, with plain concurrent clients,
-// the objects an import of the scale scenario consists of: a Service with
-// a cluster IP, the ServiceImport holding that IP, its status, and one
-// slice per exporting cluster. Then it removes them again (and waits for
-// that) so that mcs-syncer's run does not see them.
+// what an import of the scale scenario consists of, in the one order a
+// correct importer can: the ServiceImport, then its derived Service (whose
+// owner reference needs the ServiceImport's UID), then the ServiceImport's
+// spec.ips (the clusterset IP exists only once the API server allocated
+// the Service's), its status, and one slice per exporting cluster. Then it
+// removes them again (and waits for that) so that mcs-syncer's run does
+// not see them.
 func (b *bench) writeFloor(ctx context.Context, res *scaleResult) error {
 	if err := b.ensureNamespace(ctx, floorNamespace); err != nil {
 		return err
@@ -206,43 +211,49 @@ func (b *bench) writeFloor(ctx context.Context, res *scaleResult) error {
 	})
 }
 
-// writeFloorImport writes one import's objects into cluster and returns
-// the number of writes.
+// writeFloorImport writes one import's objects into cluster, each write
+// after the one it depends on, and returns the number of writes.
 func (b *bench) writeFloorImport(ctx context.Context, cluster string, i int) (int, error) {
 	cs, cl := b.kube[cluster], b.ctrl[cluster]
 	name := scaleName(i)
-	svc, err := cs.CoreV1().Services(floorNamespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "derived-" + name, Namespace: floorNamespace},
-		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return 0, err
-	}
 	si := &mcsv1beta1.ServiceImport{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: floorNamespace},
 		Spec: mcsv1beta1.ServiceImportSpec{
 			Type:  mcsv1beta1.ClusterSetIP,
 			Ports: []mcsv1beta1.ServicePort{{Name: benchPort.Name, Protocol: benchPort.Protocol, Port: benchPort.Port}},
-			IPs:   svc.Spec.ClusterIPs,
 		},
 	}
 	if err := cl.Create(ctx, si); err != nil {
+		return 0, err
+	}
+	owner := []metav1.OwnerReference{{APIVersion: mcsv1beta1.SchemeGroupVersion.String(), Kind: "ServiceImport",
+		Name: si.Name, UID: si.UID, Controller: ptr.To(true)}}
+	svc, err := cs.CoreV1().Services(floorNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "derived-" + name, Namespace: floorNamespace, OwnerReferences: owner},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}},
+	}, metav1.CreateOptions{})
+	if err != nil {
 		return 1, err
+	}
+	si.Spec.IPs = svc.Spec.ClusterIPs
+	if err := cl.Update(ctx, si); err != nil {
+		return 2, err
 	}
 	si.Status.Clusters = []mcsv1beta1.ClusterStatus{{Cluster: "east"}, {Cluster: "west"}}
 	meta.SetStatusCondition(&si.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "floor"})
 	if err := cl.Status().Update(ctx, si); err != nil {
-		return 2, err
+		return 3, err
 	}
 	for o, source := range []string{"east", "west"} {
 		s := endpointSlice(floorNamespace, name+"-"+source, svc.Name, benchIP(o, i, 0), b.endpoints)
 		s.Labels[mcsv1beta1.LabelServiceName] = name
 		s.Labels[mcsv1beta1.LabelSourceCluster] = source
+		s.OwnerReferences = owner
 		if _, err := cs.DiscoveryV1().EndpointSlices(floorNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			return 3 + o, err
+			return 4 + o, err
 		}
 	}
-	return 5, nil
+	return 6, nil
 }
 
 // importView is a watch-fed view of one consumer's imports in the scale
@@ -266,7 +277,7 @@ func (b *bench) importViews(ctx context.Context) ([]*importView, error) {
 		vctx, cancel := context.WithCancel(ctx)
 		v := &importView{cluster: c.Name, cache: cc, stop: cancel}
 		// Informers for both kinds before the cache starts.
-		for _, obj := range []client.Object{&mcsv1beta1.ServiceImport{}, &discoveryv1.EndpointSlice{}} {
+		for _, obj := range []client.Object{&mcsv1beta1.ServiceImport{}, &discoveryv1.EndpointSlice{}, &corev1.Service{}} {
 			if _, err := cc.GetInformer(vctx, obj); err != nil {
 				cancel()
 				return nil, err
@@ -282,36 +293,93 @@ func (b *bench) importViews(ctx context.Context) ([]*importView, error) {
 	return views, nil
 }
 
-// complete reports whether the consumer holds every import: a ServiceImport
-// with its clusterset IP, both clusters in its status and Ready, and one
-// full slice per exporting cluster.
+// complete reports whether the consumer holds every import, judged by
+// content: each ServiceImport Ready, with both exporting clusters in its
+// status and its clusterset IP that of its derived Service; for each
+// exporting cluster, exactly the endpoints it exports (address and
+// ready/serving/terminating) in slices labelled with that source.
 func (v *importView) complete(ctx context.Context, services, endpoints int) bool {
 	var sis mcsv1beta1.ServiceImportList
 	if err := v.cache.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil {
 		return false
 	}
-	ready := 0
+	var list discoveryv1.EndpointSliceList
+	if err := v.cache.List(ctx, &list, client.UnsafeDisableDeepCopy, client.HasLabels{mcsv1beta1.LabelSourceCluster}); err != nil {
+		return false
+	}
+	// Cheap counts first: while the import is under way, most polls end
+	// here.
+	if len(sis.Items) < services || len(list.Items) < 2*services {
+		return false
+	}
+	var svcs corev1.ServiceList
+	if err := v.cache.List(ctx, &svcs, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	clusterIPs := map[string]string{}
+	for i := range svcs.Items {
+		clusterIPs[svcs.Items[i].Name] = strings.Join(svcs.Items[i].Spec.ClusterIPs, ",")
+	}
+	// imported[service/source] = the endpoints, as "address ready serving terminating".
+	imported := map[string][]string{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		k := s.Labels[mcsv1beta1.LabelServiceName] + "/" + s.Labels[mcsv1beta1.LabelSourceCluster]
+		for _, ep := range s.Endpoints {
+			imported[k] = append(imported[k], endpointState(ep))
+		}
+	}
+	byName := map[string]*mcsv1beta1.ServiceImport{}
 	for i := range sis.Items {
-		si := &sis.Items[i]
-		if len(si.Spec.IPs) == 1 && len(si.Status.Clusters) == 2 && meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") {
-			ready++
+		byName[sis.Items[i].Name] = &sis.Items[i]
+	}
+	for i := range services {
+		si := byName[scaleName(i)]
+		if si == nil || len(si.Status.Clusters) != 2 || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") ||
+			len(si.Spec.IPs) != 1 || clusterIPs[si.Annotations[derivedServiceAnnotation]] != si.Spec.IPs[0] {
+			return false
+		}
+		for o, source := range []string{"east", "west"} {
+			got := imported[si.Name+"/"+source]
+			if len(got) != endpoints {
+				return false
+			}
+			slices.Sort(got)
+			want := exportedEndpoints(o, i, endpoints)
+			for j := range want {
+				if got[j] != want[j] {
+					return false
+				}
+			}
 		}
 	}
-	if ready < services {
-		return false
-	}
-	var slices discoveryv1.EndpointSliceList
-	if err := v.cache.List(ctx, &slices, client.UnsafeDisableDeepCopy, client.HasLabels{mcsv1beta1.LabelSourceCluster}); err != nil {
-		return false
-	}
-	full := 0
-	for i := range slices.Items {
-		s := &slices.Items[i]
-		if len(s.Endpoints) == endpoints && strings.HasPrefix(s.Labels[mcsv1beta1.LabelServiceName], "s-") {
-			full++
+	return true
+}
+
+// derivedServiceAnnotation names a ServiceImport's derived Service.
+const derivedServiceAnnotation = "multicluster.kubernetes.io/derived-service"
+
+// endpointState is an endpoint's address and conditions, as text.
+func endpointState(ep discoveryv1.Endpoint) string {
+	b := func(p *bool) string {
+		if p == nil {
+			return "-"
 		}
+		return fmt.Sprint(*p)
 	}
-	return full >= 2*services
+	return fmt.Sprintf("%s %s %s %s", strings.Join(ep.Addresses, ","), b(ep.Conditions.Ready), b(ep.Conditions.Serving), b(ep.Conditions.Terminating))
+}
+
+// exportedEndpoints returns, sorted, the endpoints exporter o (0 east,
+// 1 west) exports for scale Service i, as endpointState writes them.
+func exportedEndpoints(o, i, endpoints int) []string {
+	s := endpointSlice("", "", "", benchIP(o, i, 0), endpoints)
+	out := make([]string, 0, endpoints)
+	for _, ep := range s.Endpoints {
+		out = append(out, endpointState(ep))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // restartResult: the writes of a restart over the scale scenario's imports.
