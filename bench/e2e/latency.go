@@ -359,11 +359,11 @@ const relayWorkers = 10
 // over the copy it last wrote (no GET: mcs-syncer writes from its cache
 // too), and coalesces the changes that queue up for one slice.
 type relay struct {
-	west       kubernetes.Interface
-	src, dst   cache.SharedIndexInformer
-	queue      workqueue.TypedRateLimitingInterface[string]
-	logf       func(string, ...any)
-	mu         sync.Mutex
+	west        kubernetes.Interface
+	src, dst    cache.SharedIndexInformer
+	queue       workqueue.TypedRateLimitingInterface[string]
+	logf        func(string, ...any)
+	mu          sync.Mutex
 	lastWritten map[string]*discoveryv1.EndpointSlice // by mirror name
 }
 

@@ -421,19 +421,13 @@ func (b *bench) runRestart(ctx context.Context, minWindow, settle time.Duration)
 
 // reconciles returns the sum of mcs-syncer's reconciles, every controller.
 func (b *bench) reconciles(ctx context.Context) (float64, error) {
-	text, err := b.syncer.Metrics(ctx)
+	families, err := b.syncer.MetricFamilies(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var sum float64
-	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-			sum += v
-		}
+	for _, m := range families["controller_runtime_reconcile_total"].GetMetric() {
+		sum += m.GetCounter().GetValue()
 	}
 	return sum, nil
 }

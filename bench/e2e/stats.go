@@ -4,8 +4,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
 // percentile returns the p-th percentile (0..100) of samples, by the
@@ -26,35 +27,33 @@ type histogram struct {
 	counts []float64 // cumulative
 }
 
-// parseHistogram reads the buckets of the series name{labels...} from a
-// /metrics text; every label given must match.
+// parseHistogram reads the buckets of the histogram series name{labels...}
+// from a /metrics text; every label given must match.
 func parseHistogram(text, name string, labels map[string]string) histogram {
 	var h histogram
-	for _, line := range strings.Split(text, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"_bucket{")
-		if !ok {
-			continue
-		}
-		labelText, valueText, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		got := map[string]string{}
-		for _, pair := range strings.Split(labelText, ",") {
-			k, v, _ := strings.Cut(pair, "=")
-			got[k] = strings.Trim(v, `"`)
-		}
-		match := true
+	families, err := testbed.ParseMetrics(text)
+	if err != nil {
+		return h
+	}
+	for _, m := range families[name].GetMetric() {
+		got := testbed.Labels(m)
+		match := m.GetHistogram() != nil
 		for k, v := range labels {
 			match = match && got[k] == v
 		}
-		le, err1 := strconv.ParseFloat(got["le"], 64)
-		value, err2 := strconv.ParseFloat(strings.TrimSpace(valueText), 64)
-		if !match || err1 != nil || err2 != nil {
+		if !match {
 			continue
 		}
-		h.le = append(h.le, le)
-		h.counts = append(h.counts, value)
+		for _, b := range m.GetHistogram().GetBucket() {
+			h.le = append(h.le, b.GetUpperBound())
+			h.counts = append(h.counts, float64(b.GetCumulativeCount()))
+		}
+		if len(h.le) == 0 || !math.IsInf(h.le[len(h.le)-1], 1) {
+			// The +Inf bucket is the histogram's count.
+			h.le = append(h.le, math.Inf(1))
+			h.counts = append(h.counts, float64(m.GetHistogram().GetSampleCount()))
+		}
+		break
 	}
 	return h
 }

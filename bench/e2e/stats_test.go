@@ -22,14 +22,24 @@ func TestPercentile(t *testing.T) {
 
 func TestHistogramQuantile(t *testing.T) {
 	text := `# HELP x_seconds h
+# TYPE x_seconds histogram
 x_seconds_bucket{a="1",b="east",le="0.01"} 2
 x_seconds_bucket{a="1",b="east",le="0.02"} 6
 x_seconds_bucket{a="1",b="east",le="+Inf"} 10
+x_seconds_sum{a="1",b="east"} 0.2
+x_seconds_count{a="1",b="east"} 10
 x_seconds_bucket{a="1",b="west",le="0.01"} 100
+x_seconds_bucket{a="1",b="west",le="+Inf"} 100
+x_seconds_sum{a="1",b="west"} 1
+x_seconds_count{a="1",b="west"} 100
 `
-	before := parseHistogram(`x_seconds_bucket{a="1",b="east",le="0.01"} 1
+	before := parseHistogram(`# TYPE x_seconds histogram
+x_seconds_bucket{a="1",b="east",le="0.01"} 1
 x_seconds_bucket{a="1",b="east",le="0.02"} 1
-x_seconds_bucket{a="1",b="east",le="+Inf"} 2`, "x_seconds", map[string]string{"b": "east"})
+x_seconds_bucket{a="1",b="east",le="+Inf"} 2
+x_seconds_sum{a="1",b="east"} 0.1
+x_seconds_count{a="1",b="east"} 2
+`, "x_seconds", map[string]string{"b": "east"})
 	h := parseHistogram(text, "x_seconds", map[string]string{"b": "east"})
 	if len(h.le) != 3 || h.count() != 10 {
 		t.Fatalf("parsed %+v", h)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -53,10 +52,15 @@ func BuildSyncer(ctx context.Context, out string) error {
 // /readyz answers. The process is killed with the calling process
 // (Pdeathsig) if that dies first.
 func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syncer, error) {
-	metricsAddr, probeAddr := freeAddr(), freeAddr()
-	if metricsAddr == "" || probeAddr == "" {
-		return nil, errors.New("mcs-syncer: no free port")
+	var addrs [2]string
+	for i := range addrs {
+		port, err := freePort(false)
+		if err != nil {
+			return nil, fmt.Errorf("mcs-syncer: %w", err)
+		}
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
+	metricsAddr, probeAddr := addrs[0], addrs[1]
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}
@@ -168,31 +172,4 @@ func (s *Syncer) Metrics(ctx context.Context) (string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return string(body), err
-}
-
-// Metric returns the value of the sample of its /metrics whose name and
-// labels (as written in the exposition format, e.g.
-// `controller_runtime_reconcile_total{controller="import-north",result="success"}`)
-// are given. A sample that is not there is an error: a renamed or
-// unregistered metric must not read as 0.
-func (s *Syncer) Metric(ctx context.Context, sample string) (float64, error) {
-	text, err := s.Metrics(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(text, "\n") {
-		if rest, ok := strings.CutPrefix(line, sample+" "); ok {
-			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
-		}
-	}
-	return 0, fmt.Errorf("no sample %s in mcs-syncer's /metrics", sample)
-}
-
-func freeAddr() string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return ""
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
