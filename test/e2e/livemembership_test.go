@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
@@ -160,23 +159,14 @@ func TestLiveMembershipChanges(t *testing.T) {
 	path := filepath.Join(dir, "clusterset.yaml")
 	write := func(north *testbed.Member) {
 		t.Helper()
-		conf := testbed.ClustersetConfig{Clusterset: "testbed"}
+		var members []testbed.Member
 		for _, id := range []string{"east", "west"} {
-			conf.Members = append(conf.Members, testbed.Member{ID: id, Kubeconfig: bed.Cluster(id).KubeconfigPath, Context: bed.Cluster(id).Context})
+			members = append(members, testbed.Member{ID: id, Kubeconfig: bed.Cluster(id).KubeconfigPath, Context: bed.Cluster(id).Context})
 		}
 		if north != nil {
-			conf.Members = append(conf.Members, *north)
+			members = append(members, *north)
 		}
-		raw, err := yaml.Marshal(conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path+".tmp", raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
+		writeMembers(t, path, members...)
 	}
 	northAs := func(id, context string) *testbed.Member {
 		return &testbed.Member{ID: id, Kubeconfig: northKubeconfig, Context: context}

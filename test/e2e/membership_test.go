@@ -48,16 +48,22 @@ func exclusive(t *testing.T) {
 // the testbed cluster it names.
 type member struct{ id, cluster string }
 
-// writeConfig writes a clusterset config of the given members to path (as
-// a mounted Secret changes: written aside, then renamed).
+// writeConfig writes a clusterset config of the given members to path.
 func writeConfig(t *testing.T, path string, members ...member) {
 	t.Helper()
-	conf := testbed.ClustersetConfig{Clusterset: "testbed"}
+	var entries []testbed.Member
 	for _, m := range members {
 		c := bed.Cluster(m.cluster)
-		conf.Members = append(conf.Members, testbed.Member{ID: m.id, Kubeconfig: c.KubeconfigPath, Context: c.Context})
+		entries = append(entries, testbed.Member{ID: m.id, Kubeconfig: c.KubeconfigPath, Context: c.Context})
 	}
-	raw, err := yaml.Marshal(conf)
+	writeMembers(t, path, entries...)
+}
+
+// writeMembers writes a clusterset config of members to path (as a
+// mounted Secret changes: written aside, then renamed).
+func writeMembers(t *testing.T, path string, members ...testbed.Member) {
+	t.Helper()
+	raw, err := yaml.Marshal(testbed.ClustersetConfig{Clusterset: "testbed", Members: members})
 	if err != nil {
 		t.Fatal(err)
 	}
