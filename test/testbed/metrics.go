@@ -56,20 +56,51 @@ func (s *Syncer) Metric(ctx context.Context, sample string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if v, ok := sampleValue(families, name, labels); ok {
+		return v, nil
+	}
+	return 0, fmt.Errorf("no sample %s in mcs-syncer's /metrics", sample)
+}
+
+// sampleValue finds the sample name{labels} among families: a counter,
+// gauge or untyped value, or a histogram's or summary's _count or _sum
+// (which the parser folds into the family without the suffix).
+func sampleValue(families map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
 	for _, m := range families[name].GetMetric() {
 		if !maps.Equal(Labels(m), labels) {
 			continue
 		}
 		switch {
 		case m.Counter != nil:
-			return m.Counter.GetValue(), nil
+			return m.Counter.GetValue(), true
 		case m.Gauge != nil:
-			return m.Gauge.GetValue(), nil
+			return m.Gauge.GetValue(), true
 		case m.Untyped != nil:
-			return m.Untyped.GetValue(), nil
+			return m.Untyped.GetValue(), true
 		}
 	}
-	return 0, fmt.Errorf("no sample %s in mcs-syncer's /metrics", sample)
+	for _, suffix := range []string{"_count", "_sum"} {
+		base, ok := strings.CutSuffix(name, suffix)
+		if !ok {
+			continue
+		}
+		for _, m := range families[base].GetMetric() {
+			if !maps.Equal(Labels(m), labels) {
+				continue
+			}
+			switch {
+			case m.Histogram != nil && suffix == "_count":
+				return float64(m.Histogram.GetSampleCount()), true
+			case m.Histogram != nil:
+				return m.Histogram.GetSampleSum(), true
+			case m.Summary != nil && suffix == "_count":
+				return float64(m.Summary.GetSampleCount()), true
+			case m.Summary != nil:
+				return m.Summary.GetSampleSum(), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // parseSample splits `name{a="x",b="y"}` into its name and labels.
