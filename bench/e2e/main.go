@@ -26,6 +26,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
 
 // stateMarker marks a state folder this benchmark made; it runs on no
@@ -117,7 +119,7 @@ type bench struct {
 	bed        *testbed.Clusterset
 	kube       map[string]kubernetes.Interface
 	ctrl       map[string]client.Client
-	syncer     *testbed.Syncer
+	syncer     *syncer.Process
 	syncerBin  string
 	syncerArgs []string
 	logDir     string
@@ -150,7 +152,7 @@ func (b *bench) auditLogs() []string {
 func (b *bench) startSyncer(ctx context.Context) error {
 	b.restarts++
 	args := append([]string{"--clusterset-config", b.bed.ConfigPath}, b.syncerArgs...)
-	s, err := testbed.StartSyncer(ctx, b.syncerBin, filepath.Join(b.logDir, fmt.Sprintf("mcs-syncer-%d.log", b.restarts)), args...)
+	s, err := syncer.Start(ctx, b.syncerBin, filepath.Join(b.logDir, fmt.Sprintf("mcs-syncer-%d.log", b.restarts)), args...)
 	if err != nil {
 		return err
 	}
@@ -186,7 +188,7 @@ func prepareState(stateDir string) error {
 }
 
 func run(ctx context.Context, f *flags) error {
-	root, err := testbed.RepoRoot()
+	root, err := host.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -209,7 +211,7 @@ func run(ctx context.Context, f *flags) error {
 	}
 	began := time.Now()
 	b.logf("building mcs-syncer")
-	if err := testbed.BuildSyncer(ctx, b.syncerBin); err != nil {
+	if err := syncer.Build(ctx, b.syncerBin); err != nil {
 		return err
 	}
 	policy, err := writeAuditPolicy(f.stateDir)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
 
 // percentile returns the p-th percentile (0..100) of samples, by the
@@ -31,12 +31,12 @@ type histogram struct {
 // from a /metrics text; every label given must match.
 func parseHistogram(text, name string, labels map[string]string) histogram {
 	var h histogram
-	families, err := testbed.ParseMetrics(text)
+	families, err := syncer.ParseMetrics(text)
 	if err != nil {
 		return h
 	}
 	for _, m := range families[name].GetMetric() {
-		got := testbed.Labels(m)
+		got := syncer.Labels(m)
 		match := m.GetHistogram() != nil
 		for k, v := range labels {
 			match = match && got[k] == v

@@ -30,6 +30,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/export"
 	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // The integration tests run export watchers for two real clusters (east,
@@ -58,7 +59,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	if os.Getenv("MCS_TOOLS_DIR") == "" {
-		if _, err := testbed.RepoRoot(); err != nil {
+		if _, err := host.RepoRoot(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -27,6 +27,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // TestPerClusterModeWithLeastPrivilege runs mcs-syncer in per-cluster
@@ -176,7 +177,7 @@ func rbacRoles(t *testing.T) (roles struct {
 	leader        *rbacv1.Role
 }) {
 	t.Helper()
-	root, err := testbed.RepoRoot()
+	root, err := host.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	syncerproc "github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
 
 // syncer is the running mcs-syncer.
@@ -13,7 +13,7 @@ var syncer *syncerProcess
 
 // syncerProcess is a running mcs-syncer.
 type syncerProcess struct {
-	*testbed.Syncer
+	*syncerproc.Process
 	stateDir string
 	logPath  string
 }
@@ -49,7 +49,7 @@ func startSyncer(ctx context.Context, stateDir string) (*syncerProcess, error) {
 func startSyncerWith(ctx context.Context, stateDir string, args ...string) (*syncerProcess, error) {
 	bin := filepath.Join(stateDir, "mcs-syncer-bin")
 	if _, err := os.Stat(bin); err != nil {
-		if err := testbed.BuildSyncer(ctx, bin); err != nil {
+		if err := syncerproc.Build(ctx, bin); err != nil {
 			return nil, err
 		}
 	}
@@ -58,9 +58,9 @@ func startSyncerWith(ctx context.Context, stateDir string, args ...string) (*syn
 	if err != nil {
 		return nil, err
 	}
-	s, err := testbed.StartSyncer(ctx, bin, filepath.Join(logDir, "mcs-syncer.log"), args...)
+	s, err := syncerproc.Start(ctx, bin, filepath.Join(logDir, "mcs-syncer.log"), args...)
 	if err != nil {
 		return nil, err
 	}
-	return &syncerProcess{Syncer: s, stateDir: stateDir, logPath: s.LogPath}, nil
+	return &syncerProcess{Process: s, stateDir: stateDir, logPath: s.LogPath}, nil
 }

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // corefile makes CoreDNS answer cluster.local from the cluster's Services
@@ -47,11 +49,11 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	dnsPort, err := freePort(true)
+	dnsPort, err := host.FreePort(true)
 	if err != nil {
 		return err
 	}
-	readyPort, err := freePort(false)
+	readyPort, err := host.FreePort(false)
 	if err != nil {
 		return err
 	}
@@ -103,30 +105,6 @@ func (c *Cluster) startCoreDNS(ctx context.Context) error {
 		return fmt.Errorf("coredns not ready: %w", err)
 	}
 	return nil
-}
-
-// freePort returns a loopback port that is free for TCP (and for UDP too
-// when udp is set). Another process may take it before it is used; the
-// window is small enough for a testbed.
-func freePort(udp bool) (int, error) {
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !udp {
-			return port, nil
-		}
-		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		pc.Close()
-		return port, nil
-	}
-	return 0, fmt.Errorf("no free loopback port for TCP and UDP")
 }
 
 // createDNSService makes CoreDNS the pods' DNS as in a real cluster: a

@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // DefaultClusters are the member clusters started when Options.Clusters is
@@ -158,7 +159,7 @@ func (o Options) Paths() (stateDir, binDir string, err error) {
 		binDir = os.Getenv("MCS_TOOLS_DIR")
 	}
 	if stateDir == "" || binDir == "" {
-		root, err := RepoRoot()
+		root, err := host.RepoRoot()
 		if err != nil {
 			return "", "", err
 		}
@@ -176,26 +177,6 @@ func (o Options) Paths() (stateDir, binDir string, err error) {
 		return "", "", fmt.Errorf("testbed: binary folder: %w", err)
 	}
 	return stateDir, binDir, nil
-}
-
-// RepoRoot returns the root of the mcs-syncer repository that holds the
-// working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/mcs-syncer/mcs-syncer\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("testbed: not inside the mcs-syncer repository; set Options.StateDir and MCS_TOOLS_DIR")
-		}
-		dir = parent
-	}
 }
 
 // Start brings a clusterset up and returns once every cluster serves the

@@ -9,7 +9,7 @@ import (
 	"log"
 
 	"github.com/mcs-syncer/mcs-syncer/test/images"
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 func main() {
@@ -19,7 +19,7 @@ func main() {
 	if *out == "" {
 		log.Fatal("build: -out is required")
 	}
-	root, err := testbed.RepoRoot()
+	root, err := host.RepoRoot()
 	if err != nil {
 		log.Fatal(err)
 	}

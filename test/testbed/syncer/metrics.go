@@ -1,4 +1,4 @@
-package testbed
+package syncer
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func Labels(m *dto.Metric) map[string]string {
 }
 
 // MetricFamilies returns the metric families of mcs-syncer's /metrics.
-func (s *Syncer) MetricFamilies(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+func (s *Process) MetricFamilies(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	text, err := s.Metrics(ctx)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (s *Syncer) MetricFamilies(ctx context.Context) (map[string]*dto.MetricFami
 // `controller_runtime_reconcile_total{controller="import-north",result="success"}`)
 // are given. A sample that is not there is an error: a renamed or
 // unregistered metric must not read as 0.
-func (s *Syncer) Metric(ctx context.Context, sample string) (float64, error) {
+func (s *Process) Metric(ctx context.Context, sample string) (float64, error) {
 	name, labels, err := parseSample(sample)
 	if err != nil {
 		return 0, err

@@ -1,4 +1,4 @@
-package testbed
+package syncer
 
 import (
 	"context"
@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
-// Syncer is an mcs-syncer running as a real process.
-type Syncer struct {
+// Process is an mcs-syncer running as a real process.
+type Process struct {
 	// MetricsAddr and ProbeAddr are the host:port of its /metrics and of
 	// its /healthz and /readyz.
 	MetricsAddr, ProbeAddr string
@@ -33,9 +35,9 @@ type Syncer struct {
 	killed bool
 }
 
-// BuildSyncer builds mcs-syncer from the repository into out.
-func BuildSyncer(ctx context.Context, out string) error {
-	root, err := RepoRoot()
+// Build builds mcs-syncer from the repository into out.
+func Build(ctx context.Context, out string) error {
+	root, err := host.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -47,14 +49,14 @@ func BuildSyncer(ctx context.Context, out string) error {
 	return nil
 }
 
-// StartSyncer runs the mcs-syncer binary bin with args, on free metrics
+// Start runs the mcs-syncer binary bin with args, on free metrics
 // and probe ports of the loopback, its output in logPath, and returns once
 // /readyz answers. The process is killed with the calling process
 // (Pdeathsig) if that dies first.
-func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syncer, error) {
+func Start(ctx context.Context, bin, logPath string, args ...string) (*Process, error) {
 	var addrs [2]string
 	for i := range addrs {
-		port, err := freePort(false)
+		port, err := host.FreePort(false)
 		if err != nil {
 			return nil, fmt.Errorf("mcs-syncer: %w", err)
 		}
@@ -78,7 +80,7 @@ func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syn
 		logFile.Close()
 		return nil, err
 	}
-	s := &Syncer{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	s := &Process{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() { s.exitErr = cmd.Wait(); logFile.Close(); close(s.done) }()
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		select {
@@ -101,7 +103,7 @@ func StartSyncer(ctx context.Context, bin, logPath string, args ...string) (*Syn
 }
 
 // Exited returns the process's exit, or nil while it runs.
-func (s *Syncer) Exited() error {
+func (s *Process) Exited() error {
 	select {
 	case <-s.done:
 		if s.exitErr == nil {
@@ -114,14 +116,14 @@ func (s *Syncer) Exited() error {
 }
 
 // Kill kills the process with SIGKILL (a crash) and waits for it.
-func (s *Syncer) Kill() {
+func (s *Process) Kill() {
 	s.killed = true
 	_ = s.cmd.Process.Kill()
 	<-s.done
 }
 
 // Readyz returns the status code and body of /readyz?verbose.
-func (s *Syncer) Readyz(ctx context.Context) (int, string, error) {
+func (s *Process) Readyz(ctx context.Context) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.ProbeAddr+"/readyz?verbose", nil)
 	if err != nil {
 		return 0, "", err
@@ -136,12 +138,12 @@ func (s *Syncer) Readyz(ctx context.Context) (int, string, error) {
 }
 
 // Pid is the process ID.
-func (s *Syncer) Pid() int { return s.cmd.Process.Pid }
+func (s *Process) Pid() int { return s.cmd.Process.Pid }
 
 // Stop stops the process with SIGTERM (a graceful shutdown) and waits for
 // it; an exit other than 0, or none within a minute, is an error. Stopping
 // a stopped process again reports how it ended.
-func (s *Syncer) Stop() error {
+func (s *Process) Stop() error {
 	select {
 	case <-s.done:
 	default:
@@ -160,7 +162,7 @@ func (s *Syncer) Stop() error {
 }
 
 // Metrics returns the text of its /metrics.
-func (s *Syncer) Metrics(ctx context.Context) (string, error) {
+func (s *Process) Metrics(ctx context.Context) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.MetricsAddr+"/metrics", nil)
 	if err != nil {
 		return "", err
