@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -41,50 +39,6 @@ func importIdentities(ctx context.Context, t *testing.T, ns string, consumers ..
 		}
 	}
 	return out, nil
-}
-
-// deletionWatch records every ServiceImport of ns deleted in any consumer
-// from now until the test ends.
-type deletionWatch struct {
-	mu      sync.Mutex
-	deleted []string
-}
-
-func watchDeletions(ctx context.Context, t *testing.T, ns string, consumers ...string) *deletionWatch {
-	t.Helper()
-	d := &deletionWatch{}
-	for _, consumer := range consumers {
-		cl, err := client.NewWithWatch(bed.Cluster(consumer).RESTConfig(), client.Options{Scheme: bed.ClientOf(t, consumer).Scheme()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := cl.Watch(ctx, &mcsv1beta1.ServiceImportList{}, client.InNamespace(ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(w.Stop)
-		go func() {
-			for e := range w.ResultChan() {
-				if e.Type != watch.Deleted {
-					continue
-				}
-				if si, ok := e.Object.(*mcsv1beta1.ServiceImport); ok {
-					d.mu.Lock()
-					d.deleted = append(d.deleted, consumer+": "+si.Name)
-					d.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return d
-}
-
-func (d *deletionWatch) take() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := d.deleted
-	d.deleted = nil
-	return out
 }
 
 // logSays returns a check that the mcs-syncer's log holds every part.
@@ -208,7 +162,8 @@ func TestLiveMembershipChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deletions := watchDeletions(ctx, t, ns, consumers...)
+	// Every change in every cluster from now on; read step by step.
+	changes, read := watchWrites(ctx, t), 0
 	// unchanged compares every import with before; except names imports
 	// that may be replaced in the consumers other than north.
 	unchanged := func(step string, except ...string) {
@@ -228,12 +183,16 @@ func TestLiveMembershipChanges(t *testing.T) {
 			}
 		}
 		var deleted []string
-		for _, d := range deletions.take() {
-			name := d[strings.Index(d, ": ")+2:]
-			if strings.HasPrefix(d, "north: ") || !slices.Contains(except, name) {
-				deleted = append(deleted, d)
+		seen := changes.seen()
+		for _, c := range seen[read:] {
+			// "<cluster>: DELETED *v1beta1.ServiceImport <ns>/<name>"
+			consumer, rest, _ := strings.Cut(c, ": ")
+			name, isImport := strings.CutPrefix(rest, "DELETED *v1beta1.ServiceImport "+ns+"/")
+			if isImport && (consumer == "north" || !slices.Contains(except, name)) {
+				deleted = append(deleted, c)
 			}
 		}
+		read = len(seen)
 		if len(deleted) > 0 {
 			t.Errorf("%s: ServiceImports deleted: %v", step, deleted)
 		}
