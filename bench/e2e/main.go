@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
@@ -236,7 +237,7 @@ func run(ctx context.Context, f *flags) error {
 		if b.kube[c.Name], err = kubernetes.NewForConfig(rc); err != nil {
 			return err
 		}
-		if b.ctrl[c.Name], err = client.New(rc, client.Options{Scheme: testbed.Scheme()}); err != nil {
+		if b.ctrl[c.Name], err = client.New(rc, client.Options{Scheme: controlplane.Scheme()}); err != nil {
 			return err
 		}
 	}

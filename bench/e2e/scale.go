@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 )
 
 const (
@@ -268,7 +268,7 @@ func (b *bench) importViews(ctx context.Context) ([]*importView, error) {
 	var views []*importView
 	for _, c := range b.bed.Clusters {
 		cc, err := cache.New(b.restConfig(c), cache.Options{
-			Scheme:            testbed.Scheme(),
+			Scheme:            controlplane.Scheme(),
 			DefaultNamespaces: map[string]cache.Config{scaleNamespace: {}},
 		})
 		if err != nil {

@@ -30,7 +30,9 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/export"
 	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // The integration tests run export watchers for two real clusters (east,
@@ -95,7 +97,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	mgr, err := manager.New(bed.Clusters[0].RESTConfig(), manager.Options{
-		Scheme:  testbed.Scheme(),
+		Scheme:  controlplane.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
@@ -104,7 +106,7 @@ func run(m *testing.M) int {
 	}
 	store = clusterset.NewStore()
 	members, err = membership.NewSet(bed.ConfigPath, cfg, membership.Options{
-		Scheme: testbed.Scheme(), ConfigureCache: export.ConfigureCache, Registerer: registry,
+		Scheme: controlplane.Scheme(), ConfigureCache: export.ConfigureCache, Registerer: registry,
 		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
 		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 			w, err := export.New(cl, export.Options{Cluster: id, Store: store, WriteStatus: true, Membership: members})
@@ -170,7 +172,7 @@ func exportReady(cluster, ns string, n int) func() error {
 func readyEndpoints(es *clusterset.ExportedService) int {
 	n := 0
 	for _, g := range es.Endpoints {
-		n += testbed.CountReady(g.Endpoints)
+		n += workloads.CountReady(g.Endpoints)
 	}
 	return n
 }
@@ -209,7 +211,7 @@ func TestExportFollowsTheService(t *testing.T) {
 	defer cancel()
 	east := bed.ClientOf(t, "east")
 	bed.Namespace(ctx, t, "export-follows", "east")
-	d := testbed.CreateApp(ctx, t, east, "export-follows", 3, 80, false, nil)
+	d := workloads.CreateApp(ctx, t, east, "export-follows", 3, 80, false, nil)
 	serviceExport(ctx, t, east, "export-follows", map[string]string{"tier": "front"})
 
 	var es *clusterset.ExportedService
@@ -264,10 +266,10 @@ func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
 	east := bed.ClientOf(t, "east")
 	ns := "export-terminating"
 	bed.Namespace(ctx, t, ns, "east")
-	testbed.CreateApp(ctx, t, east, ns, 0, 80, false, nil)
+	workloads.CreateApp(ctx, t, east, ns, 0, 80, false, nil)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Labels: map[string]string{"app": "web"}, Finalizers: []string{"mcs-syncer.test/hold"}},
-		Spec:       testbed.Deployment(ns, "web", 1).Spec.Template.Spec,
+		Spec:       workloads.Deployment(ns, "web", 1).Spec.Template.Spec,
 	}
 	if err := east.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -336,7 +338,7 @@ func TestDeletedServiceIsWithdrawn(t *testing.T) {
 	east := bed.ClientOf(t, "east")
 	ns := "export-withdrawn"
 	bed.Namespace(ctx, t, ns, "east")
-	testbed.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
 	serviceExport(ctx, t, east, ns, nil)
 	testbed.Eventually(ctx, t, "the export", func() error { _, err := exportOf("east", ns); return err })
 
@@ -368,8 +370,8 @@ func TestPortConflictAcrossClusters(t *testing.T) {
 	ns := "export-conflict"
 	bed.Namespace(ctx, t, ns, "east", "west")
 	east, west := bed.ClientOf(t, "east"), bed.ClientOf(t, "west")
-	testbed.CreateApp(ctx, t, west, ns, 1, 80, false, nil)
-	testbed.CreateApp(ctx, t, east, ns, 1, 8080, false, nil)
+	workloads.CreateApp(ctx, t, west, ns, 1, 80, false, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 8080, false, nil)
 	older := serviceExport(ctx, t, west, ns, nil)
 	// creationTimestamp has a resolution of one second: wait until the
 	// clock has passed it, so east's export is strictly younger.
@@ -416,7 +418,7 @@ func TestImportedSlicesAreNeverExported(t *testing.T) {
 	east := bed.ClientOf(t, "east")
 	ns := "export-loop"
 	bed.Namespace(ctx, t, ns, "east")
-	testbed.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
 	imported := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "web-imported", Namespace: ns, Labels: map[string]string{
 			discoveryv1.LabelServiceName:  "web",

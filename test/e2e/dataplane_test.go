@@ -20,6 +20,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // The data plane: pods on the clusters' real nodes, packets from a client
@@ -40,7 +41,7 @@ func newDataPlane(ctx context.Context, t *testing.T, ns string) *dataPlane {
 	bed.Namespace(ctx, t, ns)
 	dp := &dataPlane{ns: ns, north: bed.Cluster("north"), client: "client"}
 	north := bed.ClientOf(t, "north")
-	if err := north.Create(ctx, testbed.ClientPod(ns, dp.client)); err != nil {
+	if err := north.Create(ctx, workloads.ClientPod(ns, dp.client)); err != nil {
 		t.Fatal(err)
 	}
 	podsReady(ctx, t, north, ns, 1, client.MatchingFields{"metadata.name": dp.client})
@@ -128,11 +129,11 @@ func podsReady(ctx context.Context, t *testing.T, cl client.Client, ns string, n
 func serve(ctx context.Context, t *testing.T, cluster, ns, name string, replicas int32, export bool, mutate func(*corev1.Service), ports ...corev1.ServicePort) *appsv1.Deployment {
 	t.Helper()
 	cl := bed.ClientOf(t, cluster)
-	var serverPorts []testbed.ServerPort
+	var serverPorts []workloads.ServerPort
 	for _, p := range ports {
-		serverPorts = append(serverPorts, testbed.ServerPort{Name: p.TargetPort.StrVal, Protocol: p.Protocol, Port: 8000 + p.Port})
+		serverPorts = append(serverPorts, workloads.ServerPort{Name: p.TargetPort.StrVal, Protocol: p.Protocol, Port: 8000 + p.Port})
 	}
-	d := testbed.ServerDeployment(ns, name, cluster, replicas, serverPorts...)
+	d := workloads.ServerDeployment(ns, name, cluster, replicas, serverPorts...)
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: ports},
@@ -259,7 +260,7 @@ func TestDataPlaneHeadless(t *testing.T) {
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       testbed.ServerPodSpec(c, false, testbed.ServerPort{Name: "tcp", Port: 8080}),
+					Spec:       workloads.ServerPodSpec(c, false, workloads.ServerPort{Name: "tcp", Port: 8080}),
 				},
 			},
 		}
@@ -355,7 +356,7 @@ func TestDataPlaneTerminatingEndpoint(t *testing.T) {
 	for i := range 2 {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: dp.ns, Labels: map[string]string{"app": "web"}},
-			Spec:       testbed.ServerPodSpec("east", true, testbed.ServerPort{Name: "tcp", Port: 8080}),
+			Spec:       workloads.ServerPodSpec("east", true, workloads.ServerPort{Name: "tcp", Port: 8080}),
 		}
 		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300)
 		if err := east.Create(ctx, pod); err != nil {

@@ -17,7 +17,8 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/coredns"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 func getImport(ctx context.Context, cl client.Client, ns string) (*mcsv1beta1.ServiceImport, error) {
@@ -59,7 +60,7 @@ func readyImported(ctx context.Context, cl client.Client, ns string, want map[st
 func countReady(slices []discoveryv1.EndpointSlice) int {
 	n := 0
 	for _, s := range slices {
-		n += testbed.CountReady(s.Endpoints)
+		n += workloads.CountReady(s.Endpoints)
 	}
 	return n
 }
@@ -77,7 +78,7 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 	ns := "import-everywhere"
 	bed.Namespace(ctx, t, ns)
 	east := bed.ClientOf(t, "east")
-	testbed.CreateApp(ctx, t, east, ns, 3, 80, true, func(s *corev1.Service) {
+	workloads.CreateApp(ctx, t, east, ns, 3, 80, true, func(s *corev1.Service) {
 		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
 		s.Spec.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyLocal)
 		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
@@ -150,7 +151,7 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 		mcsv1beta1.ServiceExportConditionValid: "True/Valid", mcsv1beta1.ServiceExportConditionReady: "True/Exported", mcsv1beta1.ServiceExportConditionConflict: "False/NoConflicts",
 	} {
 		eventually(ctx, t, "ServiceExport "+string(typ)+"="+want, func() error {
-			c, err := testbed.ExportCondition(ctx, east, ns, "web", typ)
+			c, err := workloads.ExportCondition(ctx, east, ns, "web", typ)
 			if err != nil {
 				return err
 			}
@@ -183,7 +184,7 @@ func TestExportIsImportedEverywhere(t *testing.T) {
 	si, _ := getImport(ctx, bed.ClientOf(t, "north"), ns)
 	name := "web." + ns + ".svc.clusterset.local"
 	eventually(ctx, t, "north's CoreDNS to answer "+name, func() error {
-		ips, err := testbed.Lookup(ctx, north.DNSAddr, name)
+		ips, err := coredns.Lookup(ctx, north.DNSAddr, name)
 		if err != nil {
 			return err
 		}
@@ -204,7 +205,7 @@ func TestImportFollowsScale(t *testing.T) {
 	ns := "import-scale"
 	bed.Namespace(ctx, t, ns)
 	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
-	d := testbed.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
+	d := workloads.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
 	for _, replicas := range []int32{3, 10, 2} {
 		patch := client.MergeFrom(d.DeepCopy())
 		d.Spec.Replicas = ptr.To(replicas)
@@ -260,9 +261,9 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 	ns := "import-two"
 	bed.Namespace(ctx, t, ns)
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
-	testbed.CreateApp(ctx, t, west, ns, 2, 80, true, nil)
+	workloads.CreateApp(ctx, t, west, ns, 2, 80, true, nil)
 	eventually(ctx, t, "west's export to be older than a second", func() error {
-		c, err := testbed.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		c, err := workloads.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
@@ -271,7 +272,7 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 		}
 		return nil
 	})
-	testbed.CreateApp(ctx, t, east, ns, 3, 8080, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 3, 8080, true, nil)
 
 	eventually(ctx, t, "north to import from both", func() error {
 		bySource, err := importedSlices(ctx, north, ns)
@@ -306,7 +307,7 @@ func portConflictOn(ctx context.Context, t *testing.T, ns string, exporters map[
 	t.Helper()
 	for name, cl := range exporters {
 		eventually(ctx, t, name+": Conflict=True/PortConflict", func() error {
-			c, err := testbed.ExportCondition(ctx, cl, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
+			c, err := workloads.ExportCondition(ctx, cl, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
 			if err != nil {
 				return err
 			}
@@ -339,8 +340,8 @@ func TestPortSetsNotIdentical(t *testing.T) {
 		return func(s *corev1.Service) { s.Spec.Ports = ports }
 	}
 	tcp := corev1.ServicePort{Name: "tcp", Protocol: corev1.ProtocolTCP, Port: 42}
-	testbed.CreateApp(ctx, t, east, ns, 1, 42, true, withPorts(tcp, corev1.ServicePort{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}))
-	testbed.CreateApp(ctx, t, west, ns, 1, 42, true, withPorts(tcp, corev1.ServicePort{Name: "stcp", Protocol: corev1.ProtocolSCTP, Port: 142}))
+	workloads.CreateApp(ctx, t, east, ns, 1, 42, true, withPorts(tcp, corev1.ServicePort{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 42}))
+	workloads.CreateApp(ctx, t, west, ns, 1, 42, true, withPorts(tcp, corev1.ServicePort{Name: "stcp", Protocol: corev1.ProtocolSCTP, Port: 142}))
 
 	eventually(ctx, t, "north's ServiceImport to expose the union", func() error {
 		si, err := getImport(ctx, north, ns)
@@ -376,9 +377,9 @@ func TestPersonsServiceImportIsNamed(t *testing.T) {
 	if err := north.Create(ctx, person); err != nil {
 		t.Fatal(err)
 	}
-	testbed.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
 	eventually(ctx, t, "east's ServiceExport to name north's ServiceImport", func() error {
-		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
@@ -399,7 +400,7 @@ func TestPersonsServiceImportIsNamed(t *testing.T) {
 	}
 	eventually(ctx, t, "north to import once it is gone", readyImported(ctx, north, ns, map[string]int{"east": 1}))
 	eventually(ctx, t, "east's Ready message to drop the block", func() error {
-		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
@@ -421,10 +422,10 @@ func TestRestartWritesNothing(t *testing.T) {
 	ns := "import-restart"
 	bed.Namespace(ctx, t, ns)
 	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
-	testbed.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
 	eventually(ctx, t, "north to import 3 endpoints", readyImported(ctx, north, ns, map[string]int{"east": 3}))
 	eventually(ctx, t, "the export's status to settle", func() error {
-		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
 		if err != nil {
 			return err
 		}
@@ -456,7 +457,7 @@ func TestImportsAreRepaired(t *testing.T) {
 	ns := "import-repair"
 	bed.Namespace(ctx, t, ns)
 	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
-	testbed.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
 	imported := func() error {
 		si, err := getImport(ctx, north, ns)
 		if err != nil {
@@ -527,7 +528,7 @@ func TestMissingNamespaceIsNotCreated(t *testing.T) {
 		_ = east.Delete(context.Background(), nsObj.DeepCopy())
 		_ = north.Delete(context.Background(), nsObj.DeepCopy())
 	})
-	testbed.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
 	eventually(ctx, t, "north to count the missing namespace", func() error {
 		v, err := syncer.metric(ctx, `mcs_syncer_import_namespace_missing_total{consumer_cluster="north"}`)
 		if err != nil {
@@ -560,8 +561,8 @@ func TestStoppedExportIsRemoved(t *testing.T) {
 	ns := "import-stopped"
 	bed.Namespace(ctx, t, ns)
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
-	testbed.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
-	testbed.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
+	workloads.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
 	eventually(ctx, t, "slices from both", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
 	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // The tests of this file run an mcs-syncer of their own (the shared one is
@@ -153,8 +154,8 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 	const ns = "membership"
 	bed.Namespace(ctx, t, ns)
 	east, west := bed.ClientOf(t, "east"), bed.ClientOf(t, "west")
-	testbed.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
-	testbed.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	workloads.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
 	path := filepath.Join(t.TempDir(), "clusterset.yaml")
 
 	for _, mode := range []struct {
@@ -178,7 +179,7 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 					if _, err := getImport(ctx, west, ns); err != nil {
 						return err
 					}
-					c, err := testbed.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+					c, err := workloads.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 					if err != nil || c.Status != metav1.ConditionTrue {
 						return fmt.Errorf("Ready %v, %v", c, err)
 					}
@@ -201,7 +202,7 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 					if err := west.List(ctx, &list, client.InNamespace(ns), client.HasLabels{mcsv1beta1.LabelServiceName}); err != nil || len(list.Items) > 0 {
 						return fmt.Errorf("%d imported slices in west (%v)", len(list.Items), err)
 					}
-					if c, err := testbed.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady); err == nil {
+					if c, err := workloads.ExportCondition(ctx, west, ns, "web", mcsv1beta1.ServiceExportConditionReady); err == nil {
 						return fmt.Errorf("west's export still says Ready=%s", c.Status)
 					}
 					return nil

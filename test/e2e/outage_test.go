@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // TestUnreachableMemberIsWithdrawnAfterGrace: west unreachable for longer
@@ -23,7 +23,7 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	ns := "import-unreachable"
 	bed.Namespace(ctx, t, ns)
 	west, north := bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
-	testbed.CreateApp(ctx, t, west, ns, 2, 80, true, nil)
+	workloads.CreateApp(ctx, t, west, ns, 2, 80, true, nil)
 	importedFromWest := readyImported(ctx, north, ns, map[string]int{"west": 2})
 	eventually(ctx, t, "north to import west's endpoints", importedFromWest)
 

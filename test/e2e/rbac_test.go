@@ -27,7 +27,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // TestPerClusterModeWithLeastPrivilege runs mcs-syncer in per-cluster
@@ -94,7 +96,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 	ns := "rbac-scenario"
 	bed.Namespace(ctx, t, ns)
 	east := bed.ClientOf(t, "east")
-	testbed.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
 	for _, consumer := range []string{"west", "north"} {
 		cl := bed.ClientOf(t, consumer)
 		eventually(ctx, t, consumer+": the import of east's 2 endpoints with a clusterset IP", func() error {
@@ -109,7 +111,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 		})
 	}
 	eventually(ctx, t, "east's ServiceExport Ready=True/Exported", func() error {
-		c, err := testbed.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
@@ -291,7 +293,7 @@ func clientWithToken(t *testing.T, c *testbed.Cluster, token string) client.Clie
 	cfg := c.RESTConfig()
 	anon := rest.AnonymousClientConfig(cfg)
 	anon.BearerToken = token
-	cl, err := client.New(anon, client.Options{Scheme: testbed.Scheme()})
+	cl, err := client.New(anon, client.Options{Scheme: controlplane.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}

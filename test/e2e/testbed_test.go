@@ -20,6 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/coredns"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // TestTestbedClustersServeMCSCRDs: every cluster serves ServiceExport and
@@ -111,11 +113,11 @@ func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
 	}
 	ns := createNamespace(ctx, t, east)
 
-	deploy := testbed.Deployment(ns, "smoke", 3)
+	deploy := workloads.Deployment(ns, "smoke", 3)
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := cs.CoreV1().Services(ns).Create(ctx, testbed.Service(ns, "smoke", 80), metav1.CreateOptions{})
+	svc, err := cs.CoreV1().Services(ns).Create(ctx, workloads.Service(ns, "smoke", 80), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +167,7 @@ func TestTestbedDeploymentGetsEndpointSliceAndDNS(t *testing.T) {
 
 	name := fmt.Sprintf("smoke.%s.svc.cluster.local.", ns)
 	eventually(ctx, t, "CoreDNS to answer "+name, func() error {
-		ips, err := testbed.Lookup(ctx, east.DNSAddr, name)
+		ips, err := coredns.Lookup(ctx, east.DNSAddr, name)
 		if err != nil {
 			return err
 		}

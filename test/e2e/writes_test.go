@@ -15,7 +15,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
-	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 )
 
 // writeLog records every change, in every cluster of the testbed, to the
@@ -41,7 +41,7 @@ func watchWrites(ctx context.Context, t *testing.T) *writeLog {
 	ours := client.MatchingLabels{imports.ManagedByLabel: "mcs"}
 	imported := client.HasLabels{mcsv1beta1.LabelServiceName}
 	for _, c := range bed.Clusters {
-		cl, err := client.NewWithWatch(c.RESTConfig(), client.Options{Scheme: testbed.Scheme()})
+		cl, err := client.NewWithWatch(c.RESTConfig(), client.Options{Scheme: controlplane.Scheme()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,7 +70,10 @@ func Attach(ctx context.Context, stateDir, binDir string) (*Clusterset, error) {
 	}
 	for _, c := range cs.Clusters {
 		c.bed = cs
-		if err := c.loadRESTConfig(); err != nil {
+		if c.ControlPlane == nil {
+			return nil, fmt.Errorf("testbed: state %s: a cluster without its control plane", filepath.Join(stateDir, stateFile))
+		}
+		if err := c.Load(binDir); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,13 @@
 // Package testbed starts a local clusterset of real Kubernetes control planes
 // for tests, benchmarks and the demo: no containers, no Docker engine.
 //
+// It is the facade of a tree of packages: controlplane (kwokctl's control
+// planes, fake nodes, CRDs, clients), realnode (real nodes and their
+// network), coredns, syncer (mcs-syncer as a process), workloads (the
+// objects tests create) and host (ports, processes, polling). Start puts a
+// control plane, a CoreDNS and optionally a real node together into each
+// Cluster; tests need nothing else to reach them.
+//
 // Each member cluster is started by kwokctl's binary runtime from the binaries
 // that hack/tools/build.sh builds (kube-apiserver, kube-controller-manager,
 // kube-scheduler and etcd of Kubernetes v1.36.3, kwok), so API validation,
@@ -9,13 +16,14 @@
 // the fake nodes that carry scale: pods that become Running and Ready with
 // an IP, but run nothing.
 //
-// With Options.RealNodes each cluster also gets a real node (RealNode): a
-// kubelet, containerd, runc, the CNI bridge and kube-proxy in a network
-// namespace of its own, its pod CIDR routed from every other cluster's node,
-// CoreDNS behind a kube-dns Service as the pods' DNS, and the images of
-// package images. Pods placed there (OnRealNode, ServerPodSpec, ClientPod)
-// run, answer and can be Exec'd into: the data plane the e2e tests and the
-// demo use. docs/testbed.md explains the design.
+// With Options.RealNodes each cluster also gets a real node
+// (realnode.Node): a kubelet, containerd, runc, the CNI bridge and
+// kube-proxy in a network namespace of its own, its pod CIDR routed from
+// every other cluster's node, CoreDNS behind a kube-dns Service as the
+// pods' DNS, and the images of package images. Pods placed there
+// (realnode.Place, workloads.ServerPodSpec, workloads.ClientPod) run,
+// answer and can be Exec'd into: the data plane the e2e tests and the demo
+// use. docs/testbed.md explains the design.
 //
 // What the testbed guarantees, per cluster (see Cluster):
 //   - distinct, non-overlapping pod and service CIDRs (cluster i of the

@@ -12,6 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/realnode"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // needRealNodes returns the binary folder of `make tools`, or skips t when
@@ -78,7 +81,7 @@ func runPod(ctx context.Context, t *testing.T, c *Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, ClientPod("default", "client"), metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, workloads.ClientPod("default", "client"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	Eventually(ctx, t, "the pod to run on "+c.RealNode.Name, func() error {
@@ -150,7 +153,7 @@ func TestRealNodeFailureIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(bad) })
-	for _, b := range append(append([]string{}, Binaries...), "kube-proxy") {
+	for _, b := range append(append([]string{}, Binaries...), realnode.Binaries...) {
 		if err := os.Link(filepath.Join(bin, b), filepath.Join(bad, b)); err != nil {
 			t.Skipf("hard link in %s: %v", bad, err)
 		}
@@ -168,19 +171,6 @@ func TestRealNodeFailureIsNamed(t *testing.T) {
 	}
 	if after := hostState(t); after != before {
 		t.Errorf("the host changed:\n%s", diffLines(before, after))
-	}
-}
-
-func TestNodeHostNamesMissingPackages(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	err := checkNodeHost(t.TempDir())
-	if !errors.Is(err, ErrNoBinaries) {
-		t.Fatalf("error %v, want ErrNoBinaries", err)
-	}
-	for _, want := range []string{"kubelet (make tools)", "containerd (Debian package containerd)", "runc (Debian package runc)", "pause.tar (make tools)"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
 	}
 }
 

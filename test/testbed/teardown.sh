@@ -26,7 +26,7 @@ if [ -d "$state" ] && [ ! -e "$state/.mcs-testbed" ] && [ -n "$(ls -A "$state")"
 	exit 1
 fi
 
-# The real nodes (test/testbed/network.go, node.go): every name they use
+# The real nodes (package test/testbed/realnode): every name they use
 # carries a hash of the state folder, so what a crashed testbed left is found
 # even when its folder is gone. Their processes (containerd, shims, kubelet,
 # kube-proxy, the pods) all live in the cgroup mcs<id> of the pids

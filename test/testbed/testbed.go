@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/realnode"
 )
 
 // DefaultClusters are the member clusters started when Options.Clusters is
@@ -23,9 +24,10 @@ import (
 var DefaultClusters = []string{"east", "west", "north"}
 
 // ErrNoBinaries is wrapped by the error of Start when the binary folder
-// lacks some of Binaries: tests that need real control planes skip then,
-// saying how to get them.
-var ErrNoBinaries = errors.New("the testbed's binaries are missing")
+// lacks some of Binaries (or, with real nodes, the host lacks what they
+// need): tests that need real control planes skip then, saying how to get
+// them.
+var ErrNoBinaries = host.ErrNoBinaries
 
 // Binaries are the executables the testbed needs in its binary folder.
 var Binaries = []string{
@@ -68,9 +70,9 @@ type Options struct {
 	// `testbed up`, whose clusters must outlive it, does not.
 	TeardownOnExit bool
 	// RealNodes adds to each cluster a node with a real kubelet, containerd
-	// and kube-proxy in a network namespace of its own (see RealNode), and
-	// makes CoreDNS the pods' DNS behind a kube-dns Service. Needs root and
-	// the Debian packages of checkNodeHost's message.
+	// and kube-proxy in a network namespace of its own (package realnode),
+	// and makes CoreDNS the pods' DNS behind a kube-dns Service. Needs root
+	// and the Debian packages that realnode.CheckHost names.
 	RealNodes bool
 	// DualStack gives every cluster IPv6 pod and service CIDRs besides the
 	// IPv4 ones (IPv4 stays the primary family), and real nodes IPv6
@@ -146,7 +148,7 @@ func (o *Options) defaults() error {
 			o.BinDir, strings.Join(missing, ", "), ErrNoBinaries)
 	}
 	if o.RealNodes {
-		return checkNodeHost(o.BinDir)
+		return realnode.CheckHost(o.BinDir)
 	}
 	return nil
 }
@@ -218,7 +220,11 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		cs.Clusters = append(cs.Clusters, newCluster(cs, i, name))
 	}
 	if opts.RealNodes {
-		if err := cs.createNetwork(ctx); err != nil {
+		var nodes []*realnode.Node
+		for _, c := range cs.Clusters {
+			nodes = append(nodes, c.RealNode)
+		}
+		if err := realnode.CreateNetwork(ctx, cs.StateDir, nodes); err != nil {
 			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 func TestOptionsRejectBadClusterNames(t *testing.T) {
@@ -80,7 +82,7 @@ func TestDownStopsOnlyTestbedProcesses(t *testing.T) {
 	if err := ours.Wait(); err == nil {
 		t.Error("the testbed's process exited by itself; want it killed by Down")
 	}
-	if !processAlive(foreign.Process.Pid) {
+	if !host.ProcessAlive(foreign.Process.Pid) {
 		t.Error("Down killed a process that is not the testbed's")
 	}
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
@@ -115,13 +117,13 @@ func TestWatchdogTearsDownWhenItsPipeCloses(t *testing.T) {
 	if err := cs.startWatchdog(); err != nil {
 		t.Fatal(err)
 	}
-	if !processAlive(ours.Process.Pid) {
+	if !host.ProcessAlive(ours.Process.Pid) {
 		t.Fatal("the watchdog tore down before its pipe closed")
 	}
 	if err := cs.Stop(context.Background()); err != nil { // closes the pipe
 		t.Fatal(err)
 	}
-	if processAlive(ours.Process.Pid) {
+	if host.ProcessAlive(ours.Process.Pid) {
 		t.Error("the testbed's process still runs after the watchdog's teardown")
 	} else if err := ours.Wait(); err == nil {
 		t.Error("the testbed's process exited by itself; want it killed by the watchdog")

@@ -23,6 +23,8 @@ import (
 	"syscall"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/coredns"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 func main() {
@@ -75,7 +77,7 @@ func run(args []string) error {
 		if c == nil {
 			return fmt.Errorf("testbed lookup: --cluster %q is not a cluster of the testbed", *cluster)
 		}
-		ips, err := testbed.Lookup(ctx, c.DNSAddr, fs.Arg(0))
+		ips, err := coredns.Lookup(ctx, c.DNSAddr, fs.Arg(0))
 		if err != nil {
 			return err
 		}
@@ -99,10 +101,10 @@ func run(args []string) error {
 	fmt.Printf("clusterset config: %s\n", cs.ConfigPath)
 	for _, c := range cs.Clusters {
 		fmt.Printf("%-8s KUBECONFIG=%s  pods %s  services %s  DNS %s\n",
-			c.Name, c.KubeconfigPath, testbed.JoinIPFamilies(c.PodCIDR, c.PodCIDRv6), testbed.JoinIPFamilies(c.ServiceCIDR, c.ServiceCIDRv6), c.DNSAddr)
+			c.Name, c.KubeconfigPath, host.JoinIPFamilies(c.PodCIDR, c.PodCIDRv6), host.JoinIPFamilies(c.ServiceCIDR, c.ServiceCIDRv6), c.DNSAddr)
 		if n := c.RealNode; n != nil {
 			fmt.Printf("         real node %s  IP %s  pods %s  netns %s  logs %s\n",
-				n.Name, testbed.JoinIPFamilies(n.IP, n.IPv6), testbed.JoinIPFamilies(n.PodCIDR, n.PodCIDRv6), n.Netns, n.LogDir())
+				n.Name, host.JoinIPFamilies(n.IP, n.IPv6), host.JoinIPFamilies(n.PodCIDR, n.PodCIDRv6), n.Netns, n.LogDir())
 		}
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)

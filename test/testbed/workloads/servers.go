@@ -1,11 +1,7 @@
-package testbed
+package workloads
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/test/images"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/realnode"
 )
 
 // Workloads of the real nodes: servers that say who answered and a client
@@ -55,7 +52,7 @@ func ServerPodSpec(cluster string, keepServing bool, ports ...ServerPort) corev1
 			},
 		}},
 	}
-	OnRealNode(&spec)
+	realnode.Place(&spec)
 	return spec
 }
 
@@ -76,22 +73,6 @@ func ClientPod(ns, name string) *corev1.Pod {
 		}},
 		TerminationGracePeriodSeconds: ptr.To[int64](0),
 	}
-	OnRealNode(&spec)
+	realnode.Place(&spec)
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}
-}
-
-// Exec runs command in the first container of pod ns/name (through the API
-// server and the node's kubelet, as `kubectl exec` does) and returns its
-// standard output. A command that exits non-zero returns its output and an
-// error that carries its standard error.
-func (c *Cluster) Exec(ctx context.Context, ns, pod string, command ...string) (string, error) {
-	args := append([]string{"--kubeconfig", c.KubeconfigPath, "--context", c.Context,
-		"exec", "-n", ns, pod, "--"}, command...)
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bed.BinDir, "kubectl"), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("exec in %s %s/%s: %s: %w: %s", c.Name, ns, pod, strings.Join(command, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }

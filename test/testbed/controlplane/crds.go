@@ -1,15 +1,17 @@
-package testbed
+package controlplane
 
 import (
 	"context"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // MCSCRDs returns the ServiceExport and ServiceImport CRDs exactly as
@@ -28,12 +30,12 @@ func MCSCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // InstallCRDs creates the MCS CRDs that are missing and waits until the
 // API server serves them.
-func (c *Cluster) InstallCRDs(ctx context.Context) error {
+func (cp *ControlPlane) InstallCRDs(ctx context.Context) error {
 	crds, err := MCSCRDs()
 	if err != nil {
 		return err
 	}
-	cl, err := c.Client()
+	cl, err := cp.Client()
 	if err != nil {
 		return err
 	}
@@ -42,7 +44,7 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
 		}
 	}
-	return pollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+	return host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		for _, crd := range crds {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			if err := cl.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {

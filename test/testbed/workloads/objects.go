@@ -1,4 +1,4 @@
-package testbed
+package workloads
 
 import (
 	appsv1 "k8s.io/api/apps/v1"

@@ -1,4 +1,4 @@
-package testbed
+package controlplane
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // createNodes registers the cluster's fake nodes and waits until kwok has
 // made them Ready. Each carries its zone and its own pod CIDR, so the pods
 // kwok starts on it get IPs inside the cluster's pod CIDR.
-func (c *Cluster) createNodes(ctx context.Context) error {
-	cs, err := c.Kubernetes()
+func (cp *ControlPlane) createNodes(ctx context.Context) error {
+	cs, err := cp.Kubernetes()
 	if err != nil {
 		return err
 	}
@@ -23,7 +25,7 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	for i, name := range c.Nodes {
+	for i, name := range cp.Nodes {
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name,
@@ -31,8 +33,8 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 					"kubernetes.io/hostname":        name,
 					"kubernetes.io/os":              "linux",
 					"kubernetes.io/arch":            "amd64",
-					"topology.kubernetes.io/zone":   c.Zones[i/c.bed.opts.NodesPerZone],
-					"topology.kubernetes.io/region": c.Name,
+					"topology.kubernetes.io/zone":   cp.Zones[i/cp.nodesPerZone],
+					"topology.kubernetes.io/region": cp.Name,
 					"type":                          "kwok",
 				},
 				Annotations: map[string]string{
@@ -41,8 +43,8 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 				},
 			},
 			Spec: corev1.NodeSpec{
-				PodCIDR:  c.nodePodCIDR(i),
-				PodCIDRs: []string{c.nodePodCIDR(i)},
+				PodCIDR:  cp.nodePodCIDR(i),
+				PodCIDRs: []string{cp.nodePodCIDR(i)},
 			},
 			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 		}
@@ -50,7 +52,7 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 			return fmt.Errorf("create node %s: %w", name, err)
 		}
 	}
-	return pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	return host.PollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
 		if err != nil {
 			return false, nil
@@ -63,6 +65,6 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 				}
 			}
 		}
-		return ready == len(c.Nodes), nil
+		return ready == len(cp.Nodes), nil
 	})
 }

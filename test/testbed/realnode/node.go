@@ -1,4 +1,4 @@
-package testbed
+package realnode
 
 import (
 	"context"
@@ -16,16 +16,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcs-syncer/mcs-syncer/test/images"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
-// NodeBinaries are the executables a real node needs besides Binaries:
+// Binaries are the executables a real node needs besides the control
+// plane's:
 // kubelet and kube-proxy from the binary folder, the rest from Debian's
 // packages (containerd, runc, containernetworking-plugins, iptables,
 // util-linux, iproute2).
-var NodeBinaries = []string{"kubelet", "kube-proxy"}
+var Binaries = []string{"kubelet", "kube-proxy"}
 
 // hostCommands are the host's programs a real node runs, with the Debian
 // package that has them.
@@ -36,24 +39,23 @@ var hostCommands = map[string]string{
 	"/usr/lib/cni/host-local": "containernetworking-plugins", "/usr/lib/cni/loopback": "containernetworking-plugins",
 }
 
-// RealNodeTaint keeps every pod off a real node that does not tolerate it:
-// the tests' and benchmarks' many kwok pods stay on the fake nodes, and only
-// pods placed with OnRealNode run for real.
-var RealNodeTaint = corev1.Taint{Key: RealNodeLabel, Effect: corev1.TaintEffectNoSchedule}
+// Taint keeps every pod off a real node that does not tolerate it: the
+// tests' and benchmarks' many kwok pods stay on the fake nodes, and only
+// pods placed with Place run for real.
+var Taint = corev1.Taint{Key: Label, Effect: corev1.TaintEffectNoSchedule}
 
-// RealNodeLabel marks real nodes (value "true"); the taint has the same
-// key.
-const RealNodeLabel = "mcs-syncer.io/real-node"
+// Label marks real nodes (value "true"); the taint has the same key.
+const Label = "mcs-syncer.io/real-node"
 
-// RealNode is a cluster's node with a real kubelet, containerd, runc, CNI
+// Node is a cluster's node with a real kubelet, containerd, runc, CNI
 // bridge and kube-proxy, in a network namespace of its own.
-type RealNode struct {
+type Node struct {
 	// Name is the Node's name, "<cluster>-worker".
 	Name string
 	// IP is its address on the nodes' bridge (its InternalIP); PodCIDR the
 	// range its pods get their IPs from, routed from every other node.
 	IP, PodCIDR string
-	// IPv6 and PodCIDRv6 are the same for IPv6 with Options.DualStack.
+	// IPv6 and PodCIDRv6 are the same for IPv6 on a dual-stack node.
 	IPv6      string `json:",omitempty"`
 	PodCIDRv6 string `json:",omitempty"`
 	// Netns is its network namespace (`ip netns exec <Netns> ...`).
@@ -64,45 +66,71 @@ type RealNode struct {
 	// Cgroup is its cgroup path in every hierarchy: containerd, kubelet and
 	// kube-proxy in <Cgroup>/node, pods in <Cgroup>/kubepods.
 	Cgroup string
+
+	index int
 }
 
-// OnRealNode places a pod on the cluster's real node: a node selector and
-// a toleration of RealNodeTaint.
-func OnRealNode(spec *corev1.PodSpec) {
-	if spec.NodeSelector == nil {
-		spec.NodeSelector = map[string]string{}
+// Place puts a pod on its cluster's real node: a node selector and a
+// toleration of Taint.
+func Place(pod *corev1.PodSpec) {
+	if pod.NodeSelector == nil {
+		pod.NodeSelector = map[string]string{}
 	}
-	spec.NodeSelector[RealNodeLabel] = "true"
-	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
-		Key: RealNodeTaint.Key, Operator: corev1.TolerationOpExists, Effect: RealNodeTaint.Effect,
+	pod.NodeSelector[Label] = "true"
+	pod.Tolerations = append(pod.Tolerations, corev1.Toleration{
+		Key: Taint.Key, Operator: corev1.TolerationOpExists, Effect: Taint.Effect,
 	})
 }
 
-func newRealNode(cs *Clusterset, c *Cluster) *RealNode {
-	n := &RealNode{
-		Name:    c.Name + "-worker",
-		IP:      nodeIP(c.Index),
-		PodCIDR: realNodePodCIDR(c.Index),
-		Netns:   bridgeName(cs.StateDir) + "-" + c.Name,
-		Dir:     filepath.Join(cs.StateDir, "nodes", c.Name),
-		Cgroup:  "/" + bridgeName(cs.StateDir) + "/" + c.Name,
+// New describes the real node of cluster number index of the testbed whose
+// state folder is stateDir; Start starts it, once CreateNetwork has made
+// its network namespace.
+func New(stateDir, cluster string, index int, dualStack bool) *Node {
+	n := &Node{
+		Name:    cluster + "-worker",
+		IP:      nodeIP(index),
+		PodCIDR: nodePodCIDR(index),
+		Netns:   bridgeName(stateDir) + "-" + cluster,
+		Dir:     filepath.Join(stateDir, "nodes", cluster),
+		Cgroup:  "/" + bridgeName(stateDir) + "/" + cluster,
+		index:   index,
 	}
-	if cs.opts.DualStack {
-		n.IPv6, n.PodCIDRv6 = nodeIPv6(c.Index), realNodePodCIDRv6(c.Index)
+	if dualStack {
+		n.IPv6, n.PodCIDRv6 = nodeIPv6(index), nodePodCIDRv6(index)
 	}
 	return n
 }
 
+// Spec is what a real node needs of its cluster.
+type Spec struct {
+	// Zone is the node's topology.kubernetes.io/zone; Region its
+	// topology.kubernetes.io/region.
+	Zone, Region string
+	// KubeconfigPath is an admin kubeconfig of the cluster; the node's
+	// own, pointed at the API server through the host's bridge address, is
+	// derived from it.
+	KubeconfigPath string
+	// ClusterCIDRs are the cluster's pod CIDRs as kube-proxy's
+	// --cluster-cidr takes them ("v4" or "v4,v6").
+	ClusterCIDRs string
+	// DNSServiceIP is the kubelet's clusterDNS.
+	DNSServiceIP string
+	// BinDir holds kubelet, kube-proxy and the images' archives.
+	BinDir string
+	// Client is a client of the cluster, to register and watch the Node.
+	Client kubernetes.Interface
+}
+
 // LogDir holds containerd.log, kubelet.log and kube-proxy.log.
-func (n *RealNode) LogDir() string { return filepath.Join(n.Dir, "logs") }
+func (n *Node) LogDir() string { return filepath.Join(n.Dir, "logs") }
 
-func (n *RealNode) socket() string { return filepath.Join(n.Dir, "containerd", "containerd.sock") }
+func (n *Node) socket() string { return filepath.Join(n.Dir, "containerd", "containerd.sock") }
 
-// checkNodeHost says, in one message, which programs a real node needs
-// that this host lacks.
-func checkNodeHost(binDir string) error {
+// CheckHost says, in one message wrapping host.ErrNoBinaries, which
+// programs a real node needs that this host lacks.
+func CheckHost(binDir string) error {
 	var missing []string
-	for _, b := range NodeBinaries {
+	for _, b := range Binaries {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			missing = append(missing, filepath.Join(binDir, b)+" (make tools)")
 		}
@@ -119,19 +147,19 @@ func checkNodeHost(binDir string) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("testbed: real nodes need: %s: %w (`testbed up --real-nodes=false` starts the clusters without them)",
-			strings.Join(missing, ", "), ErrNoBinaries)
+			strings.Join(missing, ", "), host.ErrNoBinaries)
 	}
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("testbed: real nodes need root (network namespaces, cgroups, mounts): %w (`testbed up --real-nodes=false` starts the clusters without them)", ErrNoBinaries)
+		return fmt.Errorf("testbed: real nodes need root (network namespaces, cgroups, mounts): %w (`testbed up --real-nodes=false` starts the clusters without them)", host.ErrNoBinaries)
 	}
 	return nil
 }
 
-// startRealNode starts the node's components in its network namespace and
+// Start starts the node's components in its network namespace and
 // returns once the Node is Ready. On error it names the component and its
-// log; the caller tears everything down.
-func (c *Cluster) startRealNode(ctx context.Context) error {
-	n := c.RealNode
+// log; the caller tears everything down (the testbed's teardown finds all
+// of it by the state folder).
+func (n *Node) Start(ctx context.Context, spec Spec) error {
 	for _, d := range []string{n.LogDir(), filepath.Join(n.Dir, "containerd"), filepath.Join(n.Dir, "cni", "net.d")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -143,7 +171,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	if err := createCgroups(n.Cgroup); err != nil {
 		return fmt.Errorf("real node: cgroups: %w", err)
 	}
-	if err := c.writeNodeConfigs(); err != nil {
+	if err := n.writeConfigs(spec); err != nil {
 		return err
 	}
 	anchor, err := n.startAnchor(ctx)
@@ -157,35 +185,35 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	if err := n.waitContainerd(ctx, containerd); err != nil {
 		return err
 	}
-	if err := n.importImages(ctx, c.bed.BinDir); err != nil {
+	if err := n.importImages(ctx, spec.BinDir); err != nil {
 		return err
 	}
-	if err := c.registerRealNode(ctx); err != nil {
+	if err := n.register(ctx, spec); err != nil {
 		return err
 	}
-	kubelet, err := n.startComponent(anchor, "kubelet", filepath.Join(c.bed.BinDir, "kubelet"),
+	kubelet, err := n.startComponent(anchor, "kubelet", filepath.Join(spec.BinDir, "kubelet"),
 		"--config", filepath.Join(n.Dir, "kubelet.yaml"),
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
 		"--hostname-override", n.Name,
-		"--node-ip", JoinIPFamilies(n.IP, n.IPv6),
+		"--node-ip", host.JoinIPFamilies(n.IP, n.IPv6),
 		"--root-dir", filepath.Join(n.Dir, "kubelet"),
 		"--cert-dir", filepath.Join(n.Dir, "kubelet", "pki"),
-		// The same labels as registerRealNode's, which the kubelet would
+		// The same labels as register's, which the kubelet would
 		// otherwise set back to its own view of them.
 		"--node-labels", strings.Join([]string{
-			RealNodeLabel + "=true",
-			corev1.LabelTopologyZone + "=" + c.Zones[0],
-			corev1.LabelTopologyRegion + "=" + c.Name,
+			Label + "=true",
+			corev1.LabelTopologyZone + "=" + spec.Zone,
+			corev1.LabelTopologyRegion + "=" + spec.Region,
 		}, ","),
 		"-v", "1")
 	if err != nil {
 		return err
 	}
-	proxy, err := n.startComponent(anchor, "kube-proxy", filepath.Join(c.bed.BinDir, "kube-proxy"),
+	proxy, err := n.startComponent(anchor, "kube-proxy", filepath.Join(spec.BinDir, "kube-proxy"),
 		"--kubeconfig", filepath.Join(n.Dir, "kubeconfig"),
 		"--hostname-override", n.Name,
 		"--proxy-mode", "iptables",
-		"--cluster-cidr", JoinIPFamilies(c.PodCIDR, c.PodCIDRv6),
+		"--cluster-cidr", spec.ClusterCIDRs,
 		// 0 leaves the conntrack sysctls alone: nf_conntrack_max is one
 		// for the whole machine, not the node's.
 		"--conntrack-max-per-core", "0",
@@ -197,7 +225,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.waitNodeReady(ctx, map[string]int{"containerd": containerd, "kubelet": kubelet, "kube-proxy": proxy})
+	return n.waitReady(ctx, spec.Client, map[string]int{"containerd": containerd, "kubelet": kubelet, "kube-proxy": proxy})
 }
 
 // startAnchor starts the process that holds the node's namespaces: it
@@ -208,7 +236,7 @@ func (c *Cluster) startRealNode(ctx context.Context) error {
 // sleeps. Every component joins its namespaces, so they share their mounts
 // (the kubelet's volumes are containerd's too) and all of it vanishes when
 // the node's processes end.
-func (n *RealNode) startAnchor(ctx context.Context) (int, error) {
+func (n *Node) startAnchor(ctx context.Context) (int, error) {
 	ready := filepath.Join(n.Dir, "anchor.ready")
 	script := `set -e
 echo $$ > "$1/cgroup.procs"
@@ -223,8 +251,8 @@ exec sleep infinity`
 	if err != nil {
 		return 0, err
 	}
-	err = pollUntil(ctx, 30*time.Second, func(context.Context) (bool, error) {
-		if !processAlive(pid) {
+	err = host.PollUntil(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		if !host.ProcessAlive(pid) {
 			return false, fmt.Errorf("exited")
 		}
 		_, err := os.Stat(ready)
@@ -238,14 +266,14 @@ exec sleep infinity`
 
 // startComponent runs a node component inside the anchor's namespaces and
 // the node's cgroup, in a session of its own so it outlives `testbed up`.
-func (n *RealNode) startComponent(anchor int, name, binary string, args ...string) (int, error) {
+func (n *Node) startComponent(anchor int, name, binary string, args ...string) (int, error) {
 	wrapper := `echo $$ > "$1/cgroup.procs" && shift && exec "$@"`
 	full := append([]string{"--target", strconv.Itoa(anchor), "--mount", "--net", "--",
 		"/bin/sh", "-c", wrapper, name, nodeCgroupDir("pids", n.Cgroup+"/node"), binary}, args...)
 	return n.start(exec.Command("nsenter", full...), name)
 }
 
-func (n *RealNode) start(cmd *exec.Cmd, name string) (int, error) {
+func (n *Node) start(cmd *exec.Cmd, name string) (int, error) {
 	logFile, err := os.Create(filepath.Join(n.LogDir(), name+".log"))
 	if err != nil {
 		return 0, err
@@ -260,13 +288,13 @@ func (n *RealNode) start(cmd *exec.Cmd, name string) (int, error) {
 	return cmd.Process.Pid, nil
 }
 
-func (n *RealNode) ctr(ctx context.Context, args ...string) ([]byte, error) {
+func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
 	return exec.CommandContext(ctx, "ctr", append([]string{"--address", n.socket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 }
 
-func (n *RealNode) waitContainerd(ctx context.Context, pid int) error {
-	err := pollUntil(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
-		if !processAlive(pid) {
+func (n *Node) waitContainerd(ctx context.Context, pid int) error {
+	err := host.PollUntil(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		if !host.ProcessAlive(pid) {
 			return false, errors.New("exited")
 		}
 		_, err := n.ctr(ctx, "version")
@@ -280,7 +308,7 @@ func (n *RealNode) waitContainerd(ctx context.Context, pid int) error {
 
 // importImages loads the testbed's images, the sandbox image among them,
 // into the node's containerd: no registry is reachable to pull from.
-func (n *RealNode) importImages(ctx context.Context, binDir string) error {
+func (n *Node) importImages(ctx context.Context, binDir string) error {
 	for name, archive := range images.Archives {
 		out, err := n.ctr(ctx, "images", "import", "--snapshotter", "native", filepath.Join(binDir, "images", archive))
 		if err != nil {
@@ -290,45 +318,35 @@ func (n *RealNode) importImages(ctx context.Context, binDir string) error {
 	return nil
 }
 
-// registerRealNode creates the Node before its kubelet starts, as kind's
+// register creates the Node before its kubelet starts, as kind's
 // kube-controller-manager would complete it: with its pod CIDR (the range
 // its CNI config hands out, which kube-proxy and users read from the
 // Node), its zone and the taint. The kubelet then finds it and reports its
 // status.
-func (c *Cluster) registerRealNode(ctx context.Context) error {
-	cs, err := c.Kubernetes()
-	if err != nil {
-		return err
-	}
-	n := c.RealNode
+func (n *Node) register(ctx context.Context, spec Spec) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
 			corev1.LabelHostname:       n.Name,
 			corev1.LabelOSStable:       "linux",
 			corev1.LabelArchStable:     runtime.GOARCH,
-			corev1.LabelTopologyZone:   c.Zones[0],
-			corev1.LabelTopologyRegion: c.Name,
-			RealNodeLabel:              "true",
+			corev1.LabelTopologyZone:   spec.Zone,
+			corev1.LabelTopologyRegion: spec.Region,
+			Label:                      "true",
 		}},
-		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: ipFamilies(n.PodCIDR, n.PodCIDRv6), Taints: []corev1.Taint{RealNodeTaint}},
+		Spec: corev1.NodeSpec{PodCIDR: n.PodCIDR, PodCIDRs: host.IPFamilies(n.PodCIDR, n.PodCIDRv6), Taints: []corev1.Taint{Taint}},
 	}
-	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	if _, err := spec.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("real node: register %s: %w", n.Name, err)
 	}
 	return nil
 }
 
-// waitNodeReady waits until the Node reports Ready, failing at once when a
+// waitReady waits until the Node reports Ready, failing at once when a
 // component exits.
-func (c *Cluster) waitNodeReady(ctx context.Context, pids map[string]int) error {
-	cs, err := c.Kubernetes()
-	if err != nil {
-		return err
-	}
-	n := c.RealNode
-	return pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+func (n *Node) waitReady(ctx context.Context, cs kubernetes.Interface, pids map[string]int) error {
+	return host.PollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		for name, pid := range pids {
-			if !processAlive(pid) {
+			if !host.ProcessAlive(pid) {
 				return false, fmt.Errorf("real node %s: %s exited; see %s", n.Name, name, filepath.Join(n.LogDir(), name+".log"))
 			}
 		}
@@ -403,7 +421,7 @@ func nodeCgroupDir(hierarchy, path string) string {
 
 // ResidentBytes returns the resident memory of every process of the node:
 // its daemons, shims and pods.
-func (n *RealNode) ResidentBytes() (int64, error) {
+func (n *Node) ResidentBytes() (int64, error) {
 	var total int64
 	err := filepath.WalkDir(nodeCgroupDir("pids", n.Cgroup), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.Name() != "cgroup.procs" {
@@ -415,7 +433,7 @@ func (n *RealNode) ResidentBytes() (int64, error) {
 		}
 		for _, f := range strings.Fields(string(raw)) {
 			pid, _ := strconv.Atoi(f)
-			n, err := residentBytes(pid)
+			n, err := host.ResidentBytes(pid)
 			if err != nil {
 				return err
 			}
@@ -426,30 +444,10 @@ func (n *RealNode) ResidentBytes() (int64, error) {
 	return total, err
 }
 
-// residentBytes is the VmRSS of pid: 0 if it is gone (or a zombie, which
-// has none).
-func residentBytes(pid int) (int64, error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, nil // exited since it was listed
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("VmRSS of pid %d: %w", pid, err)
-			}
-			return n * 1024, nil
-		}
-	}
-	return 0, nil
-}
-
-// writeNodeConfigs writes the node's kubeconfig, containerd, CNI and
-// kubelet configuration and resolv.conf.
-func (c *Cluster) writeNodeConfigs() error {
-	n := c.RealNode
-	kubeconfig, err := clientcmd.LoadFromFile(c.KubeconfigPath)
+// writeConfigs writes the node's kubeconfig, containerd, CNI and kubelet
+// configuration and resolv.conf.
+func (n *Node) writeConfigs(spec Spec) error {
+	kubeconfig, err := clientcmd.LoadFromFile(spec.KubeconfigPath)
 	if err != nil {
 		return err
 	}
@@ -457,7 +455,7 @@ func (c *Cluster) writeNodeConfigs() error {
 	// server's certificate names localhost, so TLS checks that name.
 	for _, cluster := range kubeconfig.Clusters {
 		u := cluster.Server[strings.LastIndex(cluster.Server, ":"):]
-		cluster.Server = "https://" + hostNodeIP + u
+		cluster.Server = "https://" + HostIP + u
 		cluster.TLSServerName = "localhost"
 	}
 	if err := clientcmd.WriteToFile(*kubeconfig, filepath.Join(n.Dir, "kubeconfig")); err != nil {
@@ -466,11 +464,11 @@ func (c *Cluster) writeNodeConfigs() error {
 	files := map[string]string{
 		"containerd.toml":                  fmt.Sprintf(containerdConfig, filepath.Join(n.Dir, "containerd"), images.Pause, filepath.Join(n.Dir, "cni", "net.d")),
 		"cni/net.d/10-mcs-bridge.conflist": n.cniConfig(),
-		"kubelet.yaml": fmt.Sprintf(kubeletConfig, n.Cgroup, n.socket(), n.IP, c.DNSServiceIP(),
-			filepath.Join(n.Dir, "resolv.conf"), filepath.Join(n.Dir, "pod-logs"), RealNodeTaint.Key),
+		"kubelet.yaml": fmt.Sprintf(kubeletConfig, n.Cgroup, n.socket(), n.IP, spec.DNSServiceIP,
+			filepath.Join(n.Dir, "resolv.conf"), filepath.Join(n.Dir, "pod-logs"), Taint.Key),
 		// Pods ask only the cluster's DNS; the host's search list and
 		// servers stay out of them.
-		"resolv.conf": "nameserver " + c.DNSServiceIP() + "\n",
+		"resolv.conf": "nameserver " + spec.DNSServiceIP + "\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(n.Dir, name), []byte(content), 0o644); err != nil {
@@ -483,7 +481,7 @@ func (c *Cluster) writeNodeConfigs() error {
 // cniConfig is the node's CNI network: the bridge plugin on cni0 (the
 // pods' gateway, no masquerade: pod IPs are routed between clusters) with
 // host-local addresses from the node's pod CIDR(s), and portmap.
-func (n *RealNode) cniConfig() string {
+func (n *Node) cniConfig() string {
 	ranges := [][]map[string]string{{{"subnet": n.PodCIDR}}}
 	routes := []map[string]string{{"dst": "0.0.0.0/0"}}
 	if n.PodCIDRv6 != "" {
@@ -509,12 +507,6 @@ func (n *RealNode) cniConfig() string {
 		panic(err) // maps of strings always marshal
 	}
 	return string(raw)
-}
-
-// DNSServiceIP is the ClusterIP of the cluster's kube-dns Service, the
-// kubelet's clusterDNS: the tenth address of the service CIDR.
-func (c *Cluster) DNSServiceIP() string {
-	return strings.TrimSuffix(c.ServiceCIDR, "0.0/16") + "0.10"
 }
 
 const containerdConfig = `# A testbed node's containerd: its own root, state and socket; the

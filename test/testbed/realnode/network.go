@@ -1,4 +1,4 @@
-package testbed
+package realnode
 
 import (
 	"context"
@@ -26,9 +26,11 @@ import (
 // teardown finds what a crashed testbed left from the folder alone.
 const (
 	nodeSubnet     = "10.250.0.0/24"
-	hostNodeIP     = "10.250.0.1"
 	nodeSubnetBits = "/24"
-	// With Options.DualStack, the same for IPv6.
+	// HostIP is the host's address on the nodes' bridge: the nodes reach
+	// the API servers and CoreDNS there.
+	HostIP = "10.250.0.1"
+	// With dual-stack nodes, the same for IPv6.
 	hostNodeIPv6     = "fd00:250::1"
 	nodeSubnetBitsV6 = "/64"
 )
@@ -50,36 +52,37 @@ func hostVeth(stateDir string, index int) string {
 // nodeIP is the address of cluster index's real node on the bridge.
 func nodeIP(index int) string { return fmt.Sprintf("10.250.0.%d", 10+index) }
 
-// nodeIPv6 and realNodePodCIDRv6 are the same for IPv6 (dual-stack).
-func nodeIPv6(index int) string          { return fmt.Sprintf("fd00:250::%x", 0x10+index) }
-func realNodePodCIDRv6(index int) string { return fmt.Sprintf("fd00:100:%x:fe::/64", index) }
+// nodeIPv6 and nodePodCIDRv6 are the same for IPv6 (dual-stack).
+func nodeIPv6(index int) string      { return fmt.Sprintf("fd00:250::%x", 0x10+index) }
+func nodePodCIDRv6(index int) string { return fmt.Sprintf("fd00:100:%x:fe::/64", index) }
 
-// realNodePodCIDR is the pod CIDR of cluster index's real node: the last /24
+// nodePodCIDR is the pod CIDR of cluster index's real node: the last /24
 // of the cluster's pod CIDR, which no fake node uses.
-func realNodePodCIDR(index int) string { return fmt.Sprintf("10.%d.254.0/24", 100+index) }
+func nodePodCIDR(index int) string { return fmt.Sprintf("10.%d.254.0/24", 100+index) }
 
-// createNetwork makes the bridge and, for each cluster, a network namespace
-// with its veth, addresses and routes. Nothing of the host's own network is
-// changed but the bridge it adds (and the routes on it, which go with it).
-func (cs *Clusterset) createNetwork(ctx context.Context) error {
-	bridge := bridgeName(cs.StateDir)
+// CreateNetwork makes the bridge of the testbed whose state folder is
+// stateDir and, for each node, a network namespace with its veth,
+// addresses and routes. Nothing of the host's own network is changed but
+// the bridge it adds (and the routes on it, which go with it).
+func CreateNetwork(ctx context.Context, stateDir string, nodes []*Node) error {
+	bridge := bridgeName(stateDir)
+	dualStack := len(nodes) > 0 && nodes[0].IPv6 != ""
 	if out, _ := exec.CommandContext(ctx, "ip", "-o", "route", "show", nodeSubnet).Output(); len(strings.TrimSpace(string(out))) > 0 {
 		return fmt.Errorf("testbed: the real nodes' network %s is in use on this host (%s): another testbed with real nodes runs? Stop it with `testbed down --state <its folder>`",
 			nodeSubnet, strings.TrimSpace(string(out)))
 	}
 	steps := [][]string{
 		{"ip", "link", "add", bridge, "type", "bridge"},
-		{"ip", "addr", "add", hostNodeIP + nodeSubnetBits, "dev", bridge},
+		{"ip", "addr", "add", HostIP + nodeSubnetBits, "dev", bridge},
 	}
-	if cs.opts.DualStack {
+	if dualStack {
 		// No duplicate address detection: the addresses are ours alone, and
 		// DAD would keep them unusable for a second or two.
 		steps = append(steps, []string{"ip", "addr", "add", hostNodeIPv6 + nodeSubnetBitsV6, "dev", bridge, "nodad"})
 	}
 	steps = append(steps, []string{"ip", "link", "set", bridge, "up"})
-	for _, c := range cs.Clusters {
-		n := c.RealNode
-		veth := hostVeth(cs.StateDir, c.Index)
+	for _, n := range nodes {
+		veth := hostVeth(stateDir, n.index)
 		steps = append(steps,
 			[]string{"ip", "netns", "add", n.Netns},
 			[]string{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", n.Netns},
@@ -87,7 +90,7 @@ func (cs *Clusterset) createNetwork(ctx context.Context) error {
 			[]string{"ip", "-n", n.Netns, "link", "set", "lo", "up"},
 			[]string{"ip", "-n", n.Netns, "addr", "add", n.IP + nodeSubnetBits, "dev", "eth0"},
 			[]string{"ip", "-n", n.Netns, "link", "set", "eth0", "up"},
-			[]string{"ip", "-n", n.Netns, "route", "add", "default", "via", hostNodeIP},
+			[]string{"ip", "-n", n.Netns, "route", "add", "default", "via", HostIP},
 			[]string{"ip", "route", "add", n.PodCIDR, "via", n.IP, "dev", bridge},
 			// The node routes its pods' packets; the bridge plugin's
 			// bridge must pass them through iptables, or a reply from a
@@ -98,13 +101,13 @@ func (cs *Clusterset) createNetwork(ctx context.Context) error {
 		if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-iptables"); err == nil {
 			steps = append(steps, []string{"ip", "netns", "exec", n.Netns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-iptables=1"})
 		}
-		for _, other := range cs.Clusters {
-			if other != c {
-				steps = append(steps, []string{"ip", "-n", n.Netns, "route", "add", other.RealNode.PodCIDR, "via", other.RealNode.IP})
+		for _, other := range nodes {
+			if other != n {
+				steps = append(steps, []string{"ip", "-n", n.Netns, "route", "add", other.PodCIDR, "via", other.IP})
 			}
 		}
 		if n.IPv6 != "" {
-			steps = append(steps, ipv6Steps(cs, c)...)
+			steps = append(steps, ipv6Steps(bridge, n, nodes)...)
 		}
 	}
 
@@ -116,12 +119,10 @@ func (cs *Clusterset) createNetwork(ctx context.Context) error {
 	return nil
 }
 
-// ipv6Steps give cluster c's node its IPv6 address, default route and
-// routes to the other nodes' IPv6 pod CIDRs, and the host a route to its
-// pods, as createNetwork does for IPv4.
-func ipv6Steps(cs *Clusterset, c *Cluster) [][]string {
-	n := c.RealNode
-	bridge := bridgeName(cs.StateDir)
+// ipv6Steps give node n its IPv6 address, default route and routes to the
+// other nodes' IPv6 pod CIDRs, and the host a route to its pods, as
+// CreateNetwork does for IPv4.
+func ipv6Steps(bridge string, n *Node, nodes []*Node) [][]string {
 	steps := [][]string{
 		{"ip", "-n", n.Netns, "addr", "add", n.IPv6 + nodeSubnetBitsV6, "dev", "eth0", "nodad"},
 		{"ip", "-n", n.Netns, "-6", "route", "add", "default", "via", hostNodeIPv6},
@@ -131,9 +132,9 @@ func ipv6Steps(cs *Clusterset, c *Cluster) [][]string {
 	if _, err := os.Stat("/proc/sys/net/bridge/bridge-nf-call-ip6tables"); err == nil {
 		steps = append(steps, []string{"ip", "netns", "exec", n.Netns, "sysctl", "-q", "-w", "net.bridge.bridge-nf-call-ip6tables=1"})
 	}
-	for _, other := range cs.Clusters {
-		if other != c {
-			steps = append(steps, []string{"ip", "-n", n.Netns, "-6", "route", "add", other.RealNode.PodCIDRv6, "via", other.RealNode.IPv6})
+	for _, other := range nodes {
+		if other != n {
+			steps = append(steps, []string{"ip", "-n", n.Netns, "-6", "route", "add", other.PodCIDRv6, "via", other.IPv6})
 		}
 	}
 	return steps

@@ -1,0 +1,382 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+)
+
+// Spec says which control plane to start.
+type Spec struct {
+	// Name is the cluster's name (a DNS-1123 label), also kwokctl's.
+	Name string
+	// Index is the cluster's position in its clusterset; it fixes the
+	// CIDRs (pods from 10.(100+Index).0.0/16, services from
+	// 10.(200+Index).0.0/16), so no two clusters of a testbed overlap.
+	Index int
+	// WorkDir is kwokctl's work directory (KWOK_WORKDIR), which several
+	// control planes may share; KubeconfigPath where its admin kubeconfig
+	// goes.
+	WorkDir, KubeconfigPath string
+	// BinDir holds the binaries (kube-apiserver, kwokctl, ...).
+	BinDir string
+	// DualStack adds IPv6 pod and service CIDRs.
+	DualStack bool
+	// AuditPolicy, if set, is a kube-apiserver audit policy file.
+	AuditPolicy string
+	// Zones is the number of zones (at least 1), NodesPerZone the number of
+	// fake nodes in each.
+	Zones, NodesPerZone int
+}
+
+// ControlPlane is one running (or described) control plane. Its exported
+// fields are what the testbed records in its state file; Load makes a
+// ControlPlane read back from there usable again.
+type ControlPlane struct {
+	// Name is the cluster's name, also its cluster ID in the clusterset
+	// config.
+	Name string
+	// PodCIDR and ServiceCIDR are this cluster's address ranges; no two
+	// clusters of a testbed overlap.
+	PodCIDR, ServiceCIDR string
+	// PodCIDRv6 and ServiceCIDRv6 are its IPv6 ranges with
+	// Spec.DualStack (fd00:100:<i>::/48 and fd00:200:<i>::/108, i in hex),
+	// else empty.
+	PodCIDRv6     string `json:",omitempty"`
+	ServiceCIDRv6 string `json:",omitempty"`
+	// Zones are the values of topology.kubernetes.io/zone on its nodes.
+	Zones []string
+	// Nodes are the names of its fake nodes.
+	Nodes []string
+	// KubeconfigPath is an admin kubeconfig for this cluster alone, whose
+	// current context is Context.
+	KubeconfigPath string
+	Context        string
+	// AuditLogPath is the kube-apiserver's audit log when
+	// Spec.AuditPolicy is set.
+	AuditLogPath string `json:",omitempty"`
+	// Index is the cluster's position in the clusterset; it fixes the CIDRs.
+	Index int
+	// WorkDir is kwokctl's work directory.
+	WorkDir string
+
+	binDir       string
+	auditPolicy  string
+	nodesPerZone int
+	restConfig   *rest.Config
+}
+
+// New describes the control plane of spec; Create starts it.
+func New(spec Spec) *ControlPlane {
+	cp := &ControlPlane{
+		Name:           spec.Name,
+		PodCIDR:        fmt.Sprintf("10.%d.0.0/16", 100+spec.Index),
+		ServiceCIDR:    fmt.Sprintf("10.%d.0.0/16", 200+spec.Index),
+		KubeconfigPath: spec.KubeconfigPath,
+		Context:        "kwok-" + spec.Name,
+		Index:          spec.Index,
+		WorkDir:        spec.WorkDir,
+		binDir:         spec.BinDir,
+		auditPolicy:    spec.AuditPolicy,
+		nodesPerZone:   spec.NodesPerZone,
+	}
+	if spec.DualStack {
+		cp.PodCIDRv6 = fmt.Sprintf("fd00:100:%x::/48", spec.Index)
+		cp.ServiceCIDRv6 = fmt.Sprintf("fd00:200:%x::/108", spec.Index)
+	}
+	if spec.AuditPolicy != "" {
+		cp.AuditLogPath = filepath.Join(cp.LogDir(), "audit.log")
+	}
+	for z := 0; z < spec.Zones; z++ {
+		zone := fmt.Sprintf("%s-%c", spec.Name, 'a'+z)
+		cp.Zones = append(cp.Zones, zone)
+		for n := 0; n < spec.NodesPerZone; n++ {
+			cp.Nodes = append(cp.Nodes, fmt.Sprintf("%s-node-%d", zone, n))
+		}
+	}
+	return cp
+}
+
+// nodePodCIDR is the slice of the pod CIDR that node number i owns; kwok
+// gives the node's pods their IPs from it. Slice 0 is kwok's fallback for
+// nodes without a podCIDR.
+func (cp *ControlPlane) nodePodCIDR(i int) string {
+	return fmt.Sprintf("10.%d.%d.0/24", 100+cp.Index, i+1)
+}
+
+// DNSServiceIP is the ClusterIP reserved for the cluster's kube-dns
+// Service (the kubelets' clusterDNS): the tenth address of the service
+// CIDR.
+func (cp *ControlPlane) DNSServiceIP() string {
+	return strings.TrimSuffix(cp.ServiceCIDR, "0.0/16") + "0.10"
+}
+
+func (cp *ControlPlane) clusterDir() string {
+	return filepath.Join(cp.WorkDir, "clusters", cp.Name)
+}
+
+// LogDir holds the logs of this cluster's processes (one file each).
+func (cp *ControlPlane) LogDir() string { return filepath.Join(cp.clusterDir(), "logs") }
+
+// Create starts the control plane and returns once its API server
+// serves the MCS CRDs and kwok has made its fake nodes Ready.
+func (cp *ControlPlane) Create(ctx context.Context) error {
+	if err := createCluster(ctx, cp); err != nil {
+		return err
+	}
+	if err := cp.Load(cp.binDir); err != nil {
+		return err
+	}
+	if err := cp.createNodes(ctx); err != nil {
+		return err
+	}
+	return cp.InstallCRDs(ctx)
+}
+
+// createCluster runs `kwokctl create cluster` holding a lock that every
+// testbed of this machine takes: kwokctl v0.8.0 picks its components' ports
+// by counting down from 32767 to the first one free *now*, the same
+// sequence in every process, so two testbeds created at once (go test runs
+// packages in parallel) would pick the same ports and one's components
+// would fail to bind. Once create returns, its components listen and the
+// next one skips their ports.
+func createCluster(ctx context.Context, cp *ControlPlane) error {
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "mcs-testbed-kwokctl.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return fmt.Errorf("testbed: lock: %w", err)
+	}
+	defer lock.Close() // releases the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("testbed: lock %s: %w", lock.Name(), err)
+	}
+	return cp.kwokctl(ctx, cp.createArgs()...)
+}
+
+func (cp *ControlPlane) createArgs() []string {
+	bin := func(name string) string { return filepath.Join(cp.binDir, name) }
+	args := []string{
+		"create", "cluster",
+		"--name", cp.Name,
+		"--runtime", "binary",
+		"--kubeconfig", cp.KubeconfigPath,
+		"--kube-authorization=true",
+		"--kube-apiserver-binary", bin("kube-apiserver"),
+		"--kube-controller-manager-binary", bin("kube-controller-manager"),
+		"--kube-scheduler-binary", bin("kube-scheduler"),
+		"--kwok-controller-binary", bin("kwok"),
+		"--etcd-binary", bin("etcd"),
+		"--wait", "2m",
+		// kwokctl v0.8.0 files a repeated component's args under the index
+		// of its first --extra-args among all of them, not among the
+		// components: each component's first one must come before any
+		// repeat, in this order, or kwokctl panics.
+		"--extra-args", "kube-apiserver=service-cluster-ip-range=" + host.JoinIPFamilies(cp.ServiceCIDR, cp.ServiceCIDRv6),
+		"--extra-args", "kube-controller-manager=service-cluster-ip-range=" + host.JoinIPFamilies(cp.ServiceCIDR, cp.ServiceCIDRv6),
+		"--extra-args", "kwok-controller=cidr=" + cp.nodePodCIDR(-1),
+		"--extra-args", "kube-controller-manager=cluster-cidr=" + host.JoinIPFamilies(cp.PodCIDR, cp.PodCIDRv6),
+		// kwok plays only the fake nodes: a real node's kubelet reports
+		// its own status and runs its own pods.
+		"--extra-args", "kwok-controller=manage-all-nodes=false",
+		"--extra-args", "kwok-controller=manage-nodes-with-label-selector=type=kwok",
+		// exec and logs reach a real node's kubelet at its address: node
+		// names do not resolve on this host.
+		"--extra-args", "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
+	}
+	if cp.auditPolicy != "" {
+		args = append(args, "--kube-audit-policy", cp.auditPolicy)
+	}
+	return args
+}
+
+// kwokctl runs kwokctl with this testbed's work directory, so that it never
+// reads or writes ~/.kwok, and with the testbed's binaries first in PATH:
+// kwokctl runs whatever `kubectl` PATH finds to probe a cluster, and a
+// different one (or a cloud SDK's wrapper) may not speak v1.36 or may hang.
+func (cp *ControlPlane) kwokctl(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(cp.binDir, "kwokctl"), args...)
+	cmd.Env = append(os.Environ(),
+		"KWOK_WORKDIR="+cp.WorkDir,
+		"PATH="+cp.binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kwokctl %s: %w\n%s", strings.Join(args[:2], " "), err, out)
+	}
+	return nil
+}
+
+// Load reads the admin kubeconfig of a control plane that runs (after
+// Create, or after reading a ControlPlane back from a state file) and
+// takes binDir as its binaries' folder.
+func (cp *ControlPlane) Load(binDir string) error {
+	cp.binDir = binDir
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath)
+	if err != nil {
+		return fmt.Errorf("testbed: read kubeconfig %s: %w", cp.KubeconfigPath, err)
+	}
+	// The testbed's callers create many objects quickly; client-go's
+	// default 5 QPS would make the tests measure the client, not the server.
+	cfg.QPS, cfg.Burst = 200, 400
+	// The certificates inline, not by file name: client-go caches a
+	// transport per certificate *file name*, so a process that starts a
+	// testbed again in the same folder (new CA, same paths) got the first
+	// one's transport and failed with "x509: certificate signed by unknown
+	// authority".
+	if err := rest.LoadTLSFiles(cfg); err != nil {
+		return fmt.Errorf("testbed: kubeconfig %s: %w", cp.KubeconfigPath, err)
+	}
+	cfg.CAFile, cfg.CertFile, cfg.KeyFile = "", "", ""
+	cp.restConfig = cfg
+	return nil
+}
+
+// RESTConfig returns a copy of the admin rest.Config of this cluster.
+func (cp *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(cp.restConfig) }
+
+// Scheme is the scheme of the clients the testbed hands out: client-go's
+// built-in types, the CRD types and both served versions of the MCS API.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
+		mcsv1beta1.Install, mcsv1alpha1.Install,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // only fails on conflicting registrations, a programming error
+		}
+	}
+	return s
+}
+
+// Client returns a controller-runtime client (no cache) with Scheme.
+func (cp *ControlPlane) Client() (client.Client, error) {
+	cl, err := client.New(cp.RESTConfig(), client.Options{Scheme: Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("testbed: client for %s: %w", cp.Name, err)
+	}
+	return cl, nil
+}
+
+// Kubernetes returns a client-go clientset for this cluster.
+func (cp *ControlPlane) Kubernetes() (kubernetes.Interface, error) {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("testbed: clientset for %s: %w", cp.Name, err)
+	}
+	return cs, nil
+}
+
+// Pids returns the process ids of this control plane's running
+// processes, by component (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok-controller).
+func (cp *ControlPlane) Pids() (map[string]int, error) {
+	files, err := filepath.Glob(filepath.Join(cp.clusterDir(), "pids", "*.pid"))
+	if err != nil {
+		return nil, err
+	}
+	pids := map[string]int{}
+	for _, f := range files {
+		pid, alive, err := host.ReadPidFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("controlplane %s: %w", cp.Name, err)
+		}
+		if alive {
+			pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+		}
+	}
+	return pids, nil
+}
+
+// StopAPIServer kills this cluster's kube-apiserver (SIGKILL, as in a
+// crash) and waits until it is gone; everything else keeps running. For
+// fault tests: clients see connection errors and watches break.
+func (cp *ControlPlane) StopAPIServer(ctx context.Context) error {
+	pids, err := cp.Pids()
+	if err != nil {
+		return err
+	}
+	pid, ok := pids["kube-apiserver"]
+	if !ok {
+		return fmt.Errorf("testbed: %s: kube-apiserver is not running", cp.Name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("testbed: %s: stop kube-apiserver: %w", cp.Name, err)
+	}
+	if err := host.PollUntil(ctx, time.Minute, func(context.Context) (bool, error) {
+		return !host.ProcessAlive(pid), nil
+	}); err != nil {
+		return fmt.Errorf("testbed: %s: kube-apiserver did not exit: %w", cp.Name, err)
+	}
+	// kwokctl restarts a component only if its pid file names no process,
+	// and a killed process stays a zombie until init reaps it, which here can
+	// take a while. Remove the pid file, as kwokctl's own stop does.
+	if err := os.Remove(filepath.Join(cp.clusterDir(), "pids", "kube-apiserver.pid")); err != nil {
+		return fmt.Errorf("testbed: %s: %w", cp.Name, err)
+	}
+	return nil
+}
+
+// StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with
+// the same flags and data, and returns once it is ready.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	// kwokctl start skips the components that still run. No --wait: that
+	// waits for every component to report ready (through kubectl's
+	// /healthz), which after an outage took up to two minutes although the
+	// API server answered within seconds; its own /readyz is what counts.
+	if err := cp.kwokctl(ctx, "start", "cluster", "--name", cp.Name); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx)
+}
+
+// waitReady waits until the kube-apiserver answers /readyz.
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	cs, err := cp.Kubernetes()
+	if err != nil {
+		return err
+	}
+	return host.PollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	})
+}
+
+// ResidentBytes returns the resident memory (VmRSS) of each of this
+// control plane's running processes, by component, as Pids names them.
+func (cp *ControlPlane) ResidentBytes() (map[string]int64, error) {
+	pids, err := cp.Pids()
+	if err != nil {
+		return nil, err
+	}
+	return ResidentBytes(pids)
+}
+
+// ResidentBytes returns the resident memory of each process of pids, by
+// the same names.
+func ResidentBytes(pids map[string]int) (map[string]int64, error) {
+	rss := map[string]int64{}
+	for component, pid := range pids {
+		n, err := host.ResidentBytes(pid)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", component, err)
+		}
+		rss[component] = n
+	}
+	return rss, nil
+}
