@@ -154,6 +154,9 @@ func TestRealNodeFailureIsNamed(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(bad) })
 	for _, b := range append(append([]string{}, Binaries...), realnode.Binaries...) {
+		if b == "kubelet" {
+			continue // a link would let the broken one below overwrite the real one
+		}
 		if err := os.Link(filepath.Join(bin, b), filepath.Join(bad, b)); err != nil {
 			t.Skipf("hard link in %s: %v", bad, err)
 		}
