@@ -170,7 +170,7 @@ func Merge(exports []*ExportedService) Merged {
 func portDiffs(byAge []*ExportedService, union []mcsv1beta1.ServicePort) []string {
 	var diffs []string
 	for _, won := range union {
-		var other, missing []string
+		var other, otherClusters, missing []string
 		var definedBy ClusterID
 		for _, es := range byAge {
 			i := slices.IndexFunc(es.Spec.Ports, func(q mcsv1beta1.ServicePort) bool { return q.Name == won.Name })
@@ -181,16 +181,34 @@ func portDiffs(byAge []*ExportedService, union []mcsv1beta1.ServicePort) []strin
 				definedBy = es.Cluster // the oldest definition: the one that won
 			case !portEqual(won, es.Spec.Ports[i]):
 				other = append(other, fmt.Sprintf("%s has %s", es.Cluster, showPort(es.Spec.Ports[i])))
+				otherClusters = append(otherClusters, string(es.Cluster))
 			}
 		}
 		if len(other) > 0 {
-			diffs = append(diffs, fmt.Sprintf("%s, %s has %s", strings.Join(other, ", "), definedBy, showPort(won)))
+			diffs = append(diffs, fmt.Sprintf("%s, %s has %s: the endpoints of %s are left out of port %q",
+				strings.Join(other, ", "), definedBy, showPort(won), strings.Join(otherClusters, ", "), won.Name))
 		}
 		if len(missing) > 0 {
 			diffs = append(diffs, fmt.Sprintf("%s from %s is missing in %s", showPort(won), definedBy, strings.Join(missing, ", ")))
 		}
 	}
 	return diffs
+}
+
+// ExposedPorts returns the names of the import's ports that es's Service
+// defines exactly as the import does (name, protocol, port and
+// appProtocol): es's endpoints are imported under these ports and no
+// others. KEP-1645, "Service Port": "network traffic to a conflicting port
+// should only be directed to endpoints from constituent services that
+// actually expose the port."
+func (m Merged) ExposedPorts(es *ExportedService) map[string]bool {
+	exposed := map[string]bool{}
+	for _, p := range m.Spec.Ports {
+		if slices.ContainsFunc(es.Spec.Ports, func(q mcsv1beta1.ServicePort) bool { return portEqual(p, q) }) {
+			exposed[p.Name] = true
+		}
+	}
+	return exposed
 }
 
 func portEqual(a, b mcsv1beta1.ServicePort) bool {

@@ -1,6 +1,7 @@
 package clusterset
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -104,8 +105,30 @@ func TestMergePortsUnion(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("ports %v, want %v", got, want)
 	}
-	if m.Conflict == nil || m.Conflict.Reason() != "PortConflict" || !strings.Contains(m.Conflict.Message, `north has "metrics" tcp/9191, west has "metrics" tcp/9090`) {
+	if m.Conflict == nil || m.Conflict.Reason() != "PortConflict" ||
+		!strings.Contains(m.Conflict.Message, `north has "metrics" tcp/9191, west has "metrics" tcp/9090: the endpoints of north are left out of port "metrics"`) {
 		t.Errorf("conflict %+v", m.Conflict)
+	}
+	// KEP-1645: "network traffic to a conflicting port should only be
+	// directed to endpoints from constituent services that actually expose
+	// the port."
+	for _, tc := range []struct {
+		es   *ExportedService
+		want []string
+	}{
+		{east, []string{"http"}},
+		{west, []string{"http", "metrics"}},
+		{north, []string{"grpc"}},
+	} {
+		if got := slices.Sorted(maps.Keys(m.ExposedPorts(tc.es))); !slices.Equal(got, tc.want) {
+			t.Errorf("%s exposes %v of the import's ports, want %v", tc.es.Cluster, got, tc.want)
+		}
+	}
+	// appProtocol and protocol count: a port that differs only there is
+	// not exposed.
+	west.Spec.Ports[0].AppProtocol = ptr.To("h2c")
+	if got := Merge([]*ExportedService{east, west}).ExposedPorts(west); got["http"] {
+		t.Errorf("west's http with another appProtocol counts as exposed: %v", got)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -70,12 +71,15 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	endpoints, dropped := 0, 0
 	if es != nil {
 		in.TriggerTime = es.LastChangeTriggerTime
+		exposed := merged.ExposedPorts(es)
 		for _, g := range es.Endpoints {
-			if slices.Contains(addressTypes, g.AddressType) {
+			if !slices.Contains(addressTypes, g.AddressType) {
+				dropped += len(g.Endpoints)
+				continue
+			}
+			if g, ok := onExposedPorts(g, exposed); ok {
 				in.Desired = append(in.Desired, g)
 				endpoints += len(g.Endpoints)
-			} else {
-				dropped += len(g.Endpoints)
 			}
 		}
 	}
@@ -96,6 +100,29 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	}
 	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
 	return len(existing) + len(plan.Create) - len(plan.Delete), nil
+}
+
+// onExposedPorts returns g with only the ports that its cluster exposes as
+// the import defines them (Merged.ExposedPorts), so that kube-proxy never
+// sends a conflicting port's traffic to a cluster that serves it under
+// another number or protocol. A group left with none of its ports is not
+// imported at all (false); a group that had no ports (a Service without
+// ports) is imported as it is.
+func onExposedPorts(g reconciler.EndpointGroup, exposed map[string]bool) (reconciler.EndpointGroup, bool) {
+	if len(g.Ports) == 0 {
+		return g, true
+	}
+	var ports []discoveryv1.EndpointPort
+	for _, p := range g.Ports {
+		if exposed[ptr.Deref(p.Name, "")] {
+			ports = append(ports, p)
+		}
+	}
+	if len(ports) == 0 {
+		return g, false
+	}
+	g.Ports = ports // g is a copy; the Store's group is not changed
+	return g, true
 }
 
 func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID) reconciler.Labeler {
