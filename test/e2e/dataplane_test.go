@@ -307,35 +307,114 @@ func TestDataPlaneHeadless(t *testing.T) {
 	}
 }
 
-// TestDataPlanePerPort: the same port name with different numbers in two
-// clusters, and a port only one cluster has. The import has one port per
-// name; traffic to each reaches only the clusters whose Service has a port
-// of that name (kube-proxy matches the per-cluster slices' ports by name).
+// TestDataPlanePerPort: KEP-1645, "Service Port": "network traffic to a
+// conflicting port should only be directed to endpoints from constituent
+// services that actually expose the port." Two shapes: the same port name
+// with different numbers (east "a" 81, west "a" 82 and "b" 83: the import
+// takes east's "a", the oldest), and different names (east "a" 81, west
+// "c" 84). Each with session affinity off and ClientIP (affinity must not
+// be what makes it pass), single- and dual-stack. Traffic to each port of
+// the import reaches only the clusters that define it as the import does;
+// none of it fails.
 func TestDataPlanePerPort(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	dp := newDataPlane(ctx, t, "dataplane-ports")
-	serve(ctx, t, "east", dp.ns, "multi", 1, true, nil, port("a", corev1.ProtocolTCP, 81))
-	serve(ctx, t, "west", dp.ns, "multi", 1, true, nil, port("a", corev1.ProtocolTCP, 82), port("b", corev1.ProtocolTCP, 83))
+	type shape struct {
+		name       string
+		east, west []corev1.ServicePort
+		// want: the clusters that each port of the import reaches.
+		want map[string][]string
+	}
+	shapes := []shape{
+		{"samename", []corev1.ServicePort{port("a", corev1.ProtocolTCP, 81)},
+			[]corev1.ServicePort{port("a", corev1.ProtocolTCP, 82), port("b", corev1.ProtocolTCP, 83)},
+			map[string][]string{"a": {"east"}, "b": {"west"}}},
+		{"othername", []corev1.ServicePort{port("a", corev1.ProtocolTCP, 81)},
+			[]corev1.ServicePort{port("c", corev1.ProtocolTCP, 84)},
+			map[string][]string{"a": {"east"}, "c": {"west"}}},
+	}
+	type variant struct {
+		name     string
+		shape    shape
+		affinity corev1.ServiceAffinity
+		dual     bool
+	}
+	var variants []variant
+	for _, sh := range shapes {
+		for _, aff := range []corev1.ServiceAffinity{corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP} {
+			for _, dual := range []bool{false, true} {
+				if dual && bed.Cluster("north").ServiceCIDRv6 == "" {
+					continue
+				}
+				name := fmt.Sprintf("%s-%s-v4", sh.name, strings.ToLower(string(aff)))
+				if dual {
+					name += "v6"
+				}
+				variants = append(variants, variant{name, sh, aff, dual})
+			}
+		}
+	}
+	// Everything first, so that the pods of all variants start together.
+	for _, v := range variants {
+		mutate := func(s *corev1.Service) {
+			s.Spec.SessionAffinity = v.affinity
+			if v.dual {
+				s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+			}
+		}
+		serve(ctx, t, "east", dp.ns, v.name, 1, true, mutate, v.shape.east...)
+		serve(ctx, t, "west", dp.ns, v.name, 1, true, mutate, v.shape.west...)
+	}
 
 	north := bed.ClientOf(t, "north")
-	byName := map[string]int32{}
-	eventually(ctx, t, "north's ServiceImport multi to have ports a and b", func() error {
-		si := &mcsv1beta1.ServiceImport{}
-		if err := north.Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: "multi"}, si); err != nil {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			si := &mcsv1beta1.ServiceImport{}
+			eventually(ctx, t, "north's ServiceImport "+v.name+" to have every port and its IPs", func() error {
+				if err := north.Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: v.name}, si); err != nil {
+					return err
+				}
+				wantIPs := 1
+				if v.dual {
+					wantIPs = 2
+				}
+				if len(si.Spec.Ports) != len(v.shape.want) || len(si.Spec.IPs) != wantIPs {
+					return fmt.Errorf("ports %v, IPs %v", si.Spec.Ports, si.Spec.IPs)
+				}
+				return nil
+			})
+			for _, p := range si.Spec.Ports {
+				want, ok := v.shape.want[p.Name]
+				if !ok {
+					t.Fatalf("the import has a port %q it should not have: %v", p.Name, si.Spec.Ports)
+				}
+				targets := []string{fmt.Sprintf("%s.%s.svc.clusterset.local:%d", v.name, dp.ns, p.Port)}
+				if v.dual {
+					targets = nil
+					for _, ip := range si.Spec.IPs {
+						targets = append(targets, net.JoinHostPort(ip, fmt.Sprint(p.Port)))
+					}
+				}
+				for _, target := range targets {
+					dp.reaches(ctx, t, "tcp", target, 10, want...)
+				}
+			}
+		})
+	}
+
+	// The exports say whose endpoints are left out of which port.
+	eventually(ctx, t, "east's ServiceExport samename-none-v4 to name west as left out of port a", func() error {
+		c, err := workloads.ExportCondition(ctx, bed.ClientOf(t, "east"), dp.ns, "samename-none-v4", mcsv1beta1.ServiceExportConditionConflict)
+		if err != nil {
 			return err
 		}
-		for _, p := range si.Spec.Ports {
-			byName[p.Name] = p.Port
-		}
-		if len(byName) != 2 || len(si.Spec.IPs) == 0 {
-			return fmt.Errorf("ports %v, IPs %v", si.Spec.Ports, si.Spec.IPs)
+		if c.Status != metav1.ConditionTrue || c.Reason != "PortConflict" || !strings.Contains(c.Message, `the endpoints of west are left out of port "a"`) {
+			return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
 		}
 		return nil
 	})
-	name := "multi." + dp.ns + ".svc.clusterset.local"
-	dp.reaches(ctx, t, "tcp", fmt.Sprintf("%s:%d", name, byName["a"]), 20, "east", "west")
-	dp.reaches(ctx, t, "tcp", fmt.Sprintf("%s:%d", name, byName["b"]), 10, "west")
 }
 
 // TestDataPlaneTerminatingEndpoint (KEP-1672): of east's two pods, one is
