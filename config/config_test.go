@@ -1,13 +1,13 @@
 // Package config_test checks the deployment manifests: the pinned CRDs
 // match sigs.k8s.io/mcs-api, and both overlays render with kustomize (the
-// one built into kubectl v1.36) into what a controller needs.
+// one built into kubectl v1.36, run in-process through its krusty API, so
+// no binary is needed) into what a controller needs.
 package config_test
 
 import (
 	"bufio"
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +16,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -35,17 +37,18 @@ func TestCRDsMatchTheModule(t *testing.T) {
 	}
 }
 
-// render runs `kubectl kustomize` on an overlay and returns its documents
-// by kind/name.
+// render builds an overlay in-process with kustomize's own API (krusty,
+// what `kubectl kustomize` runs) and returns its documents by kind/name.
 func render(t *testing.T, overlay string) map[string][]byte {
 	t.Helper()
-	dir := os.Getenv("MCS_TOOLS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "bin")
-	}
-	out, err := exec.Command(filepath.Join(dir, "kubectl"), "kustomize", filepath.Join("overlays", overlay)).CombinedOutput()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("overlays", overlay))
 	if err != nil {
-		t.Fatalf("kubectl kustomize overlays/%s: %v\n%s", overlay, err, out)
+		t.Fatalf("kustomize overlays/%s: %v", overlay, err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatalf("kustomize overlays/%s: %v", overlay, err)
 	}
 	docs := map[string][]byte{}
 	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
