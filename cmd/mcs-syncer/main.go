@@ -121,7 +121,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // and mirroring controllers) or could use (the k8s.io and kubernetes.io
 // domains are reserved for Kubernetes components).
 func kubernetesOwned(managedBy string) bool {
-	return strings.HasSuffix(managedBy, ".k8s.io") || strings.HasSuffix(managedBy, ".kubernetes.io")
+	for _, domain := range []string{"k8s.io", "kubernetes.io"} {
+		if managedBy == domain || strings.HasSuffix(managedBy, "."+domain) {
+			return true
+		}
+	}
+	return false
 }
 
 // configError is a bad setting in the clusterset config or in how flags

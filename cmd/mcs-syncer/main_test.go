@@ -25,6 +25,8 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--clusterset-config", "c", "--managed-by", ""}, "--managed-by:"},
 		{[]string{"--clusterset-config", "c", "--managed-by", "endpointslicemirroring-controller.k8s.io"}, "belongs to a Kubernetes controller"},
 		{[]string{"--clusterset-config", "c", "--managed-by", "endpointslice-controller.k8s.io"}, "belongs to a Kubernetes controller"},
+		{[]string{"--clusterset-config", "c", "--managed-by", "k8s.io"}, "belongs to a Kubernetes controller"},
+		{[]string{"--clusterset-config", "c", "--managed-by", "kubernetes.io"}, "belongs to a Kubernetes controller"},
 		{[]string{"--clusterset-config", "c", "--max-endpoints-per-slice", "0"}, "--max-endpoints-per-slice: 0 is outside 1..1000"},
 		{[]string{"--clusterset-config", "c", "--max-endpoints-per-slice", "1001"}, "--max-endpoints-per-slice: 1001"},
 		{[]string{"--clusterset-config", "c", "--cluster-unreachable-grace", "-1s"}, "--cluster-unreachable-grace: -1s is negative"},
