@@ -173,6 +173,7 @@ func newController(cl client.Client, sliceReader client.Reader, sliceWriter disc
 				reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
 				reconciler.WithOwnershipEnforced(true),
 				reconciler.WithEventRecorder(recorder),
+				reconciler.WithTrafficDistribution(true), // hints.go
 			}
 			if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
 				ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))

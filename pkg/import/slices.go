@@ -67,6 +67,8 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 		AddressTypes: addressTypes,
 		Existing:     existing,
 		Labeler:      c.labeler(si, merged, source),
+		// See hints.go: never the source's hints, the import's own.
+		TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
 	}
 	endpoints, dropped := 0, 0
 	if es != nil {

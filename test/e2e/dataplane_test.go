@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -553,4 +554,117 @@ func TestDataPlaneDualStack(t *testing.T) {
 	}
 	dp.reaches(ctx, t, "tcp", net.JoinHostPort(v4, "80"), 20, "east", "west")
 	dp.reaches(ctx, t, "tcp", net.JoinHostPort(v6, "80"), 20, "east", "west")
+}
+
+// TestDataPlaneTrafficDistribution: north's and east's real nodes share
+// the zone "shared", west's is in another. near is exported from east and
+// west with trafficDistribution PreferClose: the import carries zone hints
+// that mcs-syncer computes over both clusters' endpoints, and north's
+// kube-proxy sends every connection to east (same zone) while east has a
+// ready endpoint, and to west once it has none. far is exported from west
+// first without a trafficDistribution and then from east with PreferClose:
+// the import has none (the oldest export wins, TrafficDistributionConflict)
+// and its slices carry no hints at all, although both sources' slices do:
+// a source's hints never leak into a consumer.
+func TestDataPlaneTrafficDistribution(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	needTestbed(t)
+	if z := bed.Cluster("north").RealNode.Zone; z == "" || z != bed.Cluster("east").RealNode.Zone || z == bed.Cluster("west").RealNode.Zone {
+		t.Skipf("the testbed's real nodes are not zoned for this test: north %q, east %q, west %q",
+			z, bed.Cluster("east").RealNode.Zone, bed.Cluster("west").RealNode.Zone)
+	}
+	dp := newDataPlane(ctx, t, "dataplane-topology")
+	preferClose := func(s *corev1.Service) {
+		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
+	}
+	eastNear := serve(ctx, t, "east", dp.ns, "near", 1, true, preferClose, port("tcp", corev1.ProtocolTCP, 80))
+	serve(ctx, t, "west", dp.ns, "near", 1, true, preferClose, port("tcp", corev1.ProtocolTCP, 80))
+	serve(ctx, t, "west", dp.ns, "far", 1, true, nil, port("tcp", corev1.ProtocolTCP, 80))
+	// creationTimestamps have seconds: east's export must be a later one.
+	eventually(ctx, t, "west's export of far to be a second old", func() error {
+		se := &mcsv1beta1.ServiceExport{}
+		if err := bed.ClientOf(t, "west").Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: "far"}, se); err != nil {
+			return err
+		}
+		if age := time.Since(se.CreationTimestamp.Time); age < 2*time.Second {
+			return fmt.Errorf("%s old", age)
+		}
+		return nil
+	})
+	serve(ctx, t, "east", dp.ns, "far", 1, true, preferClose, port("tcp", corev1.ProtocolTCP, 80))
+
+	north := bed.ClientOf(t, "north")
+	hintsOf := func(name string) (map[string]string, error) {
+		var list discoveryv1.EndpointSliceList
+		if err := north.List(ctx, &list, client.InNamespace(dp.ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: name}); err != nil {
+			return nil, err
+		}
+		out := map[string]string{}
+		for _, s := range list.Items {
+			for _, ep := range s.Endpoints {
+				h := ""
+				if ep.Hints != nil {
+					h = fmt.Sprintf("zones=%v nodes=%v", ep.Hints.ForZones, ep.Hints.ForNodes)
+				}
+				out[s.Labels[mcsv1beta1.LabelSourceCluster]] += h
+			}
+		}
+		return out, nil
+	}
+	eventually(ctx, t, "north's import of near to carry each cluster's zone as hints", func() error {
+		got, err := hintsOf("near")
+		if err != nil {
+			return err
+		}
+		want := map[string]string{
+			"east": fmt.Sprintf("zones=[{%s}] nodes=[]", bed.Cluster("east").RealNode.Zone),
+			"west": fmt.Sprintf("zones=[{%s}] nodes=[]", bed.Cluster("west").RealNode.Zone),
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("hints by source %v, want %v", got, want)
+		}
+		return nil
+	})
+	near := "near." + dp.ns + ".svc.clusterset.local:80"
+	dp.reaches(ctx, t, "tcp", near, 20, "east")
+
+	// No ready endpoint in north's zone: every cluster's.
+	if err := bed.ClientOf(t, "east").Patch(ctx, eastNear, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))); err != nil {
+		t.Fatal(err)
+	}
+	dp.reaches(ctx, t, "tcp", near, 20, "west")
+
+	eventually(ctx, t, "north's import of far: no trafficDistribution and no hints, though the sources' slices have them", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: "far"}, si); err != nil {
+			return err
+		}
+		if si.Spec.TrafficDistribution != nil {
+			return fmt.Errorf("trafficDistribution %s, want west's (none)", *si.Spec.TrafficDistribution)
+		}
+		got, err := hintsOf("far")
+		if err != nil {
+			return err
+		}
+		if want := map[string]string{"east": "", "west": ""}; !maps.Equal(got, want) {
+			return fmt.Errorf("hints by source %v, want none", got)
+		}
+		return nil
+	})
+	eventually(ctx, t, "east's own slice of far to carry hints (else the no-leak check proves nothing)", func() error {
+		var list discoveryv1.EndpointSliceList
+		if err := bed.ClientOf(t, "east").List(ctx, &list, client.InNamespace(dp.ns), client.MatchingLabels{discoveryv1.LabelServiceName: "far"}); err != nil {
+			return err
+		}
+		for _, s := range list.Items {
+			for _, ep := range s.Endpoints {
+				if ep.Hints != nil && len(ep.Hints.ForZones) > 0 {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no hints in east's slices of far")
+	})
+	dp.reaches(ctx, t, "tcp", "far."+dp.ns+".svc.clusterset.local:80", 20, "east", "west")
 }

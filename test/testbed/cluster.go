@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os/exec"
@@ -73,7 +74,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	return c.RealNode.Start(ctx, realnode.Spec{
-		Zone:           c.Zones[0],
+		Zone:           cmp.Or(c.bed.opts.RealNodeZones[c.Name], c.Zones[0]),
 		Region:         c.Name,
 		KubeconfigPath: c.KubeconfigPath,
 		ClusterCIDRs:   host.JoinIPFamilies(c.PodCIDR, c.PodCIDRv6),

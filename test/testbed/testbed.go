@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +75,11 @@ type Options struct {
 	// and makes CoreDNS the pods' DNS behind a kube-dns Service. Needs root
 	// and the Debian packages that realnode.CheckHost names.
 	RealNodes bool
+	// RealNodeZones sets the topology.kubernetes.io/zone of the real node of
+	// the clusters it names; the others' real nodes are in their cluster's
+	// first zone ("<cluster>-a"). Giving nodes of several clusters one zone
+	// name lets tests see zone-aware routing across clusters.
+	RealNodeZones map[string]string
 	// DualStack gives every cluster IPv6 pod and service CIDRs besides the
 	// IPv4 ones (IPv4 stays the primary family), and real nodes IPv6
 	// addresses and routes: dual-stack Services get both ClusterIPs and
@@ -123,6 +129,14 @@ func (o *Options) defaults() error {
 	}
 	if o.Zones < 1 || o.Zones > 26 {
 		return fmt.Errorf("testbed: zones per cluster must be 1..26, got %d", o.Zones)
+	}
+	for name, zone := range o.RealNodeZones {
+		if !slices.Contains(o.Clusters, name) {
+			return fmt.Errorf("testbed: RealNodeZones names %q, which is not a cluster of the testbed", name)
+		}
+		if errs := validation.IsValidLabelValue(zone); len(errs) > 0 || zone == "" {
+			return fmt.Errorf("testbed: real node zone %q: %s", zone, strings.Join(errs, "; "))
+		}
 	}
 	if o.NodesPerZone == 0 {
 		o.NodesPerZone = 1

@@ -58,6 +58,8 @@ type Node struct {
 	// IPv6 and PodCIDRv6 are the same for IPv6 on a dual-stack node.
 	IPv6      string `json:",omitempty"`
 	PodCIDRv6 string `json:",omitempty"`
+	// Zone is its topology.kubernetes.io/zone (set by Start).
+	Zone string `json:",omitempty"`
 	// Netns is its network namespace (`ip netns exec <Netns> ...`).
 	Netns string
 	// Dir holds its state: configs, containerd's root and state, the
@@ -160,6 +162,7 @@ func CheckHost(binDir string) error {
 // log; the caller tears everything down (the testbed's teardown finds all
 // of it by the state folder).
 func (n *Node) Start(ctx context.Context, spec Spec) error {
+	n.Zone = spec.Zone
 	for _, d := range []string{n.LogDir(), filepath.Join(n.Dir, "containerd"), filepath.Join(n.Dir, "cni", "net.d")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
