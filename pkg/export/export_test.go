@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -254,6 +255,40 @@ func TestExportFollowsTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-follows", 5))
+}
+
+// TestReservedKeysRefused: reserved keys in exportedLabels and
+// exportedAnnotations (multicluster.kubernetes.io/*, mcs-syncer.io/*, ...)
+// never reach the import; the rest of the export does, and Valid says
+// which keys were refused.
+func TestReservedKeysRefused(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	bed.Namespace(ctx, t, "export-reserved", "east")
+	workloads.CreateApp(ctx, t, east, "export-reserved", 1, 80, false, nil)
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "export-reserved"}, Spec: mcsv1beta1.ServiceExportSpec{
+		ExportedLabels:      map[string]string{"tier": "front", "multicluster.kubernetes.io/service-name": "other"},
+		ExportedAnnotations: map[string]string{"note": "ok", "mcs-syncer.io/owner": "me", "endpointslice.kubernetes.io/managed-by": "x"},
+	}}
+	if err := east.Create(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	c := condition(ctx, t, "east", "export-reserved", mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, "ReservedKeysRefused")
+	for _, want := range []string{"exportedLabels multicluster.kubernetes.io/service-name", "exportedAnnotations endpointslice.kubernetes.io/managed-by, mcs-syncer.io/owner"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Valid's message %q does not say %q", c.Message, want)
+		}
+	}
+	condition(ctx, t, "east", "export-reserved", mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, "Exported")
+	es, err := exportOf("east", "export-reserved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(es.Spec.Labels, map[string]string{"tier": "front"}) || !maps.Equal(es.Spec.Annotations, map[string]string{"note": "ok"}) {
+		t.Errorf("exported labels %v, annotations %v: want the unreserved ones only", es.Spec.Labels, es.Spec.Annotations)
+	}
 }
 
 // TestTerminatingPodIsExportedAsTerminating: a pod that is being deleted

@@ -273,7 +273,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", key))
 	}
 
-	es, err := w.exportedService(ctx, se, svc)
+	es, refused, err := w.exportedService(ctx, se, svc)
 	if err != nil {
 		return 0, err
 	}
@@ -283,42 +283,57 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 	if !writeStatus {
 		return 0, nil
 	}
-	return w.setExported(ctx, se)
+	return w.setExported(ctx, se, refused)
 }
 
 func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 // exportedService builds the export from the ServiceExport, its Service
-// and all the Service's slices in the cache.
-func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (*clusterset.ExportedService, error) {
+// and all the Service's slices in the cache. refused names the reserved
+// keys of exportedLabels and exportedAnnotations left out of it.
+func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (es *clusterset.ExportedService, refused string, err error) {
 	var list discoveryv1.EndpointSliceList
 	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}); err != nil {
-		return nil, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, "", fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	es := &clusterset.ExportedService{
+	spec, refused := exportedSpec(se, svc)
+	es = &clusterset.ExportedService{
 		Cluster:       w.cluster,
 		Key:           client.ObjectKeyFromObject(se),
 		ExportCreated: se.CreationTimestamp,
-		Spec:          exportedSpec(se, svc),
+		Spec:          spec,
 	}
 	es.Endpoints, es.LastChangeTriggerTime = reconciler.GroupSlices(list.Items), newestTriggerTime(list.Items)
 	if !es.LastChangeTriggerTime.IsZero() {
 		w.triggers.record(es.Key, es.LastChangeTriggerTime)
 		es.RecentTriggerTimes = w.triggers.upTo(es.Key, es.LastChangeTriggerTime)
 	}
-	return es, nil
+	return es, refused, nil
 }
 
-func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) clusterset.ExportedSpec {
-	spec := clusterset.ExportedSpec{
+// exportedSpec is what the ServiceExport and its Service give the import.
+// Reserved keys (clusterset.Reserved) of exportedLabels and
+// exportedAnnotations are left out and named in refused ("" if none).
+func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clusterset.ExportedSpec, refused string) {
+	labels, refusedLabels := clusterset.WithoutReserved(se.Spec.ExportedLabels)
+	annotations, refusedAnnotations := clusterset.WithoutReserved(se.Spec.ExportedAnnotations)
+	var parts []string
+	if len(refusedLabels) > 0 {
+		parts = append(parts, fmt.Sprintf("exportedLabels %s", strings.Join(refusedLabels, ", ")))
+	}
+	if len(refusedAnnotations) > 0 {
+		parts = append(parts, fmt.Sprintf("exportedAnnotations %s", strings.Join(refusedAnnotations, ", ")))
+	}
+	refused = strings.Join(parts, "; ")
+	spec = clusterset.ExportedSpec{
 		Type:                  mcsv1beta1.ClusterSetIP,
 		SessionAffinity:       svc.Spec.SessionAffinity,
 		SessionAffinityConfig: svc.Spec.SessionAffinityConfig.DeepCopy(),
 		InternalTrafficPolicy: svc.Spec.InternalTrafficPolicy,
 		TrafficDistribution:   svc.Spec.TrafficDistribution,
 		IPFamilies:            slices.Clone(svc.Spec.IPFamilies),
-		Labels:                se.Spec.ExportedLabels,
-		Annotations:           se.Spec.ExportedAnnotations,
+		Labels:                labels,
+		Annotations:           annotations,
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		spec.Type = mcsv1beta1.Headless
@@ -326,8 +341,13 @@ func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) clusterset.
 	for _, p := range svc.Spec.Ports {
 		spec.Ports = append(spec.Ports, mcsv1beta1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
 	}
-	return spec
+	return spec, refused
 }
+
+// ReasonReservedKeysRefused is the reason of Valid=True on an export some
+// of whose exportedLabels or exportedAnnotations keys are reserved: they
+// are left out of the ServiceImport, the rest is exported.
+const ReasonReservedKeysRefused mcsv1beta1.ServiceExportConditionReason = "ReservedKeysRefused"
 
 // newestTriggerTime returns the newest last-change-trigger-time among
 // slices (zero if none carries one).
@@ -354,7 +374,7 @@ const firstPassWait = 30 * time.Second
 // pass, it writes nothing and returns when to look again. An import of the
 // Service that an object mcs-syncer does not own blocks in some consumer is
 // named in Ready's message (and in a Warning event).
-func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport) (time.Duration, error) {
+func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport, refused string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(se)
 	merged := clusterset.Merge(w.store.Get(key))
 	ready := "exported to the clusterset"
@@ -365,8 +385,14 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport)
 		}
 		ready += "; " + notImportedEverywhere + ": " + strings.Join(whys, "; ")
 	}
+	valid := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonValid, "the Service can be exported")
+	if refused != "" {
+		valid.Reason = string(ReasonReservedKeysRefused)
+		valid.Message = "the Service is exported without these reserved keys, which are not put onto the ServiceImport (" +
+			clusterset.ReservedPatterns() + "): " + refused
+	}
 	conds := []metav1.Condition{
-		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonValid, "the Service can be exported"),
+		valid,
 		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready),
 	}
 	for _, id := range w.membership.IDs() {
