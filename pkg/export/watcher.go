@@ -395,21 +395,29 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 		valid,
 		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready),
 	}
+	var unheard []string
 	for _, id := range w.membership.IDs() {
 		if w.store.Synced(id) {
 			continue
 		}
-		// A partial view: the Conflict condition waits (the Store announces
-		// every key once the member is synced).
+		// A member that answers and is in its first pass is heard from in
+		// a moment: one write then (the Store announces every key once the
+		// member is synced).
 		if connected, since := w.membership.Connected(id); connected && time.Since(since) < firstPassWait {
-			return firstPassWait - time.Since(since), nil // synced in a moment: one write then
+			return firstPassWait - time.Since(since), nil
 		}
-		return 0, w.writeConditions(ctx, se, nil, conds...)
+		unheard = append(unheard, string(id))
 	}
+	// The Conflict condition of the members that answer: a member that
+	// never engaged (forbidden, CRDs missing, unreachable) must not keep
+	// every export without one. Its exports may change it later.
 	conflict := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse,
 		mcsv1beta1.ServiceExportReasonNoConflicts, "no conflicts with the other exports of this Service")
 	if merged.Conflict != nil {
 		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, merged.Conflict.Reason(), merged.Conflict.Message
+	}
+	if len(unheard) > 0 {
+		conflict.Message += fmt.Sprintf("; not yet heard from %s, whose exports may change this", strings.Join(unheard, ", "))
 	}
 	return 0, w.writeConditions(ctx, se, nil, append(conds, conflict)...)
 }

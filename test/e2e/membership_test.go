@@ -366,6 +366,18 @@ func TestMemberWithoutCRDs(t *testing.T) {
 	if err := manualExport(ctx, east, ns, "db", "10.101.2.2"); err != nil {
 		t.Fatal(err)
 	}
+	// A member never heard from holds back no export's Conflict condition:
+	// it is computed from the members that answer, and says who is missing.
+	eventually(ctx, t, "east's new export to have a Conflict condition that names north as not heard from", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "db", mcsv1beta1.ServiceExportConditionConflict)
+		if err != nil {
+			return err
+		}
+		if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "not yet heard from north") {
+			return fmt.Errorf("%s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
 	if err := northBed.InstallCRDs(ctx); err != nil {
 		t.Fatal(err)
 	}
