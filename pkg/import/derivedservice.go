@@ -26,6 +26,12 @@ import (
 // owner reference to map its deletion to the import.
 const foreignServiceRecheck = 30 * time.Second
 
+// ReasonEndpointSlicesNotWritten is the Ready=False reason of a
+// ServiceImport whose EndpointSlices could not be written (the consumer's
+// credentials may not write them, a quota, a webhook): its message carries
+// the API server's answer.
+const ReasonEndpointSlicesNotWritten mcsv1beta1.ServiceImportConditionReason = "EndpointSlicesNotWritten"
+
 // ReasonDerivedServiceNotOwned is the Ready=False reason of a ServiceImport
 // whose derived Service name is taken by a Service mcs-syncer does not own.
 const ReasonDerivedServiceNotOwned mcsv1beta1.ServiceImportConditionReason = "DerivedServiceNotOwned"

@@ -50,8 +50,11 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		c.blockedBy(ctx, si, len(v.exports) > 0)
 		return reconcile.Result{}, nil
 	}
-	c.opts.Store.SetImportBlocked(key, c.opts.Consumer, "")
 	c.cleared(reportNotManaged, key)
+	// blocked says why the import could not be written here, for the
+	// exports' Ready message ("" clears it); set once, at the end.
+	blocked := ""
+	defer func() { c.opts.Store.SetImportBlocked(key, c.opts.Consumer, blocked) }()
 	if len(v.exports) == 0 {
 		return c.withdraw(ctx, key, si, v)
 	}
@@ -63,6 +66,9 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		// nothing; the slices of the settled sources follow their exports.
 		merged.Spec.Type, merged.Spec.IPFamilies = si.Spec.Type, si.Spec.IPFamilies
 		_, err := c.applySlices(ctx, si, merged, v)
+		if slicesFailed(ctx, err) {
+			blocked = c.slicesNotWritten(key, err)
+		}
 		return sliceResult(err, v.recheck)
 	}
 	si, err := c.applyServiceImport(ctx, key, si, merged)
@@ -77,10 +83,38 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		return reconcile.Result{}, err
 	}
 	present, sliceErr := c.applySlices(ctx, si, merged, v)
-	if err := c.applyStatus(ctx, si, merged, present, derived.problem); err != nil {
+	problem := derived.problem
+	if slicesFailed(ctx, sliceErr) {
+		// Never Ready over slices that were not written (a consumer whose
+		// credentials may read but not write EndpointSlices).
+		blocked = c.slicesNotWritten(key, sliceErr)
+		if problem == nil {
+			cond := mcsv1beta1.NewServiceImportCondition(mcsv1beta1.ServiceImportConditionReady, metav1.ConditionFalse,
+				ReasonEndpointSlicesNotWritten, fmt.Sprintf("the imported EndpointSlices could not be written: %v", sliceErr))
+			problem = &cond
+		}
+	}
+	if err := c.applyStatus(ctx, si, merged, present, problem); err != nil {
 		return reconcile.Result{}, errors.Join(sliceErr, err)
 	}
 	return sliceResult(sliceErr, minPositive(v.recheck, derived.recheck))
+}
+
+// slicesFailed reports whether writing the slices failed for more than a
+// race (a resourceVersion conflict, a cache that has not seen our last
+// writes yet), which the next reconcile settles by itself.
+func slicesFailed(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(err, reconciler.ErrStaleCache) {
+		return false
+	}
+	_, routine := clusterset.Routine(ctx, err)
+	return !routine
+}
+
+// slicesNotWritten is the exports' Ready message part for an import whose
+// slices could not be written here.
+func (c *Controller) slicesNotWritten(key types.NamespacedName, err error) string {
+	return fmt.Sprintf("the EndpointSlices of ServiceImport %s in cluster %s could not be written: %v", key, c.opts.Consumer, err)
 }
 
 // sliceResult is the outcome of a reconcile whose other writes succeeded.

@@ -85,7 +85,6 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 			}
 		}
 	}
-	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
 	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, dropped) && dropped > 0 && c.recorder != nil {
 		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
 			"%d endpoints from %s are not imported: their address types are not among the import's %v (FQDN endpoints, or an IP family the Service does not have)", dropped, source, addressTypes)
@@ -93,13 +92,18 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	r := c.reconcilerFor(source)
 	plan, err := r.Plan(in)
 	if err != nil {
+		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
 		return len(existing), err
 	}
 	// Applied even when empty: it writes nothing then, but keeps the
 	// reconciler's metrics true.
 	if err := r.Apply(ctx, plan); err != nil {
+		// The gauge counts what the consumer holds, not what was meant to
+		// be written: what was there before (the next reconcile recounts).
+		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
 		return len(existing), err
 	}
+	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
 	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
 	return len(existing) + len(plan.Create) - len(plan.Delete), nil
 }
@@ -141,6 +145,15 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 		}
 		return l, nil
 	})
+}
+
+// endpointsIn counts the endpoints of slices.
+func endpointsIn(held []*discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range held {
+		n += len(s.Endpoints)
+	}
+	return n
 }
 
 // sourceOf returns the source cluster of an imported slice.
