@@ -25,6 +25,9 @@ import (
 //	mcs_syncer_unimportable_endpoints{source_cluster,consumer_cluster}
 //	    gauge: endpoints of the source that the consumer's imports cannot
 //	    carry (FQDN, or an IP family the import does not have)
+//	mcs_syncer_duplicate_endpoints{source_cluster,consumer_cluster}
+//	    gauge: endpoints of the source whose address another source of the
+//	    same import exports too (overlapping pod CIDRs); both are imported
 //
 // and the reconciler's, as mcs_syncer_endpointslice_reconciler_*.
 type Metrics struct {
@@ -32,6 +35,7 @@ type Metrics struct {
 	missing              *prometheus.CounterVec
 	imported             *shareGauge
 	unimportable         *shareGauge
+	duplicate            *shareGauge
 	reconcilerRegisterer prometheus.Registerer
 
 	// start is when the metrics were made, truncated to the second: changes
@@ -69,11 +73,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			"Endpoints of the source cluster imported into the consumer cluster, all Services together."),
 		unimportable: newShareGauge("mcs_syncer_unimportable_endpoints",
 			"Endpoints of the source cluster that the consumer cluster's imports cannot carry: FQDN endpoints, or an IP family the import does not have."),
+		duplicate: newShareGauge("mcs_syncer_duplicate_endpoints",
+			"Endpoints of the source cluster whose address another source cluster of the same import exports too (overlapping pod CIDRs): both are imported."),
 		reconcilerRegisterer: prometheus.WrapRegistererWithPrefix("mcs_syncer_", reg),
 		accounted:            map[latencyKey]time.Time{},
 		start:                time.Now().Truncate(time.Second),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.missing, m.imported.vec, m.unimportable.vec} {
+	for _, c := range []prometheus.Collector{m.latency, m.missing, m.imported.vec, m.unimportable.vec, m.duplicate.vec} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -123,6 +129,12 @@ func (m *Metrics) setUnimportable(source, consumer clusterset.ClusterID, key typ
 	return m != nil && m.unimportable.set(source, consumer, key, endpoints)
 }
 
+// setDuplicate records how many endpoints of source one import shares
+// addresses with another source, and reports whether that changed.
+func (m *Metrics) setDuplicate(source, consumer clusterset.ClusterID, key types.NamespacedName, endpoints int) bool {
+	return m != nil && m.duplicate.set(source, consumer, key, endpoints)
+}
+
 // shareGauge is a gauge by source and consumer that sums the shares of
 // every import: a sync replaces its own share only (a sum over every
 // import would cost time in proportion to the imports, per sync).
@@ -170,6 +182,7 @@ func (m *Metrics) forget(consumer clusterset.ClusterID, sources []clusterset.Clu
 	for _, source := range sources {
 		m.imported.set(source, consumer, key, 0)
 		m.unimportable.set(source, consumer, key, 0)
+		m.duplicate.set(source, consumer, key, 0)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	for _, es := range v.exports {
 		exportOf[es.Cluster] = es
 	}
+	c.reportDuplicates(si, v.exports)
 	var errs []error
 	for _, source := range sources {
 		existing := bySource[source]
@@ -145,6 +147,59 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 		}
 		return l, nil
 	})
+}
+
+// reportDuplicates finds the addresses that more than one source of the
+// import exports (overlapping pod CIDRs: kube-proxy would balance over
+// both entries as if they were two endpoints, and reach only one of
+// them). Both are imported, as the standard has no rule for it; the
+// duplicate_endpoints gauge counts them, and a Warning event on the
+// ServiceImport names the clusters whenever their number changes.
+func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService) {
+	sourcesOf := map[string][]clusterset.ClusterID{}
+	for _, es := range exports {
+		for _, g := range es.Endpoints {
+			for _, ep := range g.Endpoints {
+				for _, addr := range ep.Addresses {
+					if ids := sourcesOf[addr]; len(ids) == 0 || ids[len(ids)-1] != es.Cluster {
+						sourcesOf[addr] = append(ids, es.Cluster)
+					}
+				}
+			}
+		}
+	}
+	dups := map[clusterset.ClusterID]int{}
+	duplicated := 0
+	var example string
+	var exampleSources []clusterset.ClusterID
+	for addr, ids := range sourcesOf {
+		if len(ids) < 2 {
+			continue
+		}
+		duplicated++
+		for _, id := range ids {
+			dups[id]++
+		}
+		if example == "" || addr < example {
+			example, exampleSources = addr, ids
+		}
+	}
+	// Every member's share, so that one that stopped exporting drops to 0.
+	sources := c.opts.Membership.IDs()
+	for _, es := range exports {
+		if !slices.Contains(sources, es.Cluster) {
+			sources = append(sources, es.Cluster)
+		}
+	}
+	changed := false
+	for _, id := range sources {
+		changed = c.opts.Metrics.setDuplicate(id, c.opts.Consumer, client.ObjectKeyFromObject(si), dups[id]) || changed
+	}
+	if changed && duplicated > 0 && c.recorder != nil {
+		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "DuplicateAddresses", "Import",
+			"%d addresses are exported by more than one of %v (overlapping pod CIDRs?), e.g. %s by %v: each is imported once per cluster",
+			duplicated, slices.Sorted(maps.Keys(dups)), example, exampleSources)
+	}
 }
 
 // endpointsIn counts the endpoints of slices.

@@ -56,3 +56,41 @@ func TestSlicesNotWrittenIsNotReady(t *testing.T) {
 		t.Errorf("imported_endpoints %v, want 1", got)
 	}
 }
+
+// TestDuplicateAddressesReported: the same address from east and west
+// (overlapping pod CIDRs) is imported from both, counted by the
+// duplicate_endpoints gauge of each and named in one Warning event; the
+// gauge drops when the overlap ends.
+func TestDuplicateAddressesReported(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Options{Metrics: m})
+	h.put(h.export("east", 0, "10.9.0.1", "10.1.0.2"), h.export("west", 1, "10.9.0.1"))
+	h.reconcile()
+	if got := h.slicesBySource(); len(got["east"]) != 2 || len(got["west"]) != 1 {
+		t.Errorf("slices %v: want both copies imported", got)
+	}
+	for _, source := range []string{"east", "west"} {
+		if got := testutil.ToFloat64(m.duplicate.vec.WithLabelValues(source, "north")); got != 1 {
+			t.Errorf("duplicate_endpoints{%s} %v, want 1", source, got)
+		}
+	}
+	ev := h.events()
+	if len(ev) != 1 || !strings.Contains(ev[0], "DuplicateAddresses") || !strings.Contains(ev[0], "10.9.0.1 by [east west]") {
+		t.Errorf("events %v, want one naming 10.9.0.1 and both clusters", ev)
+	}
+	h.reconcile()
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("reported again: %v", ev)
+	}
+
+	h.put(h.export("west", 1, "10.2.0.1"))
+	h.reconcile()
+	for _, source := range []string{"east", "west"} {
+		if got := testutil.ToFloat64(m.duplicate.vec.WithLabelValues(source, "north")); got != 0 {
+			t.Errorf("after the overlap ended: duplicate_endpoints{%s} %v, want 0", source, got)
+		}
+	}
+}
