@@ -158,6 +158,9 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService) {
 	sourcesOf := map[string][]clusterset.ClusterID{}
 	for _, es := range exports {
+		if len(exports) < 2 {
+			break // one source cannot overlap with another; its share drops to 0 below
+		}
 		for _, g := range es.Endpoints {
 			for _, ep := range g.Endpoints {
 				for _, addr := range ep.Addresses {
