@@ -70,23 +70,27 @@ func answeredBy(out string) (clusters map[string]int, failed int) {
 }
 
 // reaches waits until tries connections to target (probe's protocol and
-// address) all succeed and are answered by exactly the clusters want.
+// address) all succeed and are answered by exactly the clusters want, and
+// then asks once more, at once: the second round must show the same. One
+// round alone could pass by luck (kube-proxy picks at random: ten tries
+// all land on one of two clusters once in 512 rounds, and eventually runs
+// many), two in a row cannot.
 func (dp *dataPlane) reaches(ctx context.Context, t *testing.T, proto, target string, tries int, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	eventually(ctx, t, fmt.Sprintf("%s %s from north to reach %v", proto, target, want), func() error {
+	round := func() error {
 		out, _ := dp.probe(ctx, "-n", fmt.Sprint(tries), "-timeout", "1s", proto, target)
 		by, failed := answeredBy(out)
-		var got []string
-		for c := range by {
-			got = append(got, c)
-		}
-		slices.Sort(got)
+		got := slices.Sorted(maps.Keys(by))
 		if failed > 0 || !slices.Equal(got, want) {
 			return fmt.Errorf("answers by cluster %v, %d failed: %s", by, failed, out)
 		}
 		return nil
-	})
+	}
+	eventually(ctx, t, fmt.Sprintf("%s %s from north to reach %v", proto, target, want), round)
+	if err := round(); err != nil {
+		t.Fatalf("%s %s from north: reached %v once, then: %v", proto, target, want, err)
+	}
 }
 
 // lookup asks north's DNS from the client pod.
