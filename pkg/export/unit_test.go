@@ -361,7 +361,9 @@ func TestUnitStatusConflictIsRetried(t *testing.T) {
 	if recheck := h.sync(); recheck <= 0 {
 		t.Errorf("a lost race is retried: recheck %v", recheck)
 	}
-	h.statusFail = func() error { return apierrors.NewForbidden(schema.GroupResource{Resource: "serviceexports"}, "web", nil) }
+	h.statusFail = func() error {
+		return apierrors.NewForbidden(schema.GroupResource{Resource: "serviceexports"}, "web", nil)
+	}
 	if _, err := h.w.Reconcile(t.Context(), reconcile.Request{NamespacedName: webKey}); err == nil {
 		t.Error("a refused status write is no error")
 	}
