@@ -251,9 +251,12 @@ func newestRFC3339Nano(s string) string {
 }
 
 // TestSameServiceFromTwoClusters: the same Service exported from west
-// (first) and east: north imports slices from both, status.clusters lists
-// both; different ports are a PortConflict on both exports and the older
-// (west's) port is imported.
+// (first, port 80) and east (port 8080): status.clusters lists both; the
+// different ports are a PortConflict on both exports, the older (west's)
+// port is imported, and only west's endpoints serve it (KEP-1645: "network
+// traffic to a conflicting port should only be directed to endpoints from
+// constituent services that actually expose the port"). Once east's port
+// matches, north imports from both.
 func TestSameServiceFromTwoClusters(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -274,12 +277,12 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 	})
 	workloads.CreateApp(ctx, t, east, ns, 3, 8080, true, nil)
 
-	eventually(ctx, t, "north to import from both", func() error {
+	eventually(ctx, t, "north to import west's endpoints, and none of east's", func() error {
 		bySource, err := importedSlices(ctx, north, ns)
 		if err != nil {
 			return err
 		}
-		if countReady(bySource["east"]) != 3 || countReady(bySource["west"]) != 2 {
+		if countReady(bySource["east"]) != 0 || countReady(bySource["west"]) != 2 {
 			return fmt.Errorf("ready: east %d, west %d", countReady(bySource["east"]), countReady(bySource["west"]))
 		}
 		si, err := getImport(ctx, north, ns)
@@ -298,7 +301,27 @@ func TestSameServiceFromTwoClusters(t *testing.T) {
 		}
 		return nil
 	})
-	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "west (oldest export)")
+	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "west (oldest export)",
+		`the endpoints of east are left out of port "http"`)
+
+	svc := &corev1.Service{}
+	if err := east.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Ports[0].Port = 80
+	if err := east.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north to import from both once east's port matches", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if countReady(bySource["east"]) != 3 || countReady(bySource["west"]) != 2 {
+			return fmt.Errorf("ready: east %d, west %d", countReady(bySource["east"]), countReady(bySource["west"]))
+		}
+		return nil
+	})
 }
 
 // portConflictOn waits until every named exporter's ServiceExport ns/web
