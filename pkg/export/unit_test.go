@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -211,7 +212,7 @@ func TestUnitValidExport(t *testing.T) {
 		t.Errorf("last change trigger time %v, want the newest slice's %v", es.LastChangeTriggerTime, t0.Add(time.Second))
 	}
 	want := map[string]string{"Valid": "True/Valid", "Ready": "True/Exported", "Conflict": "False/NoConflicts"}
-	if got := h.conditions(); !mapsEqual(got, want) {
+	if got := h.conditions(); !maps.Equal(got, want) {
 		t.Errorf("conditions %v, want %v", got, want)
 	}
 	writes := h.statusWrites
@@ -219,18 +220,6 @@ func TestUnitValidExport(t *testing.T) {
 	if h.statusWrites != writes {
 		t.Errorf("a second sync wrote the status again")
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestUnitHeadless(t *testing.T) {
@@ -448,7 +437,7 @@ func TestUnitClearStatus(t *testing.T) {
 	if err := ClearStatus(t.Context(), h.client); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.conditions(); !mapsEqual(got, map[string]string{"SomeoneElses": "True/X"}) {
+	if got := h.conditions(); !maps.Equal(got, map[string]string{"SomeoneElses": "True/X"}) {
 		t.Errorf("conditions after ClearStatus %v", got)
 	}
 }

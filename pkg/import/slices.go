@@ -93,13 +93,12 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	}
 	r := c.reconcilerFor(source)
 	plan, err := r.Plan(in)
-	if err != nil {
-		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
-		return len(existing), err
+	if err == nil {
+		// Applied even when empty: it writes nothing then, but keeps the
+		// reconciler's metrics true.
+		err = r.Apply(ctx, plan)
 	}
-	// Applied even when empty: it writes nothing then, but keeps the
-	// reconciler's metrics true.
-	if err := r.Apply(ctx, plan); err != nil {
+	if err != nil {
 		// The gauge counts what the consumer holds, not what was meant to
 		// be written: what was there before (the next reconcile recounts).
 		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
@@ -156,21 +155,7 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 // duplicate_endpoints gauge counts them, and a Warning event on the
 // ServiceImport names the clusters whenever their number changes.
 func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService) {
-	sourcesOf := map[string][]clusterset.ClusterID{}
-	for _, es := range exports {
-		if len(exports) < 2 {
-			break // one source cannot overlap with another; its share drops to 0 below
-		}
-		for _, g := range es.Endpoints {
-			for _, ep := range g.Endpoints {
-				for _, addr := range ep.Addresses {
-					if ids := sourcesOf[addr]; len(ids) == 0 || ids[len(ids)-1] != es.Cluster {
-						sourcesOf[addr] = append(ids, es.Cluster)
-					}
-				}
-			}
-		}
-	}
+	sourcesOf := sourcesByAddress(exports)
 	dups := map[clusterset.ClusterID]int{}
 	duplicated := 0
 	var example string
@@ -203,6 +188,28 @@ func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*c
 			"%d addresses are exported by more than one of %v (overlapping pod CIDRs?), e.g. %s by %v: each is imported once per cluster",
 			duplicated, slices.Sorted(maps.Keys(dups)), example, exampleSources)
 	}
+}
+
+// sourcesByAddress lists, for every address the exports carry, the
+// clusters that export it (each once). With fewer than two exports nothing
+// can overlap: nil.
+func sourcesByAddress(exports []*clusterset.ExportedService) map[string][]clusterset.ClusterID {
+	if len(exports) < 2 {
+		return nil
+	}
+	sourcesOf := map[string][]clusterset.ClusterID{}
+	for _, es := range exports {
+		for _, g := range es.Endpoints {
+			for _, ep := range g.Endpoints {
+				for _, addr := range ep.Addresses {
+					if ids := sourcesOf[addr]; len(ids) == 0 || ids[len(ids)-1] != es.Cluster {
+						sourcesOf[addr] = append(ids, es.Cluster)
+					}
+				}
+			}
+		}
+	}
+	return sourcesOf
 }
 
 // endpointsIn counts the endpoints of slices.
