@@ -164,6 +164,43 @@ func port(name string, proto corev1.Protocol, number int32) corev1.ServicePort {
 	return corev1.ServicePort{Name: name, Protocol: proto, Port: number, TargetPort: intstr.FromString(name)}
 }
 
+// families are the IP family variants of a data-plane test: IPv4 (false)
+// and, on a dual-stack testbed, IPv4 and IPv6 (true).
+func families() []bool {
+	if bed.Cluster("north").ServiceCIDRv6 == "" {
+		return []bool{false}
+	}
+	return []bool{false, true}
+}
+
+// familyName names a variant of families in a Service name.
+func familyName(dual bool) string {
+	if dual {
+		return "v4v6"
+	}
+	return "v4"
+}
+
+// dualStack makes a Service require both IP families.
+func dualStack(s *corev1.Service) {
+	s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
+	s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+}
+
+// targets are the addresses a pod in north reaches port of the import si
+// at: its clusterset name, or each of its clusterset IPs when dual (the
+// name resolves to the IPv4 one).
+func targets(si *mcsv1beta1.ServiceImport, port int32, dual bool) []string {
+	if !dual {
+		return []string{fmt.Sprintf("%s.%s.svc.clusterset.local:%d", si.Name, si.Namespace, port)}
+	}
+	var out []string
+	for _, ip := range si.Spec.IPs {
+		out = append(out, net.JoinHostPort(ip, fmt.Sprint(port)))
+	}
+	return out
+}
+
 // importIP waits until north's ServiceImport ns/name has an IP and returns
 // it.
 func importIP(ctx context.Context, t *testing.T, ns, name string) string {
@@ -348,14 +385,8 @@ func TestDataPlanePerPort(t *testing.T) {
 	var variants []variant
 	for _, sh := range shapes {
 		for _, aff := range []corev1.ServiceAffinity{corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP} {
-			for _, dual := range []bool{false, true} {
-				if dual && bed.Cluster("north").ServiceCIDRv6 == "" {
-					continue
-				}
-				name := fmt.Sprintf("%s-%s-v4", sh.name, strings.ToLower(string(aff)))
-				if dual {
-					name += "v6"
-				}
+			for _, dual := range families() {
+				name := fmt.Sprintf("%s-%s-%s", sh.name, strings.ToLower(string(aff)), familyName(dual))
 				variants = append(variants, variant{name, sh, aff, dual})
 			}
 		}
@@ -365,8 +396,7 @@ func TestDataPlanePerPort(t *testing.T) {
 		mutate := func(s *corev1.Service) {
 			s.Spec.SessionAffinity = v.affinity
 			if v.dual {
-				s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
-				s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+				dualStack(s)
 			}
 		}
 		serve(ctx, t, "east", dp.ns, v.name, 1, true, mutate, v.shape.east...)
@@ -395,14 +425,7 @@ func TestDataPlanePerPort(t *testing.T) {
 				if !ok {
 					t.Fatalf("the import has a port %q it should not have: %v", p.Name, si.Spec.Ports)
 				}
-				targets := []string{fmt.Sprintf("%s.%s.svc.clusterset.local:%d", v.name, dp.ns, p.Port)}
-				if v.dual {
-					targets = nil
-					for _, ip := range si.Spec.IPs {
-						targets = append(targets, net.JoinHostPort(ip, fmt.Sprint(p.Port)))
-					}
-				}
-				for _, target := range targets {
+				for _, target := range targets(si, p.Port, v.dual) {
 					dp.reaches(ctx, t, "tcp", target, 10, want...)
 				}
 			}

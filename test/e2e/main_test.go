@@ -50,6 +50,10 @@ func run(m *testing.M) int {
 		// north's and east's real nodes share a zone, west's is apart:
 		// zone-aware routing across clusters shows (TestDataPlaneTrafficDistribution).
 		RealNodeZones: map[string]string{"north": "shared", "east": "shared"},
+		// north's and west's real nodes share a name, as kind's nodes do:
+		// a node name from another cluster never counts as north's own
+		// node (TestDataPlaneNodeNamesCollide).
+		RealNodeNames: map[string]string{"north": "worker", "west": "worker"},
 		Log:           os.Stderr,
 	})
 	if errors.Is(err, testbed.ErrNoBinaries) {

@@ -42,6 +42,9 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 	})}
 	if cs.opts.RealNodes {
 		c.RealNode = realnode.New(cs.StateDir, name, index, cs.opts.DualStack)
+		if node := cs.opts.RealNodeNames[name]; node != "" {
+			c.RealNode.Name = node
+		}
 	}
 	return c
 }

@@ -80,6 +80,11 @@ type Options struct {
 	// first zone ("<cluster>-a"). Giving nodes of several clusters one zone
 	// name lets tests see zone-aware routing across clusters.
 	RealNodeZones map[string]string
+	// RealNodeNames names the real node of the clusters it names; the
+	// others' are "<cluster>-worker". Giving nodes of several clusters one
+	// name shows that a node name from another cluster never counts as a
+	// consumer's own node (kind-based clustersets share node names).
+	RealNodeNames map[string]string
 	// DualStack gives every cluster IPv6 pod and service CIDRs besides the
 	// IPv4 ones (IPv4 stays the primary family), and real nodes IPv6
 	// addresses and routes: dual-stack Services get both ClusterIPs and
@@ -136,6 +141,14 @@ func (o *Options) defaults() error {
 		}
 		if errs := validation.IsValidLabelValue(zone); len(errs) > 0 || zone == "" {
 			return fmt.Errorf("testbed: real node zone %q: %s", zone, strings.Join(errs, "; "))
+		}
+	}
+	for name, node := range o.RealNodeNames {
+		if !slices.Contains(o.Clusters, name) {
+			return fmt.Errorf("testbed: RealNodeNames names %q, which is not a cluster of the testbed", name)
+		}
+		if errs := validation.IsDNS1123Subdomain(node); len(errs) > 0 {
+			return fmt.Errorf("testbed: real node name %q: %s", node, strings.Join(errs, "; "))
 		}
 	}
 	if o.NodesPerZone == 0 {

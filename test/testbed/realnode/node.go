@@ -50,7 +50,9 @@ const Label = "mcs-syncer.io/real-node"
 // Node is a cluster's node with a real kubelet, containerd, runc, CNI
 // bridge and kube-proxy, in a network namespace of its own.
 type Node struct {
-	// Name is the Node's name, "<cluster>-worker".
+	// Name is the Node's name, "<cluster>-worker" unless set before Start
+	// (the state folder, network namespace and cgroup are the cluster's,
+	// so nodes of several clusters may share a name).
 	Name string
 	// IP is its address on the nodes' bridge (its InternalIP); PodCIDR the
 	// range its pods get their IPs from, routed from every other node.
