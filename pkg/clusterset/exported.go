@@ -64,7 +64,19 @@ type ExportedSpec struct {
 	// exportedAnnotations (not the Service's own).
 	Labels      map[string]string
 	Annotations map[string]string
+	// LocalClusterFirst is the ServiceExport's LocalClusterFirstAnnotation:
+	// a consumer that has ready endpoints of its own sends its traffic
+	// only to them.
+	LocalClusterFirst bool
 }
+
+// LocalClusterFirstAnnotation, "true" on a ServiceExport, asks that each
+// consumer with ready endpoints of its own keep the Service's traffic in
+// its own cluster, and send it to every cluster when it has none (see
+// docs/user-guide.md, "Local cluster first"). mcs-syncer's own until a
+// standard exists (KEP-5939, a draft, proposes one). The merged value is
+// set on the ServiceImport under the same key.
+const LocalClusterFirstAnnotation = "mcs-syncer.io/local-cluster-first"
 
 // Equal reports whether two exports carry the same information.
 func (e *ExportedService) Equal(o *ExportedService) bool {

@@ -86,7 +86,15 @@ var fieldRules = []fieldRule{
 	{mcsv1beta1.ServiceExportReasonIPFamilyConflict, "ipFamilies",
 		func(a, b *ExportedSpec) bool { return slices.Equal(a.IPFamilies, b.IPFamilies) },
 		func(s *ExportedSpec) string { return fmt.Sprint(s.IPFamilies) }},
+	{ReasonLocalClusterFirstConflict, LocalClusterFirstAnnotation,
+		func(a, b *ExportedSpec) bool { return a.LocalClusterFirst == b.LocalClusterFirst },
+		func(s *ExportedSpec) string { return fmt.Sprint(s.LocalClusterFirst) }},
 }
+
+// ReasonLocalClusterFirstConflict is the Conflict reason of exports whose
+// LocalClusterFirstAnnotation differs (mcs-syncer's own, as the
+// annotation is).
+const ReasonLocalClusterFirstConflict mcsv1beta1.ServiceExportConditionReason = "LocalClusterFirstConflict"
 
 // affinity and internalPolicy apply the API's defaults, so that an unset
 // field equals its default.

@@ -30,7 +30,7 @@ const firstPassWait = 30 * time.Second
 // pass, it writes nothing and returns when to look again. An import of the
 // Service that an object mcs-syncer does not own blocks in some consumer is
 // named in Ready's message (and in a Warning event).
-func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport, refused string) (time.Duration, error) {
+func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport, cav caveat) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(se)
 	merged := clusterset.Merge(w.store.Get(key))
 	ready := "exported to the clusterset"
@@ -42,10 +42,8 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 		ready += "; " + notImportedEverywhere + ": " + strings.Join(whys, "; ")
 	}
 	valid := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonValid, "the Service can be exported")
-	if refused != "" {
-		valid.Reason = string(ReasonReservedKeysRefused)
-		valid.Message = "the Service is exported without these reserved keys, which are not put onto the ServiceImport (" +
-			clusterset.ReservedPatterns() + "): " + refused
+	if cav.reason != "" {
+		valid.Reason, valid.Message = string(cav.reason), cav.message
 	}
 	conds := []metav1.Condition{
 		valid,

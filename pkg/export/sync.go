@@ -56,7 +56,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", key))
 	}
 
-	es, refused, err := w.exportedService(ctx, se, svc)
+	es, cav, err := w.exportedService(ctx, se, svc)
 	if err != nil {
 		return 0, err
 	}
@@ -66,20 +66,20 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 	if !writeStatus {
 		return 0, nil
 	}
-	return w.setExported(ctx, se, refused)
+	return w.setExported(ctx, se, cav)
 }
 
 func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
 
 // exportedService builds the export from the ServiceExport, its Service
-// and all the Service's slices in the cache. refused names the reserved
-// keys of exportedLabels and exportedAnnotations left out of it.
-func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (es *clusterset.ExportedService, refused string, err error) {
+// and all the Service's slices in the cache. cav says what of the
+// ServiceExport was left out of it.
+func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (es *clusterset.ExportedService, cav caveat, err error) {
 	var list discoveryv1.EndpointSliceList
 	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}); err != nil {
-		return nil, "", fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
+		return nil, caveat{}, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
-	spec, refused := exportedSpec(se, svc)
+	spec, cav := exportedSpec(se, svc)
 	es = &clusterset.ExportedService{
 		Cluster:       w.cluster,
 		Key:           client.ObjectKeyFromObject(se),
@@ -91,13 +91,14 @@ func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExp
 		w.triggers.record(es.Key, es.LastChangeTriggerTime)
 		es.RecentTriggerTimes = w.triggers.upTo(es.Key, es.LastChangeTriggerTime)
 	}
-	return es, refused, nil
+	return es, cav, nil
 }
 
 // exportedSpec is what the ServiceExport and its Service give the import.
 // Reserved keys (clusterset.Reserved) of exportedLabels and
-// exportedAnnotations are left out and named in refused ("" if none).
-func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clusterset.ExportedSpec, refused string) {
+// exportedAnnotations are left out, and so is a LocalClusterFirstAnnotation
+// that is neither "true" nor "false"; cav says so (zero if nothing was).
+func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clusterset.ExportedSpec, cav caveat) {
 	labels, refusedLabels := clusterset.WithoutReserved(se.Spec.ExportedLabels)
 	annotations, refusedAnnotations := clusterset.WithoutReserved(se.Spec.ExportedAnnotations)
 	var parts []string
@@ -107,7 +108,14 @@ func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clust
 	if len(refusedAnnotations) > 0 {
 		parts = append(parts, fmt.Sprintf("exportedAnnotations %s", strings.Join(refusedAnnotations, ", ")))
 	}
-	refused = strings.Join(parts, "; ")
+	if len(parts) > 0 {
+		cav = caveat{ReasonReservedKeysRefused, "the Service is exported without these reserved keys, which are not put onto the ServiceImport (" +
+			clusterset.ReservedPatterns() + "): " + strings.Join(parts, "; ")}
+	}
+	localFirst, err := localClusterFirst(se)
+	if err != nil {
+		cav = cav.and(ReasonAnnotationIgnored, err.Error())
+	}
 	spec = clusterset.ExportedSpec{
 		Type:                  mcsv1beta1.ClusterSetIP,
 		SessionAffinity:       svc.Spec.SessionAffinity,
@@ -117,6 +125,7 @@ func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clust
 		IPFamilies:            slices.Clone(svc.Spec.IPFamilies),
 		Labels:                labels,
 		Annotations:           annotations,
+		LocalClusterFirst:     localFirst,
 	}
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		spec.Type = mcsv1beta1.Headless
@@ -124,13 +133,49 @@ func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clust
 	for _, p := range svc.Spec.Ports {
 		spec.Ports = append(spec.Ports, mcsv1beta1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
 	}
-	return spec, refused
+	return spec, cav
+}
+
+// localClusterFirst reads the ServiceExport's LocalClusterFirstAnnotation:
+// "true" or "false" (or none: false), as Kubernetes' boolean annotations
+// are written; any other value is an error and counts as false.
+func localClusterFirst(se *mcsv1beta1.ServiceExport) (bool, error) {
+	switch v, ok := se.Annotations[clusterset.LocalClusterFirstAnnotation]; {
+	case !ok || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("annotation %s is %q, not \"true\" or \"false\": the local cluster is not put first", clusterset.LocalClusterFirstAnnotation, v)
+	}
+}
+
+// caveat is what the Valid condition says of an export that is valid but
+// not exported exactly as written; the zero caveat says nothing.
+type caveat struct {
+	reason  mcsv1beta1.ServiceExportConditionReason
+	message string
+}
+
+// and adds a problem to c: the first one gives the reason, the message
+// names them all.
+func (c caveat) and(reason mcsv1beta1.ServiceExportConditionReason, problem string) caveat {
+	if c.reason == "" {
+		return caveat{reason, "the Service is exported, but " + problem}
+	}
+	c.message += "; " + problem
+	return c
 }
 
 // ReasonReservedKeysRefused is the reason of Valid=True on an export some
 // of whose exportedLabels or exportedAnnotations keys are reserved: they
 // are left out of the ServiceImport, the rest is exported.
 const ReasonReservedKeysRefused mcsv1beta1.ServiceExportConditionReason = "ReservedKeysRefused"
+
+// ReasonAnnotationIgnored is the reason of Valid=True on an export whose
+// mcs-syncer annotation has a value that means nothing: it is exported as
+// if the annotation were not there.
+const ReasonAnnotationIgnored mcsv1beta1.ServiceExportConditionReason = "AnnotationIgnored"
 
 // newestTriggerTime returns the newest last-change-trigger-time among
 // slices (zero if none carries one).

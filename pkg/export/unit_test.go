@@ -222,6 +222,44 @@ func TestUnitValidExport(t *testing.T) {
 	}
 }
 
+// TestUnitLocalClusterFirst: the annotation "true" or "false" is taken;
+// any other value is exported as false and Valid says why, after the
+// reserved keys when both are wrong.
+func TestUnitLocalClusterFirst(t *testing.T) {
+	for _, tc := range []struct {
+		value      string // "-": no annotation
+		reserved   bool
+		want       bool
+		wantReason string
+		wantInMsg  string
+	}{
+		{"-", false, false, "Valid", ""},
+		{"true", false, true, "Valid", ""},
+		{"false", false, false, "Valid", ""},
+		{"yes", false, false, "AnnotationIgnored", `annotation mcs-syncer.io/local-cluster-first is "yes", not "true" or "false"`},
+		{"True", true, false, "ReservedKeysRefused", `multicluster.kubernetes.io/x; annotation mcs-syncer.io/local-cluster-first is "True"`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			se := serviceExportOf(time.Now())
+			if tc.value != "-" {
+				se.Annotations = map[string]string{clusterset.LocalClusterFirstAnnotation: tc.value}
+			}
+			if tc.reserved {
+				se.Spec.ExportedLabels = map[string]string{"multicluster.kubernetes.io/x": "y"}
+			}
+			h := newUnitHarness(t, se, service(nil))
+			h.sync()
+			if es := h.export(); es == nil || es.Spec.LocalClusterFirst != tc.want {
+				t.Fatalf("export %+v, want LocalClusterFirst %v", es, tc.want)
+			}
+			valid := h.condition(mcsv1beta1.ServiceExportConditionValid)
+			if valid.Status != metav1.ConditionTrue || valid.Reason != tc.wantReason || !strings.Contains(valid.Message, tc.wantInMsg) {
+				t.Errorf("Valid %s/%s %q, want True/%s containing %q", valid.Status, valid.Reason, valid.Message, tc.wantReason, tc.wantInMsg)
+			}
+		})
+	}
+}
+
 func TestUnitHeadless(t *testing.T) {
 	h := newUnitHarness(t, serviceExportOf(time.Now()), service(func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone }))
 	h.sync()

@@ -79,6 +79,11 @@ type Controller struct {
 	recorder   events.EventRecorder
 	controller controller.TypedController[reconcile.Request]
 	sliceCache cache.Cache
+	// zones are the zones of the consumer's nodes (local-first imports
+	// only, localfirst.go), from nodeCache; zonesChanged says they changed.
+	zones        zoneSource
+	nodeCache    cache.Cache
+	zonesChanged chan struct{}
 
 	newReconciler func() (*reconciler.Reconciler, error)
 	own           *ownWrites
@@ -137,6 +142,19 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.sliceCache = sliceCache
+	// Nodes' metadata, read only once an import puts the local cluster
+	// first (zones.go).
+	c.nodeCache, err = cache.New(cl.GetConfig(), cache.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread})
+	if err != nil {
+		return nil, fmt.Errorf("import %s: node cache: %w", opts.Consumer, err)
+	}
+	c.zonesChanged = make(chan struct{}, 1)
+	c.zones = newNodeZones(c.nodeCache, func() {
+		select {
+		case c.zonesChanged <- struct{}{}:
+		default: // one pending notice is enough
+		}
+	})
 	ctrl, err := clusterset.NewController("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer))
 	if err != nil {
 		return nil, err
@@ -191,6 +209,11 @@ func newController(cl client.Client, sliceReader client.Reader, sliceWriter disc
 func (c *Controller) Start(ctx context.Context) error {
 	failed := make(chan error, 1)
 	go func() { failed <- c.sliceCache.Start(ctx) }()
+	go func() {
+		if err := c.nodeCache.Start(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "The cache of Nodes stopped: imports cannot put the local cluster first", "cluster", c.opts.Consumer)
+		}
+	}()
 	if !c.sliceCache.WaitForCacheSync(ctx) {
 		if ctx.Err() != nil {
 			return nil

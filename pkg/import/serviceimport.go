@@ -69,7 +69,8 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 }
 
 // setMetadata gives si the labels and annotations of the merged exports
-// and mcs-syncer's own (managed-by, derived-service), removes those that
+// and mcs-syncer's own (managed-by, derived-service, local-cluster-first),
+// removes those that
 // the exports carried before and no longer do, and leaves every other key
 // alone.
 func (c *Controller) setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset.Merged) {
@@ -82,6 +83,10 @@ func (c *Controller) setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset
 	delete(si.Annotations, DerivedServiceAnnotation)
 	if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
 		si.Annotations[DerivedServiceAnnotation] = DerivedServiceName(client.ObjectKeyFromObject(si))
+	}
+	delete(si.Annotations, clusterset.LocalClusterFirstAnnotation)
+	if merged.Spec.LocalClusterFirst {
+		si.Annotations[clusterset.LocalClusterFirstAnnotation] = "true"
 	}
 	delete(si.Annotations, ExportedKeysAnnotation)
 	now := exportedKeys{Labels: slices.Sorted(maps.Keys(merged.Spec.Labels)), Annotations: slices.Sorted(maps.Keys(merged.Spec.Annotations))}

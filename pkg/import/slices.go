@@ -43,6 +43,9 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 		exportOf[es.Cluster] = es
 	}
 	c.reportDuplicates(si, v.exports)
+	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
+	local, _ := desiredGroups(merged, exportOf[c.opts.Consumer], addressTypes)
+	localFirst := c.localFirstHints(ctx, merged, local)
 	var errs []error
 	for _, source := range sources {
 		existing := bySource[source]
@@ -50,7 +53,18 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 			present = present || len(existing) > 0 // nothing to do, or not all known yet
 			continue
 		}
-		left, err := c.applySourceSlices(ctx, si, merged, source, exportOf[source], existing)
+		in := reconciler.Input{
+			Owner: si, OwnerGVK: serviceImportGVK,
+			AddressTypes: addressTypes,
+			Existing:     existing,
+			Labeler:      c.labeler(si, merged, source),
+			// See hints.go: never the source's hints, the import's own.
+			TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
+		}
+		if localFirst != nil {
+			in.Hints = localFirst(source)
+		}
+		left, err := c.applySourceSlices(ctx, si, in, merged, source, exportOf[source])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
 		}
@@ -60,36 +74,23 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 }
 
 // applySourceSlices reconciles the slices of one source (es nil: it
-// exports nothing) and returns how many the import then has from it.
-func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService, existing []*discoveryv1.EndpointSlice) (int, error) {
+// exports nothing) from in, which has everything but the desired
+// endpoints, and returns how many slices the import then has from it.
+func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, in reconciler.Input, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService) (int, error) {
+	existing := in.Existing
 	key := client.ObjectKeyFromObject(si)
-	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
-	in := reconciler.Input{
-		Owner: si, OwnerGVK: serviceImportGVK,
-		AddressTypes: addressTypes,
-		Existing:     existing,
-		Labeler:      c.labeler(si, merged, source),
-		// See hints.go: never the source's hints, the import's own.
-		TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
-	}
-	endpoints, dropped := 0, 0
+	var dropped int
 	if es != nil {
 		in.TriggerTime = es.LastChangeTriggerTime
-		exposed := merged.ExposedPorts(es)
-		for _, g := range es.Endpoints {
-			if !slices.Contains(addressTypes, g.AddressType) {
-				dropped += len(g.Endpoints)
-				continue
-			}
-			if g, ok := onExposedPorts(g, exposed); ok {
-				in.Desired = append(in.Desired, g)
-				endpoints += len(g.Endpoints)
-			}
-		}
+		in.Desired, dropped = desiredGroups(merged, es, in.AddressTypes)
+	}
+	endpoints := 0
+	for _, g := range in.Desired {
+		endpoints += len(g.Endpoints)
 	}
 	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, dropped) && dropped > 0 && c.recorder != nil {
 		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
-			"%d endpoints from %s are not imported: their address types are not among the import's %v (FQDN endpoints, or an IP family the Service does not have)", dropped, source, addressTypes)
+			"%d endpoints from %s are not imported: their address types are not among the import's %v (FQDN endpoints, or an IP family the Service does not have)", dropped, source, in.AddressTypes)
 	}
 	r := c.reconcilerFor(source)
 	plan, err := r.Plan(in)
@@ -107,6 +108,27 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
 	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
 	return len(existing) + len(plan.Create) - len(plan.Delete), nil
+}
+
+// desiredGroups returns the endpoint groups of an export (nil: none) that
+// the import takes: those of its address types, on the ports the export
+// exposes as the import defines them; dropped counts the endpoints left
+// out for their address type.
+func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType) (groups []reconciler.EndpointGroup, dropped int) {
+	if es == nil {
+		return nil, 0
+	}
+	exposed := merged.ExposedPorts(es)
+	for _, g := range es.Endpoints {
+		if !slices.Contains(addressTypes, g.AddressType) {
+			dropped += len(g.Endpoints)
+			continue
+		}
+		if g, ok := onExposedPorts(g, exposed); ok {
+			groups = append(groups, g)
+		}
+	}
+	return groups, dropped
 }
 
 // onExposedPorts returns g with only the ports that its cluster exposes as

@@ -61,7 +61,31 @@ func (c *Controller) watches(memberCache, sliceCache cache.Cache, scheme *runtim
 		// Store) changes what every import holds, those whose exports are
 		// all gone included.
 		c.storeSource(),
+		// Nodes of a new zone, or the last of one gone: local-first
+		// imports hint their local endpoints for other zones now.
+		c.zonesSource(),
 	}
+}
+
+// zonesSource enqueues every import when the zones of the consumer's nodes
+// change (zones.go); those that do not put the local cluster first write
+// nothing.
+func (c *Controller) zonesSource() source.TypedSource[reconcile.Request] {
+	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-c.zonesChanged:
+					for _, key := range c.opts.Store.Keys() {
+						q.Add(reconcile.Request{NamespacedName: key})
+					}
+				}
+			}
+		}()
+		return nil
+	})
 }
 
 // storeSource enqueues the Store's keys (every one it holds when the

@@ -52,6 +52,6 @@
 // Endpoint conditions (ready, serving, terminating; KEP-1672), hostname,
 // nodeName, zone, hints and targetRef are written as given. With
 // WithTrafficDistribution the reconciler computes hints from the owner's
-// trafficDistribution instead. Topology-aware hints
+// trafficDistribution instead, or with a rule of the caller's (Input.Hints). Topology-aware hints
 // (service.kubernetes.io/topology-mode: Auto) are not implemented.
 package reconciler

@@ -372,23 +372,32 @@ func (b *planner) reconcileHints() {
 	}
 	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
 		for i := range s.Endpoints {
-			s.Endpoints[i].Hints = hintsFor(&s.Endpoints[i], b.in.TrafficDistribution)
+			s.Endpoints[i].Hints = b.hints(&s.Endpoints[i])
 		}
 	}
 	for _, p := range b.unchanged {
 		wrong := slices.ContainsFunc(p.slice.Endpoints, func(ep discoveryv1.Endpoint) bool {
-			return !hintsEqual(ep.Hints, hintsFor(&ep, b.in.TrafficDistribution))
+			return !hintsEqual(ep.Hints, b.hints(&ep))
 		})
 		if !wrong {
 			continue
 		}
 		s := p.mutable()
 		for i := range s.Endpoints {
-			s.Endpoints[i].Hints = hintsFor(&s.Endpoints[i], b.in.TrafficDistribution)
+			s.Endpoints[i].Hints = b.hints(&s.Endpoints[i])
 		}
 		b.setMetadata(s)
 		b.plan.Update = append(b.plan.Update, s)
 	}
+}
+
+// hints returns the hints of ep: the Input's own rule, or
+// trafficDistribution's.
+func (b *planner) hints(ep *discoveryv1.Endpoint) *discoveryv1.EndpointHints {
+	if b.in.Hints != nil {
+		return b.in.Hints(ep)
+	}
+	return hintsFor(ep, b.in.TrafficDistribution)
 }
 
 // keepDesired drops from p the endpoints no longer desired (or already

@@ -74,10 +74,10 @@ func WithOwnershipEnforced(on bool) Option {
 }
 
 // WithTrafficDistribution makes the reconciler compute endpoint hints from
-// Input.TrafficDistribution (PreferClose, PreferSameZone, PreferSameNode)
-// and clear them otherwise. Default: off, and the hints of the desired
-// endpoints are written as given (a controller that copies slices from
-// elsewhere keeps the source's hints).
+// Input.TrafficDistribution (PreferClose, PreferSameZone, PreferSameNode),
+// or with Input.Hints when given, and clear them otherwise. Default: off,
+// and the hints of the desired endpoints are written as given (a
+// controller that copies slices from elsewhere keeps the source's hints).
 func WithTrafficDistribution(on bool) Option {
 	return func(r *Reconciler) error { r.trafficDistribution = on; return nil }
 }
@@ -182,6 +182,12 @@ type Input struct {
 	// TrafficDistribution is the owner's spec.trafficDistribution; used only
 	// with WithTrafficDistribution.
 	TrafficDistribution *string
+	// Hints, when not nil, gives each endpoint its hints in place of
+	// TrafficDistribution's rule (a policy of the caller's own, such as one
+	// that only some endpoints satisfy); used only with
+	// WithTrafficDistribution. It must depend on the endpoint alone and
+	// must not modify it; nil hints are none.
+	Hints func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints
 	// Labeler decides the slices' labels and annotations; nil means none
 	// but managed-by.
 	Labeler Labeler
