@@ -3,15 +3,23 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // Where traffic goes by topology: node names shared across clusters, and
@@ -128,5 +136,166 @@ func TestDataPlaneNodeNamesCollide(t *testing.T) {
 				dp.reaches(ctx, t, "tcp", target, 10, v.policy.want...)
 			}
 		})
+	}
+}
+
+// TestDataPlaneLocalClusterFirst: web is exported from north, east and
+// west, each ServiceExport with mcs-syncer.io/local-cluster-first "true",
+// single- and dual-stack. While north's own pod is ready, north reaches
+// north alone (its own endpoints are hinted for north's zones, the others
+// for none of them); once that pod loses its readiness, north reaches east
+// and west, and north again when it has a ready pod. The switch is
+// measured: from the moment north's own EndpointSlice says its last
+// endpoint is not ready to the first connection answered by another
+// cluster, from a probe that connects every 20 ms.
+func TestDataPlaneLocalClusterFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dp := newDataPlane(ctx, t, "dataplane-localfirst")
+	northCl := bed.ClientOf(t, "north")
+	var northApps []*appsv1.Deployment
+	for _, dual := range families() {
+		name := "web-" + familyName(dual)
+		mutate := func(s *corev1.Service) {
+			if dual {
+				dualStack(s)
+			}
+		}
+		for _, c := range []string{"north", "east", "west"} {
+			d := serve(ctx, t, c, dp.ns, name, 1, true, mutate, port("tcp", corev1.ProtocolTCP, 80))
+			if c == "north" {
+				northApps = append(northApps, d)
+			}
+			se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: dp.ns, Name: name}}
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, clusterset.LocalClusterFirstAnnotation)
+			if err := bed.ClientOf(t, c).Patch(ctx, se, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, dual := range families() {
+		name := "web-" + familyName(dual)
+		t.Run(name, func(t *testing.T) {
+			si := importOf(ctx, t, dp.ns, name, dual, func(si *mcsv1beta1.ServiceImport) error {
+				if si.Annotations[clusterset.LocalClusterFirstAnnotation] != "true" {
+					return fmt.Errorf("annotations %v: not local-cluster-first yet", si.Annotations)
+				}
+				return nil
+			})
+			addrs := targets(si, 80, dual)
+			for _, target := range addrs {
+				dp.reaches(ctx, t, "tcp", target, 20, "north")
+			}
+
+			// The probe runs in the background, its answers in a file.
+			out := "/tmp/" + name + ".out"
+			if _, err := dp.north.Exec(ctx, dp.ns, dp.client, "sh", "-c",
+				fmt.Sprintf("/probe -n 1000 -interval 20ms -timeout 300ms -stamp tcp %s > %s 2>&1 </dev/null &", addrs[0], out)); err != nil {
+				t.Fatal(err)
+			}
+			answers := func() []stampedAnswer {
+				text, err := dp.north.Exec(ctx, dp.ns, dp.client, "cat", out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return parseStamped(text)
+			}
+			eventually(ctx, t, "the probe to have answers", func() error {
+				if n := len(answers()); n < 10 {
+					return fmt.Errorf("%d answers", n)
+				}
+				return nil
+			})
+			scale(ctx, t, northCl, northApps[i], 0)
+			lost := readinessLost(ctx, t, dp.ns, name)
+			var switched time.Time
+			eventually(ctx, t, "a connection answered by another cluster", func() error {
+				for _, a := range answers() {
+					if a.at.After(lost) && a.cluster != "north" && a.cluster != "" {
+						switched = a.at
+						return nil
+					}
+				}
+				return fmt.Errorf("none yet")
+			})
+			failed := 0
+			for _, a := range answers() {
+				if a.at.Before(lost) && a.cluster != "north" && a.cluster != "" {
+					t.Errorf("before north's pod lost its readiness, an answer from %q (%s)", a.cluster, a.line)
+				}
+				if a.at.After(lost) && a.cluster == "" {
+					failed++
+				}
+			}
+			t.Logf("FIGURE local-first switch (%s): %s from north's last endpoint not ready to the first answer from another cluster; %d connections failed meanwhile",
+				name, switched.Sub(lost).Round(time.Millisecond), failed)
+			for _, target := range addrs {
+				dp.reaches(ctx, t, "tcp", target, 20, "east", "west")
+			}
+			scale(ctx, t, northCl, northApps[i], 1)
+			for _, target := range addrs {
+				dp.reaches(ctx, t, "tcp", target, 20, "north")
+			}
+		})
+	}
+}
+
+// stampedAnswer is a line of probe -stamp: when the try ended, and the
+// cluster that answered ("" for a failed try).
+type stampedAnswer struct {
+	at      time.Time
+	cluster string
+	line    string
+}
+
+func parseStamped(text string) []stampedAnswer {
+	var out []stampedAnswer
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		stamp, rest, ok := strings.Cut(line, " ")
+		ns, err := strconv.ParseInt(stamp, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		a := stampedAnswer{at: time.Unix(0, ns), line: line}
+		if f := strings.Fields(rest); len(f) == 4 && !strings.HasPrefix(rest, "error:") {
+			a.cluster = f[0]
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// scale sets the replicas of a Deployment.
+func scale(ctx context.Context, t *testing.T, cl client.Client, d *appsv1.Deployment, replicas int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := cl.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readinessLost polls north's own EndpointSlices of Service ns/name (those
+// of its EndpointSlice controller) every 10 ms and returns when they first
+// have no ready endpoint.
+func readinessLost(ctx context.Context, t *testing.T, ns, name string) time.Time {
+	t.Helper()
+	north := bed.ClientOf(t, "north")
+	for {
+		var list discoveryv1.EndpointSliceList
+		if err := north.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, s := range list.Items {
+			ready += workloads.CountReady(s.Endpoints)
+		}
+		if ready == 0 {
+			return time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("north's endpoints of %s never lost their readiness", name)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

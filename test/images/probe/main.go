@@ -3,13 +3,16 @@
 // own resolver (which reads the pod's /etc/resolv.conf, search list
 // included). It prints one line per answer and exits 1 if any try failed.
 //
-//	probe [-n N] [-timeout D] tcp HOST:PORT
-//	probe [-n N] [-timeout D] udp HOST:PORT
-//	probe [-n N] [-timeout D] http URL
+//	probe [-n N] [-timeout D] [-interval D] [-stamp] tcp HOST:PORT
+//	probe [-n N] [-timeout D] [-interval D] [-stamp] udp HOST:PORT
+//	probe [-n N] [-timeout D] [-interval D] [-stamp] http URL
 //	probe [-timeout D] dns A|AAAA|SRV NAME
 //
 // A failed try prints "error: ..." on its line, so the answers of -n tries
-// stay in order and a test sees which ones failed.
+// stay in order and a test sees which ones failed. -interval waits between
+// tries; -stamp starts each line with the time the try ended, in Unix
+// nanoseconds (a pod shares the host's clock: a test can set it against
+// its own).
 package main
 
 import (
@@ -28,17 +31,25 @@ import (
 func main() {
 	tries := flag.Int("n", 1, "number of tries (new connection each)")
 	timeout := flag.Duration("timeout", 2*time.Second, "timeout of each try")
+	interval := flag.Duration("interval", 0, "wait between tries")
+	stamp := flag.Bool("stamp", false, "start each line with the time the try ended (Unix nanoseconds)")
 	flag.Parse()
 	args := flag.Args()
 	if len(args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe [-n N] [-timeout D] tcp|udp HOST:PORT | http URL | dns A|AAAA|SRV NAME")
+		fmt.Fprintln(os.Stderr, "usage: probe [-n N] [-timeout D] [-interval D] [-stamp] tcp|udp HOST:PORT | http URL | dns A|AAAA|SRV NAME")
 		os.Exit(2)
 	}
 	failed := false
-	for range *tries {
+	for i := range *tries {
+		if i > 0 {
+			time.Sleep(*interval)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		out, err := try(ctx, args)
 		cancel()
+		if *stamp {
+			fmt.Printf("%d ", time.Now().UnixNano())
+		}
 		if err != nil {
 			failed = true
 			fmt.Printf("error: %v\n", err)
