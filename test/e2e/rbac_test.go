@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -26,6 +29,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
@@ -54,42 +58,8 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 		localTokens[c.Name], remoteTokens[c.Name] = grantSyncerIdentities(ctx, t, c, roles)
 	}
 
-	// One mcs-syncer per member: its own cluster with the local identity,
-	// the others with their remote-reader identity.
-	var procs []*syncerProcess
-	for _, self := range bed.Clusters {
-		conf := testbed.ClustersetConfig{Clusterset: "testbed"}
-		for _, member := range bed.Clusters {
-			token := remoteTokens[member.Name]
-			if member.Name == self.Name {
-				token = localTokens[member.Name]
-			}
-			path := filepath.Join(dir, fmt.Sprintf("%s-sees-%s.kubeconfig", self.Name, member.Name))
-			writeTokenKubeconfig(t, member, token, path)
-			conf.Members = append(conf.Members, testbed.Member{ID: member.Name, Kubeconfig: path})
-		}
-		raw, err := sigsyaml.Marshal(conf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		confPath := filepath.Join(dir, self.Name+"-clusterset.yaml")
-		if err := os.WriteFile(confPath, raw, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", confPath, "--local-cluster", self.Name,
-			"--leader-elect", "--leader-election-namespace", "mcs-system")
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
-	}
-	defer func() {
-		for _, p := range procs {
-			if err := p.stop(); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	procs := startPerCluster(ctx, t, dir, localTokens, remoteTokens)
+	defer stopAll(t, procs)
 
 	// The scenario: exported from east, imported by west and north; east's
 	// own mcs-syncer writes its ServiceExport's status.
@@ -172,6 +142,183 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 	}
 }
 
+// startPerCluster runs one mcs-syncer per member in per-cluster mode, with
+// leader election: its own cluster with the local token, the others with
+// their remote-reader token.
+func startPerCluster(ctx context.Context, t *testing.T, dir string, localTokens, remoteTokens map[string]string) []*syncerProcess {
+	t.Helper()
+	var procs []*syncerProcess
+	for _, self := range bed.Clusters {
+		conf := testbed.ClustersetConfig{Clusterset: "testbed"}
+		for _, member := range bed.Clusters {
+			token := remoteTokens[member.Name]
+			if member.Name == self.Name {
+				token = localTokens[member.Name]
+			}
+			path := filepath.Join(dir, fmt.Sprintf("%s-sees-%s.kubeconfig", self.Name, member.Name))
+			writeTokenKubeconfig(t, member, token, path)
+			conf.Members = append(conf.Members, testbed.Member{ID: member.Name, Kubeconfig: path})
+		}
+		raw, err := sigsyaml.Marshal(conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		confPath := filepath.Join(dir, self.Name+"-clusterset.yaml")
+		if err := os.WriteFile(confPath, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", confPath, "--local-cluster", self.Name,
+			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		if err != nil {
+			stopAll(t, procs)
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+func stopAll(t *testing.T, procs []*syncerProcess) {
+	for _, p := range procs {
+		if err := p.stop(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestConsumerThatCannotWriteSlices: mcs-syncer (central mode) may read
+// but not write EndpointSlices in north (its identity there has the local
+// role without create, update and delete on them). An export of east is
+// imported by west as usual; north's ServiceImport says Ready=False
+// EndpointSlicesNotWritten, east's ServiceExport does not say it is
+// imported everywhere, and mcs_syncer_imported_endpoints counts nothing
+// for north.
+func TestConsumerThatCannotWriteSlices(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exclusive(t)
+
+	roles := rbacRoles(t)
+	readOnly := roles.local.DeepCopy()
+	readOnly.Name = "mcs-syncer-no-slice-writes"
+	for i, r := range readOnly.Rules {
+		if slices.Contains(r.Resources, "endpointslices") {
+			readOnly.Rules[i].Verbs = []string{"get", "list", "watch"}
+		}
+	}
+	token := grantIdentity(ctx, t, bed.Cluster("north"), "mcs-syncer-no-slice-writes", readOnly, "")
+	dir := t.TempDir()
+	conf := testbed.ClustersetConfig{Clusterset: "testbed"}
+	for _, c := range bed.Clusters {
+		m := testbed.Member{ID: c.Name, Kubeconfig: c.KubeconfigPath, Context: c.Context}
+		if c.Name == "north" {
+			m = testbed.Member{ID: c.Name, Kubeconfig: filepath.Join(dir, "north.kubeconfig")}
+			writeTokenKubeconfig(t, c, token, m.Kubeconfig)
+		}
+		conf.Members = append(conf.Members, m)
+	}
+	raw, err := sigsyaml.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confPath := filepath.Join(dir, "clusterset.yaml")
+	if err := os.WriteFile(confPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", confPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopAll(t, []*syncerProcess{proc})
+
+	ns := "rbac-read-only"
+	bed.Namespace(ctx, t, ns)
+	east := bed.ClientOf(t, "east")
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	west := bed.ClientOf(t, "west")
+	eventually(ctx, t, "west: the import of east's 2 endpoints", readyImported(ctx, west, ns, map[string]int{"east": 2}))
+	north := bed.ClientOf(t, "north")
+	eventually(ctx, t, "north's ServiceImport Ready=False EndpointSlicesNotWritten", func() error {
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != string(imports.ReasonEndpointSlicesNotWritten) || !strings.Contains(c.Message, "forbidden") {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
+	eventually(ctx, t, "east's ServiceExport not to claim it is imported everywhere", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(c.Message, "not imported everywhere") || !strings.Contains(c.Message, "north") {
+			return fmt.Errorf("Ready %s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+	var list discoveryv1.EndpointSliceList
+	if err := north.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if s.Labels[mcsv1beta1.LabelSourceCluster] != "" {
+			t.Errorf("north holds an imported slice %s although its mcs-syncer may not write any", s.Name)
+		}
+	}
+	if v, err := proc.metric(ctx, `mcs_syncer_imported_endpoints{consumer_cluster="north",source_cluster="east"}`); err == nil && v != 0 {
+		t.Errorf("north's mcs_syncer_imported_endpoints from east is %v: it holds none", v)
+	}
+}
+
+// grantIdentity creates in c (namespace mcs-system if missing) a
+// ClusterRole role and a ServiceAccount sa in mcs-system bound to it (and to the leader-election Role leaderRole, if
+// not ""), and returns a token of sa.
+func grantIdentity(ctx context.Context, t *testing.T, c *testbed.Cluster, sa string, role *rbacv1.ClusterRole, leaderRole string) string {
+	t.Helper()
+	const ns = "mcs-system"
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		role,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}},
+	}
+	if leaderRole != "" {
+		objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa + "-leader-election", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: leaderRole},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})
+	}
+	cl := bed.ClientOf(t, c.Name)
+	for _, o := range objs {
+		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("%s: create %T %s: %v", c.Name, o, o.GetName(), err)
+		}
+	}
+	return serviceAccountToken(ctx, t, c, ns, sa)
+}
+
+// serviceAccountToken returns a token of ServiceAccount ns/sa in c, valid
+// for an hour.
+func serviceAccountToken(ctx context.Context, t *testing.T, c *testbed.Cluster, ns, sa string) string {
+	t.Helper()
+	cs, err := c.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("%s: token of %s: %v", c.Name, sa, err)
+	}
+	return tr.Status.Token
+}
+
 // rbacRoles reads the ClusterRoles and the leader-election Role of
 // config/rbac, exactly as deployed.
 func rbacRoles(t *testing.T) (roles struct {
@@ -234,10 +381,6 @@ func grantSyncerIdentities(ctx context.Context, t *testing.T, c *testbed.Cluster
 	leader        *rbacv1.Role
 }) (local, remote string) {
 	t.Helper()
-	cs, err := c.Kubernetes()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cl := bed.ClientOf(t, c.Name)
 	const ns = "mcs-system"
 	objs := []client.Object{
@@ -261,16 +404,7 @@ func grantSyncerIdentities(ctx context.Context, t *testing.T, c *testbed.Cluster
 			t.Fatalf("%s: create %T %s: %v", c.Name, o, o.GetName(), err)
 		}
 	}
-	token := func(sa string) string {
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatalf("%s: token of %s: %v", c.Name, sa, err)
-		}
-		return tr.Status.Token
-	}
-	return token("mcs-syncer"), token("mcs-syncer-remote")
+	return serviceAccountToken(ctx, t, c, ns, "mcs-syncer"), serviceAccountToken(ctx, t, c, ns, "mcs-syncer-remote")
 }
 
 // writeTokenKubeconfig writes a kubeconfig for c that authenticates with

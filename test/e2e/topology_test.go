@@ -147,7 +147,8 @@ func TestDataPlaneNodeNamesCollide(t *testing.T) {
 // and west, and north again when it has a ready pod. The switch is
 // measured: from the moment north's own EndpointSlice says its last
 // endpoint is not ready to the first connection answered by another
-// cluster, from a probe that connects every 20 ms.
+// cluster, from a probe that asks over HTTP every 20 ms (a netserver
+// answers HTTP at once, a bare TCP connection only after 300 ms).
 func TestDataPlaneLocalClusterFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -190,7 +191,7 @@ func TestDataPlaneLocalClusterFirst(t *testing.T) {
 			// The probe runs in the background, its answers in a file.
 			out := "/tmp/" + name + ".out"
 			if _, err := dp.north.Exec(ctx, dp.ns, dp.client, "sh", "-c",
-				fmt.Sprintf("/probe -n 1000 -interval 20ms -timeout 300ms -stamp tcp %s > %s 2>&1 </dev/null &", addrs[0], out)); err != nil {
+				fmt.Sprintf("/probe -n 1000 -interval 20ms -timeout 300ms -stamp http http://%s/ > %s 2>&1 </dev/null &", addrs[0], out)); err != nil {
 				t.Fatal(err)
 			}
 			answers := func() []stampedAnswer {
