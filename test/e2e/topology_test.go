@@ -208,7 +208,8 @@ func TestDataPlaneLocalClusterFirst(t *testing.T) {
 				return nil
 			})
 			scale(ctx, t, northCl, northApps[i], 0)
-			lost := readinessLost(ctx, t, dp.ns, name)
+			lost := noReadyEndpoint(ctx, t, dp.ns, map[string]string{discoveryv1.LabelServiceName: name})
+			imported := noReadyEndpoint(ctx, t, dp.ns, map[string]string{mcsv1beta1.LabelServiceName: name, mcsv1beta1.LabelSourceCluster: "north"})
 			var switched time.Time
 			eventually(ctx, t, "a connection answered by another cluster", func() error {
 				for _, a := range answers() {
@@ -228,8 +229,8 @@ func TestDataPlaneLocalClusterFirst(t *testing.T) {
 					failed++
 				}
 			}
-			t.Logf("FIGURE local-first switch (%s): %s from north's last endpoint not ready to the first answer from another cluster; %d connections failed meanwhile",
-				name, switched.Sub(lost).Round(time.Millisecond), failed)
+			t.Logf("FIGURE local-first switch (%s): %s from north's last endpoint not ready to the first answer from another cluster (%s of it to north's import of that: mcs-syncer); %d connections failed meanwhile",
+				name, switched.Sub(lost).Round(time.Millisecond), imported.Sub(lost).Round(time.Millisecond), failed)
 			for _, target := range addrs {
 				dp.reaches(ctx, t, "tcp", target, 20, "east", "west")
 			}
@@ -275,15 +276,14 @@ func scale(ctx context.Context, t *testing.T, cl client.Client, d *appsv1.Deploy
 	}
 }
 
-// readinessLost polls north's own EndpointSlices of Service ns/name (those
-// of its EndpointSlice controller) every 10 ms and returns when they first
-// have no ready endpoint.
-func readinessLost(ctx context.Context, t *testing.T, ns, name string) time.Time {
+// noReadyEndpoint polls north's EndpointSlices of ns with labels every
+// 10 ms and returns when they first have no ready endpoint.
+func noReadyEndpoint(ctx context.Context, t *testing.T, ns string, labels map[string]string) time.Time {
 	t.Helper()
 	north := bed.ClientOf(t, "north")
 	for {
 		var list discoveryv1.EndpointSliceList
-		if err := north.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: name}); err != nil {
+		if err := north.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 			t.Fatal(err)
 		}
 		ready := 0
@@ -295,7 +295,7 @@ func readinessLost(ctx context.Context, t *testing.T, ns, name string) time.Time
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("north's endpoints of %s never lost their readiness", name)
+			t.Fatalf("north's EndpointSlices %v never lost their ready endpoints", labels)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
