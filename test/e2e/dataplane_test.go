@@ -181,6 +181,14 @@ func familyName(dual bool) string {
 	return "v4"
 }
 
+// addressTypesOf are the EndpointSlice address types of a family variant.
+func addressTypesOf(dual bool) []string {
+	if dual {
+		return []string{string(discoveryv1.AddressTypeIPv4), string(discoveryv1.AddressTypeIPv6)}
+	}
+	return []string{string(discoveryv1.AddressTypeIPv4)}
+}
+
 // dualStack makes a Service require both IP families.
 func dualStack(s *corev1.Service) {
 	s.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicyRequireDualStack)
@@ -584,8 +592,9 @@ func TestDataPlaneDualStack(t *testing.T) {
 }
 
 // TestDataPlaneTrafficDistribution: north's and east's real nodes share
-// the zone "shared", west's is in another. near is exported from east and
-// west with trafficDistribution PreferClose: the import carries zone hints
+// the zone "shared", west's is in another. near (near-v4, and near-v4v6
+// dual-stack) is exported from east and west with trafficDistribution
+// PreferClose: the import carries zone hints
 // that mcs-syncer computes over both clusters' endpoints, and north's
 // kube-proxy sends every connection to east (same zone) while east has a
 // ready endpoint, and to west once it has none. far is exported from west
@@ -605,8 +614,18 @@ func TestDataPlaneTrafficDistribution(t *testing.T) {
 	preferClose := func(s *corev1.Service) {
 		s.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
 	}
-	eastNear := serve(ctx, t, "east", dp.ns, "near", 1, true, preferClose, port("tcp", corev1.ProtocolTCP, 80))
-	serve(ctx, t, "west", dp.ns, "near", 1, true, preferClose, port("tcp", corev1.ProtocolTCP, 80))
+	eastNear := map[bool]*appsv1.Deployment{}
+	for _, dual := range families() {
+		name := "near-" + familyName(dual)
+		mutate := func(s *corev1.Service) {
+			preferClose(s)
+			if dual {
+				dualStack(s)
+			}
+		}
+		eastNear[dual] = serve(ctx, t, "east", dp.ns, name, 1, true, mutate, port("tcp", corev1.ProtocolTCP, 80))
+		serve(ctx, t, "west", dp.ns, name, 1, true, mutate, port("tcp", corev1.ProtocolTCP, 80))
+	}
 	serve(ctx, t, "west", dp.ns, "far", 1, true, nil, port("tcp", corev1.ProtocolTCP, 80))
 	// creationTimestamps have seconds: east's export must be a later one.
 	eventually(ctx, t, "west's export of far to be a second old", func() error {
@@ -634,33 +653,40 @@ func TestDataPlaneTrafficDistribution(t *testing.T) {
 				if ep.Hints != nil {
 					h = fmt.Sprintf("zones=%v nodes=%v", ep.Hints.ForZones, ep.Hints.ForNodes)
 				}
-				out[s.Labels[mcsv1beta1.LabelSourceCluster]] += h
+				out[s.Labels[mcsv1beta1.LabelSourceCluster]+"/"+string(s.AddressType)] += h
 			}
 		}
 		return out, nil
 	}
-	eventually(ctx, t, "north's import of near to carry each cluster's zone as hints", func() error {
-		got, err := hintsOf("near")
-		if err != nil {
-			return err
-		}
-		want := map[string]string{
-			"east": fmt.Sprintf("zones=[{%s}] nodes=[]", bed.Cluster("east").RealNode.Zone),
-			"west": fmt.Sprintf("zones=[{%s}] nodes=[]", bed.Cluster("west").RealNode.Zone),
-		}
-		if !maps.Equal(got, want) {
-			return fmt.Errorf("hints by source %v, want %v", got, want)
-		}
-		return nil
-	})
-	near := "near." + dp.ns + ".svc.clusterset.local:80"
-	dp.reaches(ctx, t, "tcp", near, 20, "east")
-
-	// No ready endpoint in north's zone: every cluster's.
-	if err := bed.ClientOf(t, "east").Patch(ctx, eastNear, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))); err != nil {
-		t.Fatal(err)
+	for _, dual := range families() {
+		name := "near-" + familyName(dual)
+		t.Run(name, func(t *testing.T) {
+			si := importOf(ctx, t, dp.ns, name, dual, nil)
+			eventually(ctx, t, "north's import of "+name+" to carry each cluster's zone as hints", func() error {
+				got, err := hintsOf(name)
+				if err != nil {
+					return err
+				}
+				want := map[string]string{}
+				for _, at := range addressTypesOf(dual) {
+					want["east/"+at] = fmt.Sprintf("zones=[{%s}] nodes=[]", bed.Cluster("east").RealNode.Zone)
+					want["west/"+at] = fmt.Sprintf("zones=[{%s}] nodes=[]", bed.Cluster("west").RealNode.Zone)
+				}
+				if !maps.Equal(got, want) {
+					return fmt.Errorf("hints by source %v, want %v", got, want)
+				}
+				return nil
+			})
+			for _, target := range targets(si, 80, dual) {
+				dp.reaches(ctx, t, "tcp", target, 20, "east")
+			}
+			// No ready endpoint in north's zone: every cluster's.
+			scale(ctx, t, bed.ClientOf(t, "east"), eastNear[dual], 0)
+			for _, target := range targets(si, 80, dual) {
+				dp.reaches(ctx, t, "tcp", target, 20, "west")
+			}
+		})
 	}
-	dp.reaches(ctx, t, "tcp", near, 20, "west")
 
 	eventually(ctx, t, "north's import of far: no trafficDistribution and no hints, though the sources' slices have them", func() error {
 		si := &mcsv1beta1.ServiceImport{}
@@ -674,7 +700,7 @@ func TestDataPlaneTrafficDistribution(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if want := map[string]string{"east": "", "west": ""}; !maps.Equal(got, want) {
+		if want := map[string]string{"east/IPv4": "", "west/IPv4": ""}; !maps.Equal(got, want) {
 			return fmt.Errorf("hints by source %v, want none", got)
 		}
 		return nil

@@ -125,15 +125,15 @@ func TestDataPlaneNodeNamesCollide(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
 			si := importOf(ctx, t, dp.ns, v.name, v.dual, v.policy.check)
+			for _, target := range targets(si, 80, v.dual) {
+				dp.reaches(ctx, t, "tcp", target, 10, v.policy.want...)
+			}
 			derived := &corev1.Service{}
 			if err := bed.ClientOf(t, "north").Get(ctx, types.NamespacedName{Namespace: dp.ns, Name: si.Annotations[imports.DerivedServiceAnnotation]}, derived); err != nil {
 				t.Fatal(err)
 			}
 			if p := ptr.Deref(derived.Spec.InternalTrafficPolicy, ""); p != corev1.ServiceInternalTrafficPolicyCluster {
 				t.Fatalf("derived Service %s: internalTrafficPolicy %q, want Cluster", derived.Name, p)
-			}
-			for _, target := range targets(si, 80, v.dual) {
-				dp.reaches(ctx, t, "tcp", target, 10, v.policy.want...)
 			}
 		})
 	}
