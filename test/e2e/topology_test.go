@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -145,8 +146,8 @@ func TestDataPlaneNodeNamesCollide(t *testing.T) {
 // north alone (its own endpoints are hinted for north's zones, the others
 // for none of them); once that pod loses its readiness, north reaches east
 // and west, and north again when it has a ready pod. The switch is
-// measured: from the moment north's own EndpointSlice says its last
-// endpoint is not ready to the first connection answered by another
+// measured: from the moment a watch of north's own EndpointSlice sees its
+// last endpoint not ready to the first connection answered by another
 // cluster, from a probe that asks over HTTP every 20 ms (a netserver
 // answers HTTP at once, a bare TCP connection only after 300 ms).
 func TestDataPlaneLocalClusterFirst(t *testing.T) {
@@ -207,13 +208,20 @@ func TestDataPlaneLocalClusterFirst(t *testing.T) {
 				}
 				return nil
 			})
+			// Watched, not polled: a poll can see the change after kube-proxy
+			// has acted on it.
+			lostCh := noReadyEndpoint(ctx, t, dp.ns, discoveryv1.LabelServiceName+"="+name)
+			importedCh := noReadyEndpoint(ctx, t, dp.ns, mcsv1beta1.LabelServiceName+"="+name+","+mcsv1beta1.LabelSourceCluster+"=north")
+			requested := time.Now()
 			scale(ctx, t, northCl, northApps[i], 0)
-			lost := noReadyEndpoint(ctx, t, dp.ns, map[string]string{discoveryv1.LabelServiceName: name})
-			imported := noReadyEndpoint(ctx, t, dp.ns, map[string]string{mcsv1beta1.LabelServiceName: name, mcsv1beta1.LabelSourceCluster: "north"})
+			lost, imported := <-lostCh, <-importedCh
+			if lost.IsZero() || imported.IsZero() {
+				t.Fatal("the watches of north's slices ended before they saw the endpoint not ready")
+			}
 			var switched time.Time
 			eventually(ctx, t, "a connection answered by another cluster", func() error {
 				for _, a := range answers() {
-					if a.at.After(lost) && a.cluster != "north" && a.cluster != "" {
+					if a.at.After(requested) && a.cluster != "north" && a.cluster != "" {
 						switched = a.at
 						return nil
 					}
@@ -222,10 +230,10 @@ func TestDataPlaneLocalClusterFirst(t *testing.T) {
 			})
 			failed := 0
 			for _, a := range answers() {
-				if a.at.Before(lost) && a.cluster != "north" && a.cluster != "" {
-					t.Errorf("before north's pod lost its readiness, an answer from %q (%s)", a.cluster, a.line)
+				if a.at.Before(requested) && a.cluster != "north" && a.cluster != "" {
+					t.Errorf("while north's pod was ready, an answer from %q (%s)", a.cluster, a.line)
 				}
-				if a.at.After(lost) && a.cluster == "" {
+				if a.at.After(requested) && a.at.Before(switched) && a.cluster == "" {
 					failed++
 				}
 			}
@@ -276,27 +284,42 @@ func scale(ctx context.Context, t *testing.T, cl client.Client, d *appsv1.Deploy
 	}
 }
 
-// noReadyEndpoint polls north's EndpointSlices of ns with labels every
-// 10 ms and returns when they first have no ready endpoint.
-func noReadyEndpoint(ctx context.Context, t *testing.T, ns string, labels map[string]string) time.Time {
+// noReadyEndpoint watches north's EndpointSlices of ns matching selector
+// and sends the time it first sees them without a ready endpoint.
+func noReadyEndpoint(ctx context.Context, t *testing.T, ns, selector string) <-chan time.Time {
 	t.Helper()
-	north := bed.ClientOf(t, "north")
-	for {
-		var list discoveryv1.EndpointSliceList
-		if err := north.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
-			t.Fatal(err)
-		}
-		ready := 0
-		for _, s := range list.Items {
-			ready += workloads.CountReady(s.Endpoints)
-		}
-		if ready == 0 {
-			return time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("north's EndpointSlices %v never lost their ready endpoints", labels)
-		case <-time.After(10 * time.Millisecond):
-		}
+	cs, err := bed.Cluster("north").Kubernetes()
+	if err != nil {
+		t.Fatal(err)
 	}
+	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := make(chan time.Time, 1)
+	go func() {
+		defer w.Stop()
+		ready := map[string]int{} // by slice
+		for e := range w.ResultChan() {
+			s, ok := e.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			if e.Type == watch.Deleted {
+				delete(ready, s.Name)
+			} else {
+				ready[s.Name] = workloads.CountReady(s.Endpoints)
+			}
+			total := 0
+			for _, n := range ready {
+				total += n
+			}
+			if e.Type != watch.Added && total == 0 {
+				at <- time.Now()
+				return
+			}
+		}
+		at <- time.Time{} // the watch ended first
+	}()
+	return at
 }
