@@ -83,7 +83,6 @@ func (z *nodeZones) set(obj any, deleted bool) {
 		return
 	}
 	z.mu.Lock()
-	before := len(z.nodes)
 	old, had := z.zoneOf[node.GetName()]
 	zone := node.GetLabels()[corev1.LabelTopologyZone]
 	if had && !deleted && old == zone {
@@ -104,9 +103,8 @@ func (z *nodeZones) set(obj any, deleted bool) {
 		z.nodes[zone]++
 		added = z.nodes[zone] == 1
 	}
-	changed := gone || added || len(z.nodes) != before
 	z.mu.Unlock()
-	if changed && z.changed != nil {
+	if (gone || added) && z.changed != nil {
 		z.changed()
 	}
 }

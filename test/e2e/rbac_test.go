@@ -282,7 +282,7 @@ func grantIdentity(ctx context.Context, t *testing.T, c *testbed.Cluster, sa str
 	const ns = "mcs-system"
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		role,
+		role.DeepCopy(),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
@@ -381,30 +381,13 @@ func grantSyncerIdentities(ctx context.Context, t *testing.T, c *testbed.Cluster
 	leader        *rbacv1.Role
 }) (local, remote string) {
 	t.Helper()
-	cl := bed.ClientOf(t, c.Name)
-	const ns = "mcs-system"
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		roles.local.DeepCopy(), roles.remote.DeepCopy(),
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: roles.leader.Name, Namespace: ns}, Rules: roles.leader.Rules},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer", Namespace: ns}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-remote", Namespace: ns}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roles.local.Name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "mcs-syncer", Namespace: ns}}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-remote-reader"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: roles.remote.Name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "mcs-syncer-remote", Namespace: ns}}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-leader-election", Namespace: ns},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roles.leader.Name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "mcs-syncer", Namespace: ns}}},
+	local = grantIdentity(ctx, t, c, "mcs-syncer", roles.local, roles.leader.Name)
+	remote = grantIdentity(ctx, t, c, "mcs-syncer-remote", roles.remote, "")
+	leader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: roles.leader.Name, Namespace: "mcs-system"}, Rules: roles.leader.Rules}
+	if err := bed.ClientOf(t, c.Name).Create(ctx, leader); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("%s: create Role %s: %v", c.Name, leader.Name, err)
 	}
-	for _, o := range objs {
-		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("%s: create %T %s: %v", c.Name, o, o.GetName(), err)
-		}
-	}
-	return serviceAccountToken(ctx, t, c, ns, "mcs-syncer"), serviceAccountToken(ctx, t, c, ns, "mcs-syncer-remote")
+	return local, remote
 }
 
 // writeTokenKubeconfig writes a kubeconfig for c that authenticates with
