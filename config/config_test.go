@@ -105,6 +105,9 @@ func TestOverlaysRender(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range reader.Rules {
+				if !slices.Equal(r.Resources, []string{"publishedexports"}) {
+					t.Errorf("remote reader may read %v: other members read only the publications", r.Resources)
+				}
 				for _, v := range r.Verbs {
 					if v != "get" && v != "list" && v != "watch" {
 						t.Errorf("remote reader may %s %v", v, r.Resources)

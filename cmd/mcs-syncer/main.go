@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -37,6 +38,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/export"
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
 	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
+	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
 )
 
 // options are the command-line flags.
@@ -170,11 +172,11 @@ func run(o *options) error {
 		return configError{fmt.Errorf("--clusterset-config %s: %w", o.clustersetConfig, err)}
 	}
 	local := clusterset.ClusterID(o.localCluster)
-	if local != "" && cfg.Member(local) == nil {
-		return configError{fmt.Errorf("--local-cluster: %q is not a member of clusterset %s", o.localCluster, cfg.Clusterset)}
+	if err := checkMode(cfg, local); err != nil {
+		return configError{fmt.Errorf("--clusterset-config %s: %w", o.clustersetConfig, err)}
 	}
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), mcsv1beta1.Install(scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), mcsv1beta1.Install(scheme), publish.AddToScheme(scheme)); err != nil {
 		return err
 	}
 	leaseHome, err := leaderElectionConfig(o, cfg)
@@ -204,14 +206,35 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	if err := export.RegisterMetrics(crmetrics.Registry, store); err != nil {
+	if err := errors.Join(export.RegisterMetrics(crmetrics.Registry, store), publish.RegisterMetrics(crmetrics.Registry)); err != nil {
 		return err
 	}
 	// writesInto tells the members mcs-syncer imports into and whose
 	// ServiceExports' status it writes: all in central mode, else its own.
 	writesInto := func(id clusterset.ClusterID) bool { return local == "" || id == local }
+	// In per-cluster mode the other members are read through what they
+	// publish (in their own API server, or in the hub), never through
+	// their Services and EndpointSlices; central mode reads every member
+	// itself, as each member's own mcs-syncer does.
+	readsPublications := func(id clusterset.ClusterID) bool { return local != "" && id != local }
+	publications := cfg.PublicationNamespace
+	configureCache := func(id clusterset.ClusterID, o *cache.Options) {
+		export.ConfigureCache(o)
+		if local != "" {
+			// The publisher's view of its own publications, or a reader's
+			// of one member's.
+			publish.ConfigureCache(o, publications, id)
+		}
+	}
 	var set *membership.Set
 	engage := func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
+		if readsPublications(id) {
+			r, err := publish.NewReader(cl, id, store)
+			if err != nil {
+				return nil, err
+			}
+			return []func(context.Context) error{r.Start}, nil
+		}
 		w, err := export.New(cl, export.Options{
 			Cluster: id, Store: store, WriteStatus: writesInto(id), Recorder: clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
 			Membership: set, Workers: o.exportSyncs,
@@ -230,7 +253,15 @@ func run(o *options) error {
 		if err != nil {
 			return nil, fmt.Errorf("import controller: %w", err)
 		}
-		return []func(context.Context) error{w.Start, c.Start}, nil
+		runs := []func(context.Context) error{w.Start, c.Start}
+		if local == "" {
+			return runs, nil
+		}
+		publishing, err := publisher(cl, cfg, scheme, id, store, o.exportSyncs)
+		if err != nil {
+			return nil, err
+		}
+		return append(runs, publishing...), nil
 	}
 	departed := func(d membership.Departure) {
 		// It left: its endpoints leave every import at once, no grace.
@@ -267,7 +298,7 @@ func run(o *options) error {
 		}()
 	}
 	set, err = membership.NewSet(o.clustersetConfig, cfg, membership.Options{
-		Scheme: scheme, ConfigureCache: export.ConfigureCache, Registerer: crmetrics.Registry,
+		Scheme: scheme, ConfigureCache: configureCache, ReadsPublications: readsPublications, Registerer: crmetrics.Registry,
 		QPS: float32(o.kubeAPIQPS), Burst: o.kubeAPIBurst, Required: local,
 		Engage: engage, Departed: departed, Changed: store.AnnounceAll,
 	})
@@ -295,8 +326,61 @@ func run(o *options) error {
 			return err
 		}
 	}
-	ctrl.Log.Info("Starting", "clusterset", cfg.Clusterset, "members", set.IDs(), "localCluster", o.localCluster)
+	ctrl.Log.Info("Starting", "clusterset", cfg.Clusterset, "members", set.IDs(), "localCluster", o.localCluster, "hub", cfg.Hub != nil)
 	return mgr.Start(ctx)
+}
+
+// checkMode checks that the config suits the mode: per-cluster mode names
+// a member with connection settings of its own; a hub needs per-cluster
+// mode (central mode reads every member itself).
+func checkMode(cfg *membership.Config, local clusterset.ClusterID) error {
+	if local == "" {
+		if cfg.Hub != nil {
+			return errors.New("hub mode needs per-cluster mode: run each member's own mcs-syncer with --local-cluster")
+		}
+		return nil
+	}
+	m := cfg.Member(local)
+	switch {
+	case m == nil:
+		return fmt.Errorf("--local-cluster: %q is not a member of clusterset %s", local, cfg.Clusterset)
+	case m.ThroughHub:
+		return fmt.Errorf("--local-cluster: member %s has no kubeconfig (nor inCluster): its own cluster cannot be read through the hub", local)
+	}
+	return nil
+}
+
+// publisher returns what publishes the local member's exports: into its
+// own API server (through cl, whose cache publish.ConfigureCache set up),
+// or into the hub, through a client and cache of its own that run beside
+// the publisher. A hub that does not answer holds up the publications
+// only, never the member's own imports.
+func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Scheme, local clusterset.ClusterID, store *clusterset.Store, workers int) ([]func(context.Context) error, error) {
+	opts := publish.PublisherOptions{Cluster: local, Namespace: cfg.PublicationNamespace, Store: store, Workers: workers}
+	if cfg.Hub == nil {
+		p, err := publish.NewPublisher(cl, opts)
+		if err != nil {
+			return nil, fmt.Errorf("publisher: %w", err)
+		}
+		return []func(context.Context) error{p.Start}, nil
+	}
+	rc, err := cfg.Hub.RESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	hub, err := cluster.New(rc, func(o *cluster.Options) {
+		o.Scheme = scheme
+		o.Cache.DefaultTransform = clusterset.StripUnread
+		publish.ConfigureCache(&o.Cache, cfg.PublicationNamespace, local)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	p, err := publish.NewPublisher(hub, opts)
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	return []func(context.Context) error{hub.Start, p.Start}, nil
 }
 
 // leaderElectionConfig returns the REST config of the cluster that holds

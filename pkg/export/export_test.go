@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -107,7 +108,7 @@ func run(m *testing.M) int {
 	}
 	store = clusterset.NewStore()
 	members, err = membership.NewSet(bed.ConfigPath, cfg, membership.Options{
-		Scheme: controlplane.Scheme(), ConfigureCache: export.ConfigureCache, Registerer: registry,
+		Scheme: controlplane.Scheme(), ConfigureCache: func(_ clusterset.ClusterID, o *cache.Options) { export.ConfigureCache(o) }, Registerer: registry,
 		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
 		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 			w, err := export.New(cl, export.Options{Cluster: id, Store: store, WriteStatus: true, Membership: members})

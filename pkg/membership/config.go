@@ -25,15 +25,47 @@ import (
 //	  context: admin@east       # optional; default: the kubeconfig's current context
 //	- id: west
 //	  inCluster: true           # the cluster mcs-syncer runs in (no kubeconfig)
+//	- id: south                 # hub mode: no connection settings, read through the hub
+//	hub:                        # optional: hub mode (per-cluster mode only)
+//	  kubeconfig: hub.kubeconfig
+//	  context: admin@hub        # optional
+//	publicationNamespace: mcs-system  # optional (the default): where members publish
 //
 // Unknown fields, bad or duplicate IDs, a member with neither or both of
 // kubeconfig and inCluster, and two members reaching the same API server
-// make the file invalid. A member whose kubeconfig cannot be read (missing,
+// make the file invalid. With a hub, a member without kubeconfig and
+// inCluster is read through the hub (Member.ThroughHub). A member whose kubeconfig cannot be read (missing,
 // unreadable, without the named context) does not: that member is
 // reported and retried while the others run (Member.Err).
 type Config struct {
 	Clusterset string   `json:"clusterset"`
 	Members    []Member `json:"members"`
+	// Hub, if set, is the API server that members publish their exports
+	// into, and through which the members without connection settings of
+	// their own are read (hub mode).
+	Hub *Hub `json:"hub,omitempty"`
+	// PublicationNamespace is the namespace of the publications, in the
+	// hub and in every member (default DefaultPublicationNamespace).
+	PublicationNamespace string `json:"publicationNamespace,omitempty"`
+}
+
+// DefaultPublicationNamespace is where members publish by default: the
+// namespace config/ deploys mcs-syncer into.
+const DefaultPublicationNamespace = "mcs-system"
+
+// Hub is how the hub API server is reached.
+type Hub struct {
+	// Kubeconfig is the path of a kubeconfig file, relative to the config
+	// file's folder unless absolute.
+	Kubeconfig string `json:"kubeconfig"`
+	// Context selects a context of Kubeconfig; empty means its current one.
+	Context string `json:"context,omitempty"`
+}
+
+// RESTConfig reads the hub's kubeconfig anew.
+func (h *Hub) RESTConfig() (*rest.Config, error) {
+	m := Member{ID: "hub", Kubeconfig: h.Kubeconfig, Context: h.Context}
+	return m.RESTConfig()
 }
 
 // Member is one cluster of the clusterset.
@@ -47,6 +79,10 @@ type Member struct {
 	// InCluster uses the service account mcs-syncer runs as, instead of a
 	// kubeconfig.
 	InCluster bool `json:"inCluster,omitempty"`
+	// ThroughHub says the member is read through the hub: Kubeconfig and
+	// Context are the hub's (set by ParseConfig for a member without
+	// connection settings in hub mode).
+	ThroughHub bool `json:"-"`
 }
 
 // LoadConfig reads and validates a clusterset config file.
@@ -80,6 +116,20 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	if len(cfg.Members) == 0 {
 		return nil, errors.New("members: no member clusters")
 	}
+	if cfg.PublicationNamespace == "" {
+		cfg.PublicationNamespace = DefaultPublicationNamespace
+	}
+	if errs := validation.IsDNS1123Label(cfg.PublicationNamespace); len(errs) > 0 {
+		return nil, fmt.Errorf("publicationNamespace: %q is not a namespace name: %v", cfg.PublicationNamespace, errs)
+	}
+	if h := cfg.Hub; h != nil {
+		if h.Kubeconfig == "" {
+			return nil, errors.New("hub: kubeconfig is missing")
+		}
+		if !filepath.IsAbs(h.Kubeconfig) {
+			h.Kubeconfig = filepath.Join(dir, h.Kubeconfig)
+		}
+	}
 	byID := map[clusterset.ClusterID]bool{}
 	byServer := map[string]clusterset.ClusterID{}
 	for i := range cfg.Members {
@@ -98,8 +148,13 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 		case m.InCluster && m.Context != "":
 			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
 		case m.InCluster:
+		case m.Kubeconfig == "" && m.Context != "":
+			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+		case m.Kubeconfig == "" && cfg.Hub != nil:
+			m.ThroughHub, m.Kubeconfig, m.Context = true, cfg.Hub.Kubeconfig, cfg.Hub.Context
+			continue // many members are read through the one hub
 		case m.Kubeconfig == "":
-			return nil, fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true)", m.ID)
+			return nil, fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true, or read it through a hub)", m.ID)
 		default:
 			if !filepath.IsAbs(m.Kubeconfig) {
 				m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
@@ -148,7 +203,7 @@ func (m *Member) RESTConfig() (*rest.Config, error) {
 // changes, the content of its kubeconfig included (rotated credentials).
 func (m *Member) fingerprint() [sha256.Size]byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v\x00", m.ID, m.Kubeconfig, m.Context, m.InCluster)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v\x00%v\x00", m.ID, m.Kubeconfig, m.Context, m.InCluster, m.ThroughHub)
 	if raw, err := os.ReadFile(m.Kubeconfig); err == nil {
 		h.Write(raw)
 	} else if m.Kubeconfig != "" {

@@ -58,8 +58,11 @@ func TestParseConfig(t *testing.T) {
 		{"bad id", "clusterset: prod\nmembers:\n- id: East_1\n  kubeconfig: east.kubeconfig\n", `members[0]: cluster ID "East_1" is not a DNS-1123 label`},
 		{"duplicate id", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: east\n  kubeconfig: west.kubeconfig\n", `members[1]: cluster ID "east" appears twice`},
 		{"duplicate target", "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n- id: west2\n  kubeconfig: west-again.kubeconfig\n", "member west2: reaches the same API server (https://127.0.0.1:7443) as member west"},
-		{"no kubeconfig", "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true)"},
+		{"no kubeconfig", "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true, or read it through a hub)"},
 		{"both", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  inCluster: true\n", "member east: set kubeconfig or inCluster, not both"},
+		{"hub without kubeconfig", "clusterset: prod\nhub: {context: x}\nmembers:\n- id: east\n", "hub: kubeconfig is missing"},
+		{"context without kubeconfig", "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  context: ctx\n", "member east: context needs a kubeconfig"},
+		{"bad publication namespace", "clusterset: prod\npublicationNamespace: MCS\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `publicationNamespace: "MCS" is not a namespace name`},
 		{"two in-cluster", "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,6 +71,35 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestParseHubConfig: with a hub, members without connection settings are
+// read through it (many members may share its address), and the default
+// publication namespace is mcs-system.
+func TestParseHubConfig(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	kubeconfig(t, dir, "hub.kubeconfig", "https://127.0.0.1:9443")
+	cfg, err := ParseConfig([]byte("clusterset: prod\nhub:\n  kubeconfig: hub.kubeconfig\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n- id: north\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PublicationNamespace != DefaultPublicationNamespace {
+		t.Errorf("publication namespace %q", cfg.PublicationNamespace)
+	}
+	if m := cfg.Member("east"); m.ThroughHub {
+		t.Errorf("east has a kubeconfig of its own, yet is read through the hub")
+	}
+	for _, id := range []clusterset.ClusterID{"west", "north"} {
+		m := cfg.Member(id)
+		rc, err := m.RESTConfig()
+		if !m.ThroughHub || err != nil || rc.Host != "https://127.0.0.1:9443" {
+			t.Errorf("%s: through the hub %v, rest config %v, %v", id, m.ThroughHub, rc, err)
+		}
+	}
+	if f := cfg.Member("west").fingerprint(); f == cfg.Member("north").fingerprint() {
+		t.Error("two members through the hub have the same fingerprint")
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
 )
 
 // State is where a member is in its lifecycle.
@@ -85,9 +86,9 @@ type deps struct {
 	identified func(id clusterset.ClusterID, uid types.UID)
 	// newCluster builds a member's client and cache; onWatchError gets
 	// every failed list or watch of the cache.
-	newCluster func(rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
-	// newProber returns a member's health check.
-	newProber func(rc *rest.Config) (prober, error)
+	newCluster func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
+	// newProber returns a member's health check, which asks for api.
+	newProber func(rc *rest.Config, api requiredAPI) (prober, error)
 	// stopTimeout bounds the wait for a disengaged member's controllers.
 	stopTimeout time.Duration
 }
@@ -127,8 +128,8 @@ type member struct {
 func newMember(d *deps, config Member, now time.Time) *member {
 	m := &member{deps: d, config: config, print: config.fingerprint(), done: make(chan struct{}),
 		status: Status{State: Connecting, Since: now}, connectedSince: now}
-	if rc, err := config.RESTConfig(); err == nil {
-		m.host = rc.Host
+	if rc, err := config.RESTConfig(); err == nil && !config.ThroughHub {
+		m.host = rc.Host // the hub's address says nothing of the member's cluster
 	}
 	return m
 }
@@ -233,7 +234,11 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 		return nil, nil, false
 	}
 	rc.QPS, rc.Burst = m.deps.opts.QPS, m.deps.opts.Burst
-	check, err := m.deps.newProber(rc)
+	api := mcsAPI
+	if m.deps.opts.ReadsPublications != nil && m.deps.opts.ReadsPublications(m.id()) {
+		api = publicationAPI
+	}
+	check, err := m.deps.newProber(rc, api)
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
@@ -243,7 +248,7 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 		m.setState(ctx, state, err)
 		return nil, nil, false
 	}
-	if uid, _ := m.identity(); uid == "" {
+	if uid, _ := m.identity(); uid == "" && !m.config.ThroughHub {
 		if uid = check.identity(ctx); uid != "" {
 			m.mu.Lock()
 			m.uid = uid
@@ -257,13 +262,13 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 }
 
 // newCluster builds a real client and cache of a member (deps.newCluster).
-func newCluster(opts Options) func(*rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
-	return func(rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+func newCluster(opts Options) func(clusterset.ClusterID, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+	return func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 		return cluster.New(rc, func(o *cluster.Options) {
 			o.Scheme = opts.Scheme
 			o.Cache.DefaultTransform = clusterset.StripUnread
 			if opts.ConfigureCache != nil {
-				opts.ConfigureCache(&o.Cache)
+				opts.ConfigureCache(id, &o.Cache)
 			}
 			o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, _ *toolscache.Reflector, err error) {
 				onWatchError(ctx, err)
@@ -316,7 +321,7 @@ type engagement struct {
 func (m *member) start(ctx context.Context, rc *rest.Config) (*engagement, error) {
 	e := &engagement{m: m, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	cl, err := m.deps.newCluster(rc, func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) })
+	cl, err := m.deps.newCluster(m.id(), rc, func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) })
 	if err != nil {
 		e.cancel()
 		return nil, err
@@ -465,13 +470,37 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 	}
 }
 
+// requiredAPI is an API a member must serve to be engaged.
+type requiredAPI struct {
+	groupVersion string
+	resources    []string
+	// what names it in messages; install says how to get it.
+	what, install string
+}
+
+var (
+	// mcsAPI is read from the members whose ServiceExports are read or
+	// into which mcs-syncer imports.
+	mcsAPI = requiredAPI{
+		groupVersion: mcsv1beta1.SchemeGroupVersion.String(), resources: []string{"serviceexports", "serviceimports"},
+		what: "the MCS API", install: "install sigs.k8s.io/mcs-api's config/crd",
+	}
+	// publicationAPI is read from the members (or the hub) whose
+	// publications are read.
+	publicationAPI = requiredAPI{
+		groupVersion: publish.GroupVersion.String(), resources: []string{publish.Resource},
+		what: "mcs-syncer's publications", install: "install config/crd/mcs-syncer.io_publishedexports.yaml",
+	}
+)
+
 // healthCheck asks a member's API server whether it can be engaged.
 type healthCheck struct {
 	rest      rest.Interface
 	discovery discovery.DiscoveryInterface
+	api       requiredAPI
 }
 
-func newHealthCheck(rc *rest.Config) (prober, error) {
+func newHealthCheck(rc *rest.Config, api requiredAPI) (prober, error) {
 	// A bounded request: one on a connection to a server that died can
 	// otherwise wait for HTTP/2's ping timeouts (seen: two minutes).
 	rc = rest.CopyConfig(rc)
@@ -480,7 +509,7 @@ func newHealthCheck(rc *rest.Config) (prober, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &healthCheck{rest: dc.RESTClient(), discovery: dc}, nil
+	return &healthCheck{rest: dc.RESTClient(), discovery: dc, api: api}, nil
 }
 
 // probe probes the member's /readyz, then whether it serves the MCS API; on
@@ -495,18 +524,19 @@ func (h *healthCheck) probe(ctx context.Context) (State, error) {
 		}
 		return Unreachable, fmt.Errorf("probe /readyz: %w", err)
 	}
-	resources, err := h.discovery.ServerResourcesForGroupVersion(mcsv1beta1.SchemeGroupVersion.String())
+	resources, err := h.discovery.ServerResourcesForGroupVersion(h.api.groupVersion)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return Unreachable, fmt.Errorf("discover %s: %w", mcsv1beta1.SchemeGroupVersion, err)
+		return Unreachable, fmt.Errorf("discover %s: %w", h.api.groupVersion, err)
 	}
 	var missing []string
-	for _, want := range []string{"serviceexports", "serviceimports"} {
+	group, _, _ := strings.Cut(h.api.groupVersion, "/")
+	for _, want := range h.api.resources {
 		if resources == nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == want }) {
-			missing = append(missing, want+"."+mcsv1beta1.GroupName)
+			missing = append(missing, want+"."+group)
 		}
 	}
 	if len(missing) > 0 {
-		return MissingCRDs, fmt.Errorf("the MCS API %s is not served: CRDs %v are missing (install sigs.k8s.io/mcs-api's config/crd)", mcsv1beta1.SchemeGroupVersion, missing)
+		return MissingCRDs, fmt.Errorf("%s %s is not served: CRDs %v are missing (%s)", h.api.what, h.api.groupVersion, missing, h.api.install)
 	}
 	return Engaged, nil
 }

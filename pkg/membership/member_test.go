@@ -142,14 +142,14 @@ func newLifecycle(t *testing.T) *lifecycle {
 			defer l.mu.Unlock()
 			l.identified = append(l.identified, uid)
 		},
-		newCluster: func(_ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+		newCluster: func(_ clusterset.ClusterID, _ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 			if l.clusterErr != nil {
 				return nil, l.clusterErr
 			}
 			l.cluster.onWatchError = onWatchError
 			return l.cluster, nil
 		},
-		newProber: func(*rest.Config) (prober, error) { return l.prober, nil },
+		newProber: func(*rest.Config, requiredAPI) (prober, error) { return l.prober, nil },
 	}
 	l.m = newMember(d, Member{ID: "east", Kubeconfig: filepath.Join(dir, "east.kubeconfig")}, time.Now())
 	return l
@@ -208,7 +208,7 @@ func TestEngageCannotConnect(t *testing.T) {
 	}{
 		{"kubeconfig missing", func(l *lifecycle) { l.m.config.Kubeconfig = "/nonexistent/kubeconfig" }, BadConfig, "/nonexistent/kubeconfig"},
 		{"health check cannot be built", func(l *lifecycle) {
-			l.m.deps.newProber = func(*rest.Config) (prober, error) { return nil, errors.New("bad TLS settings") }
+			l.m.deps.newProber = func(*rest.Config, requiredAPI) (prober, error) { return nil, errors.New("bad TLS settings") }
 		}, BadConfig, "bad TLS settings"},
 		{"unreachable", func(l *lifecycle) { l.prober.set(Unreachable, errors.New("connection refused")) }, Unreachable, "connection refused"},
 		{"missing CRDs", func(l *lifecycle) { l.prober.set(MissingCRDs, errors.New("CRDs missing")) }, MissingCRDs, "CRDs missing"},
@@ -490,12 +490,12 @@ func newTestSet(t *testing.T, probers map[string]*fakeProber, members ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.set.deps.newCluster = func(*rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+	ts.set.deps.newCluster = func(clusterset.ClusterID, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
 		synced := make(chan struct{})
 		close(synced)
 		return &fakeCluster{sync: synced}, nil
 	}
-	ts.set.deps.newProber = func(rc *rest.Config) (prober, error) {
+	ts.set.deps.newProber = func(rc *rest.Config, _ requiredAPI) (prober, error) {
 		if p := probers[rc.Host]; p != nil {
 			return p, nil
 		}
@@ -641,7 +641,7 @@ func TestApplyStopsAllThenWaits(t *testing.T) {
 	}
 	// New kubeconfig contents for both (rotated credentials): the
 	// addresses gain a path, the probers stay.
-	ts.set.deps.newProber = func(*rest.Config) (prober, error) { return &fakeProber{state: Engaged}, nil }
+	ts.set.deps.newProber = func(*rest.Config, requiredAPI) (prober, error) { return &fakeProber{state: Engaged}, nil }
 	ts.write("east="+a+"/", "west="+b+"/")
 	for range 2 {
 		select {

@@ -29,7 +29,11 @@ type Options struct {
 	// Scheme of every member's client and cache. Required.
 	Scheme *runtime.Scheme
 	// ConfigureCache, if set, adjusts each member's cache options.
-	ConfigureCache func(*cache.Options)
+	ConfigureCache func(clusterset.ClusterID, *cache.Options)
+	// ReadsPublications, if set, says which members are read through their
+	// publications only (pkg/publish): their probe asks for the
+	// PublishedExport API instead of the MCS API.
+	ReadsPublications func(clusterset.ClusterID) bool
 	// Engage is called each time a member's connection is up, before its
 	// cache starts: it registers in cl what the member's controllers read
 	// (informers, indexes) and returns what runs while the member is

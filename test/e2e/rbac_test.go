@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -30,6 +29,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
+	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
@@ -116,11 +116,23 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 		}
 	}
 
-	// The remote identity reads, and cannot write.
+	// The remote identity reads east's publications and nothing else of
+	// east, and cannot write.
 	remote := clientWithToken(t, bed.Cluster("east"), remoteTokens["east"])
-	var exports mcsv1beta1.ServiceExportList
-	if err := remote.List(ctx, &exports, client.InNamespace(ns)); err != nil {
-		t.Errorf("the remote reader cannot list ServiceExports: %v", err)
+	var pubs publish.PublishedExportList
+	if err := remote.List(ctx, &pubs, client.InNamespace("mcs-system")); err != nil {
+		t.Errorf("the remote reader cannot list publications: %v", err)
+	}
+	if !slices.ContainsFunc(pubs.Items, func(p publish.PublishedExport) bool { return p.Name == "east" && publish.IsMarker(&p) }) {
+		t.Errorf("east's marker is not among its publications %v", pubs.Items)
+	}
+	for _, list := range []client.ObjectList{&mcsv1beta1.ServiceExportList{}, &corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}} {
+		if err := remote.List(ctx, list, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
+			t.Errorf("the remote reader may list %T: %v", list, err)
+		}
+	}
+	if err := remote.Create(ctx, publish.Marker("west", "mcs-system")); !apierrors.IsForbidden(err) {
+		t.Errorf("the remote reader published: %v", err)
 	}
 	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "intruder", Namespace: ns}, Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{}}}
 	if err := remote.Create(ctx, si); !apierrors.IsForbidden(err) {
@@ -128,9 +140,6 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 	}
 	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: ns}}
 	if err := east.Create(ctx, se); err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Get(ctx, types.NamespacedName{Namespace: ns, Name: "again"}, se); err != nil {
 		t.Fatal(err)
 	}
 	se.Status.Conditions = nil

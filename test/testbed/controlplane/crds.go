@@ -11,6 +11,7 @@ import (
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	"sigs.k8s.io/yaml"
 
+	ownCRD "github.com/mcs-syncer/mcs-syncer/config/crd"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
@@ -28,10 +29,24 @@ func MCSCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// InstallCRDs creates the MCS CRDs that are missing and waits until the
-// API server serves them.
-func (cp *ControlPlane) InstallCRDs(ctx context.Context) error {
+// CRDs returns the MCS CRDs and mcs-syncer's own PublishedExport CRD, as
+// config/crd deploys them.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds, err := MCSCRDs()
+	if err != nil {
+		return nil, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(ownCRD.PublishedExportCRD, crd); err != nil {
+		return nil, fmt.Errorf("decode the PublishedExport CRD: %w", err)
+	}
+	return append(crds, crd), nil
+}
+
+// InstallCRDs creates the CRDs of CRDs that are missing and waits until
+// the API server serves them.
+func (cp *ControlPlane) InstallCRDs(ctx context.Context) error {
+	crds, err := CRDs()
 	if err != nil {
 		return err
 	}
