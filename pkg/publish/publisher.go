@@ -202,7 +202,8 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil
 	}
 	var list PublishedExportList
-	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace)); err != nil {
+	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace),
+		client.MatchingLabels{mcsv1beta1.LabelSourceCluster: string(p.opts.Cluster)}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list publications: %w", err)
 	}
 	published := 0

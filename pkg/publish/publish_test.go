@@ -1,0 +1,316 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	sigsjson "sigs.k8s.io/json"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// Unit tests: a fake client in place of the publication server. What
+// depends on a real API server (the CRD's schema, label-selected watches,
+// the hub's admission) is in test/e2e.
+
+var webKey = types.NamespacedName{Namespace: "ns", Name: "web"}
+
+// export is east's export of ns/web with two endpoints, one of them
+// terminating, every field set.
+func export() *clusterset.ExportedService {
+	td := "PreferClose"
+	return &clusterset.ExportedService{
+		Cluster: "east", Key: webKey, ExportCreated: metav1.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Spec: clusterset.ExportedSpec{
+			Type:                  mcsv1beta1.ClusterSetIP,
+			Ports:                 []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, AppProtocol: ptr.To("http")}},
+			SessionAffinity:       corev1.ServiceAffinityClientIP,
+			SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](30)}},
+			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyLocal), TrafficDistribution: &td,
+			IPFamilies:  []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol},
+			Labels:      map[string]string{"team": "a"},
+			Annotations: map[string]string{"example.com/x": "y"}, LocalClusterFirst: true,
+		},
+		Endpoints: []reconciler.EndpointGroup{{
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+					NodeName: ptr.To("n1"), Zone: ptr.To("z1"), Hostname: ptr.To("web-0"),
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "web-0", UID: "u0"}},
+				{Addresses: []string{"10.0.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}},
+			},
+		}, {
+			AddressType: discoveryv1.AddressTypeIPv6,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}},
+		}},
+		LastChangeTriggerTime: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC),
+	}
+}
+
+// TestRoundTrip: an export survives Encode, JSON (as the API server
+// stores it) and Decode with every field, and the name and label say whose
+// it is.
+func TestRoundTrip(t *testing.T) {
+	want := export()
+	p := Encode(want, "mcs-system")
+	if p.Name != "east.ns.web" || p.Namespace != "mcs-system" || p.Labels[mcsv1beta1.LabelSourceCluster] != "east" {
+		t.Fatalf("publication %s/%s labels %v", p.Namespace, p.Name, p.Labels)
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back PublishedExport
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(want) {
+		t.Errorf("decoded\n%+v\nwant\n%+v", got, want)
+	}
+	if cp := back.DeepCopy(); !cp.Spec.ExportCreated.Equal(&back.Spec.ExportCreated) || len(cp.Spec.Endpoints[0].Endpoints) != 2 {
+		t.Errorf("deep copy %+v", cp.Spec)
+	}
+}
+
+// TestDecodeRefuses: every field a consumer relies on is checked; a
+// publication that fails says which field.
+func TestDecodeRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		mutate     func(*PublishedExport)
+	}{
+		{"bad cluster", `spec.cluster: cluster ID "East"`, func(p *PublishedExport) { p.Spec.Cluster = "East" }},
+		{"label is another cluster", `label multicluster.kubernetes.io/source-cluster is "west", spec.cluster "east"`, func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }},
+		{"name of another export", `the publication of ns/web from east is named "east.ns.web"`, func(p *PublishedExport) { p.Name = "east.ns.db" }},
+		{"bad namespace", `spec.namespace "NS"`, func(p *PublishedExport) { p.Spec.Namespace = "NS" }},
+		{"bad type", `spec.type "LoadBalancer"`, func(p *PublishedExport) { p.Spec.Type = "LoadBalancer" }},
+		{"bad port", "spec.ports[0]: port 70000", func(p *PublishedExport) { p.Spec.Ports[0].Port = 70000 }},
+		{"bad protocol", `spec.ports[0]: protocol "ICMP"`, func(p *PublishedExport) { p.Spec.Ports[0].Protocol = "ICMP" }},
+		{"bad affinity", `spec.sessionAffinity "Sticky"`, func(p *PublishedExport) { p.Spec.SessionAffinity = "Sticky" }},
+		{"bad policy", `spec.internalTrafficPolicy "Node"`, func(p *PublishedExport) {
+			p.Spec.InternalTrafficPolicy = ptr.To[corev1.ServiceInternalTrafficPolicy]("Node")
+		}},
+		{"bad family", `spec.ipFamilies: "IPv5"`, func(p *PublishedExport) { p.Spec.IPFamilies = []corev1.IPFamily{"IPv5"} }},
+		{"reserved label", `spec.exportedLabels["multicluster.kubernetes.io/service-name"]`, func(p *PublishedExport) {
+			p.Spec.ExportedLabels = map[string]string{mcsv1beta1.LabelServiceName: "x"}
+		}},
+		{"reserved annotation", `spec.exportedAnnotations["mcs-syncer.io/local-cluster-first"]`, func(p *PublishedExport) {
+			p.Spec.ExportedAnnotations = map[string]string{clusterset.LocalClusterFirstAnnotation: "true"}
+		}},
+		{"FQDN", `spec.endpoints[0].addressType "FQDN"`, func(p *PublishedExport) { p.Spec.Endpoints[0].AddressType = discoveryv1.AddressTypeFQDN }},
+		{"IPv6 in IPv4", `spec.endpoints[1].endpoints[0]: "fd00::1" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[1].AddressType = discoveryv1.AddressTypeIPv4 }},
+		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
+		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},
+		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Encode(export(), "mcs-system").DeepCopy()
+			tc.mutate(p)
+			_, err := Decode(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// publisherOf returns a publisher of east into a fake publication server.
+func publisherOf(t *testing.T, store *clusterset.Store, objs ...client.Object) (*Publisher, client.Client) {
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}, cl
+}
+
+func publications(t *testing.T, cl client.Client) map[string]*PublishedExport {
+	var list PublishedExportList
+	if err := cl.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*PublishedExport{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+// TestPublisher: a new export is published, a change updates it, an
+// unchanged one writes nothing, and the marker is written once everything
+// is published and nothing stale is left; a withdrawal waits for the
+// member's first pass.
+func TestPublisher(t *testing.T) {
+	ctx := context.Background()
+	store := clusterset.NewStore()
+	stale := Encode(&clusterset.ExportedService{Cluster: "east", Key: types.NamespacedName{Namespace: "ns", Name: "gone"}, Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP}}, "mcs-system")
+	west := Encode(&clusterset.ExportedService{Cluster: "west", Key: webKey, Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP}}, "mcs-system")
+	p, cl := publisherOf(t, store, stale, west)
+	store.BeginResync("east")
+	store.Put(export())
+
+	reconcileOK(t, p, webKey)
+	got := publications(t, cl)["east.ns.web"]
+	if got == nil {
+		t.Fatal("not published")
+	}
+	if es, err := Decode(got); err != nil || !es.Equal(export()) {
+		t.Errorf("published %+v, %v", es, err)
+	}
+	rv := got.ResourceVersion
+	reconcileOK(t, p, webKey)
+	if publications(t, cl)["east.ns.web"].ResourceVersion != rv {
+		t.Error("an unchanged export was written again")
+	}
+
+	// Before the first pass: nothing withdrawn, no marker.
+	gone := types.NamespacedName{Namespace: "ns", Name: "gone"}
+	if res := reconcileOK(t, p, gone); res.RequeueAfter == 0 {
+		t.Error("a withdrawal on a partial view is not looked at again")
+	}
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	pubs := publications(t, cl)
+	if pubs["east.ns.gone"] == nil || pubs["east"] != nil {
+		t.Fatalf("before the first pass: stale withdrawn %v, marker %v", pubs["east.ns.gone"] == nil, pubs["east"] != nil)
+	}
+
+	// After it: the stale one goes (west's stays), then the marker comes.
+	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	if publications(t, cl)["east"] != nil {
+		t.Fatal("marker written while a stale publication is left")
+	}
+	reconcileOK(t, p, gone)
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	pubs = publications(t, cl)
+	if pubs["east.ns.gone"] != nil || pubs["west.ns.web"] == nil || pubs["east"] == nil || !IsMarker(pubs["east"]) {
+		t.Fatalf("after the first pass: %v", keys(pubs))
+	}
+
+	// A change updates; a withdrawal deletes.
+	changed := export()
+	changed.Endpoints = changed.Endpoints[:1]
+	store.Put(changed)
+	reconcileOK(t, p, webKey)
+	if es, _ := Decode(publications(t, cl)["east.ns.web"]); len(es.Endpoints) != 1 {
+		t.Errorf("update not published: %+v", es.Endpoints)
+	}
+	store.Delete("east", webKey)
+	reconcileOK(t, p, webKey)
+	if _, ok := publications(t, cl)["east.ns.web"]; ok {
+		t.Error("withdrawn export still published")
+	}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: "mcs-system", Name: "east"}, &PublishedExport{}); apierrors.IsNotFound(err) {
+		t.Error("the marker went with the last export")
+	}
+}
+
+func reconcileOK(t *testing.T, p *Publisher, key types.NamespacedName) reconcile.Result {
+	t.Helper()
+	res, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func keys(m map[string]*PublishedExport) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestReader: the reader puts what it reads into the Store, refuses what
+// is invalid or published as another cluster (withdrawing the last good
+// version), and marks the member synced only once both the first list
+// and the marker are in; then what the first list lacks is withdrawn.
+func TestReader(t *testing.T) {
+	store := clusterset.NewStore()
+	old := export()
+	old.Key.Name = "old"
+	store.Put(old) // read before a reconnection; gone since
+	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}}
+	store.BeginResync("east")
+	log := logr.Discard()
+
+	r.put(log, Encode(export(), "mcs-system"))
+	if got := store.Get(webKey); len(got) != 1 || !got[0].Equal(export()) {
+		t.Fatalf("store %+v", got)
+	}
+	r.mu.Lock()
+	r.listed = true
+	r.markSyncedLocked()
+	r.mu.Unlock()
+	if store.Synced("east") {
+		t.Fatal("synced without the marker")
+	}
+	r.put(log, Marker("east", "mcs-system"))
+	if !store.Synced("east") || len(store.Get(types.NamespacedName{Namespace: "ns", Name: "old"})) != 0 {
+		t.Fatalf("after the marker: synced %v, old export %v", store.Synced("east"), store.Get(types.NamespacedName{Namespace: "ns", Name: "old"}))
+	}
+
+	// Published as west in east's publications: refused, the export withdrawn.
+	impostor := export()
+	impostor.Cluster = "west"
+	bad := Encode(impostor, "mcs-system")
+	bad.Name = ObjectName("west", webKey)
+	before := refusedCount(t, "east")
+	r.put(log, bad)
+	r.put(log, func() *PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
+	if got := store.Get(webKey); len(got) != 0 {
+		t.Errorf("refused publication left %+v", got)
+	}
+	if n := refusedCount(t, "east") - before; n != 2 {
+		t.Errorf("refusals counted %v, want 2", n)
+	}
+
+	// Deleted (also as a tombstone): withdrawn; a marker deleted changes nothing.
+	r.put(log, Encode(export(), "mcs-system"))
+	r.remove(toolscache.DeletedFinalStateUnknown{Obj: Encode(export(), "mcs-system")})
+	r.remove(Marker("east", "mcs-system"))
+	if got := store.Get(webKey); len(got) != 0 || !store.Synced("east") {
+		t.Errorf("after delete: %+v, synced %v", got, store.Synced("east"))
+	}
+}
+
+func refusedCount(t *testing.T, source string) float64 {
+	t.Helper()
+	c, err := refused.GetMetricWithLabelValues(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &dto.Metric{}
+	if err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetCounter().GetValue()
+}
