@@ -57,7 +57,7 @@ type PublishedExportSpec struct {
 
 // EndpointGroup is a reconciler.EndpointGroup on the wire.
 type EndpointGroup struct {
-	AddressType discoveryv1.AddressType   `json:"addressType"`
+	AddressType discoveryv1.AddressType    `json:"addressType"`
 	Ports       []discoveryv1.EndpointPort `json:"ports,omitempty"`
 	Endpoints   []discoveryv1.Endpoint     `json:"endpoints,omitempty"`
 }

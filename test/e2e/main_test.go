@@ -54,7 +54,9 @@ func run(m *testing.M) int {
 		// a node name from another cluster never counts as north's own
 		// node (TestDataPlaneNodeNamesCollide).
 		RealNodeNames: map[string]string{"north": "worker", "west": "worker"},
-		Log:           os.Stderr,
+		// A hub for the hub-mode tests (hub_test.go).
+		Hub: true,
+		Log: os.Stderr,
 	})
 	if errors.Is(err, testbed.ErrNoBinaries) {
 		noTestbed = err.Error()

@@ -14,15 +14,22 @@ import (
 // format that pkg/clusterset reads (one member per cluster: its ID, the
 // path of its kubeconfig and the context to use).
 type ClustersetConfig struct {
-	Clusterset string   `json:"clusterset"`
-	Members    []Member `json:"members"`
+	Clusterset string       `json:"clusterset"`
+	Members    []Member     `json:"members"`
+	Hub        *HubSettings `json:"hub,omitempty"`
 }
 
-// Member is one cluster of a ClustersetConfig.
+// Member is one cluster of a ClustersetConfig; without Kubeconfig it is
+// read through the hub.
 type Member struct {
 	ID         string `json:"id"`
-	Kubeconfig string `json:"kubeconfig"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
+}
+
+// HubSettings say how a clusterset config reaches the hub.
+type HubSettings struct {
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 func writeClustersetConfig(cs *Clusterset) error {
@@ -76,6 +83,9 @@ func Attach(ctx context.Context, stateDir, binDir string) (*Clusterset, error) {
 		if err := c.Load(binDir); err != nil {
 			return nil, err
 		}
+	}
+	if err := cs.loadHub(); err != nil {
+		return nil, err
 	}
 	return cs, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/realnode"
 )
@@ -85,6 +86,11 @@ type Options struct {
 	// name shows that a node name from another cluster never counts as a
 	// consumer's own node (kind-based clustersets share node names).
 	RealNodeNames map[string]string
+	// Hub starts a hub for hub mode besides the members: a kube-apiserver
+	// and etcd without controllers or nodes, with config/hub applied
+	// (Clusterset.Hub), and writes each member's hub-mode clusterset
+	// config (Clusterset.HubConfigPath).
+	Hub bool
 	// DualStack gives every cluster IPv6 pod and service CIDRs besides the
 	// IPv4 ones (IPv4 stays the primary family), and real nodes IPv6
 	// addresses and routes: dual-stack Services get both ClusterIPs and
@@ -104,6 +110,8 @@ type Clusterset struct {
 	ConfigPath string
 	// BinDir holds the binaries the testbed runs.
 	BinDir string
+	// Hub is the hub's control plane with Options.Hub, else nil.
+	Hub *controlplane.ControlPlane
 
 	opts     Options
 	watchdog *exec.Cmd
@@ -262,6 +270,16 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		}
 		fmt.Fprintf(opts.Log, "testbed: cluster %s up in %s (pods %s, services %s, DNS %s)\n",
 			c.Name, time.Since(start).Round(time.Millisecond), c.PodCIDR, c.ServiceCIDR, c.DNSAddr)
+	}
+	if opts.Hub {
+		start := time.Now()
+		if err := cs.startHub(ctx); err != nil {
+			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+		}
+		if err := cs.writeHubConfigs(ctx); err != nil {
+			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+		}
+		fmt.Fprintf(opts.Log, "testbed: hub up in %s (KUBECONFIG=%s)\n", time.Since(start).Round(time.Millisecond), cs.Hub.KubeconfigPath)
 	}
 	for _, write := range []func(*Clusterset) error{writeClustersetConfig, writeState} {
 		if err := write(cs); err != nil {

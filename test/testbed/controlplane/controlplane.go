@@ -45,6 +45,9 @@ type Spec struct {
 	// Zones is the number of zones (at least 1), NodesPerZone the number of
 	// fake nodes in each.
 	Zones, NodesPerZone int
+	// Hub starts an API server and etcd only, no controllers and no nodes:
+	// a hub for hub mode (Zones and NodesPerZone are ignored).
+	Hub bool
 }
 
 // ControlPlane is one running (or described) control plane. Its exported
@@ -81,6 +84,7 @@ type ControlPlane struct {
 	binDir       string
 	auditPolicy  string
 	nodesPerZone int
+	hub          bool
 	restConfig   *rest.Config
 }
 
@@ -97,6 +101,10 @@ func New(spec Spec) *ControlPlane {
 		binDir:         spec.BinDir,
 		auditPolicy:    spec.AuditPolicy,
 		nodesPerZone:   spec.NodesPerZone,
+		hub:            spec.Hub,
+	}
+	if spec.Hub {
+		spec.Zones = 0
 	}
 	if spec.DualStack {
 		cp.PodCIDRv6 = fmt.Sprintf("fd00:100:%x::/48", spec.Index)
@@ -145,6 +153,9 @@ func (cp *ControlPlane) Create(ctx context.Context) error {
 	if err := cp.Load(cp.binDir); err != nil {
 		return err
 	}
+	if cp.hub {
+		return cp.InstallCRDs(ctx)
+	}
 	if err := cp.createNodes(ctx); err != nil {
 		return err
 	}
@@ -184,6 +195,23 @@ func (cp *ControlPlane) createArgs() []string {
 		"--kwok-controller-binary", bin("kwok"),
 		"--etcd-binary", bin("etcd"),
 		"--wait", "2m",
+	}
+	if cp.hub {
+		// An API server and its etcd: a hub has no workloads to control.
+		args = append(args,
+			"--disable", "kube-controller-manager,kube-scheduler,kwok-controller",
+			"--extra-args", "kube-apiserver=service-cluster-ip-range="+cp.ServiceCIDR)
+	} else {
+		args = append(args, cp.memberArgs()...)
+	}
+	if cp.auditPolicy != "" {
+		args = append(args, "--kube-audit-policy", cp.auditPolicy)
+	}
+	return args
+}
+
+func (cp *ControlPlane) memberArgs() []string {
+	return []string{
 		// kwokctl v0.8.0 files a repeated component's args under the index
 		// of its first --extra-args among all of them, not among the
 		// components: each component's first one must come before any
@@ -200,10 +228,6 @@ func (cp *ControlPlane) createArgs() []string {
 		// names do not resolve on this host.
 		"--extra-args", "kube-apiserver=kubelet-preferred-address-types=InternalIP,Hostname",
 	}
-	if cp.auditPolicy != "" {
-		args = append(args, "--kube-audit-policy", cp.auditPolicy)
-	}
-	return args
 }
 
 // kwokctl runs kwokctl with this testbed's work directory, so that it never

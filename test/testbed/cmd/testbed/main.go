@@ -45,6 +45,7 @@ func run(args []string) error {
 	clusters := fs.String("clusters", strings.Join(testbed.DefaultClusters, ","), "comma-separated cluster names (up only)")
 	cluster := fs.String("cluster", "", "the cluster whose CoreDNS answers (lookup only)")
 	dualStack := fs.Bool("dual-stack", false, "IPv6 pod and service CIDRs besides the IPv4 ones (up only)")
+	hub := fs.Bool("hub", false, "start a hub for hub mode too (an API server without nodes, config/hub applied) and write each member's hub-mode clusterset config (up only)")
 	realNodes := fs.Bool("real-nodes", true, "give each cluster a real node (kubelet, containerd, kube-proxy) besides the fake ones (up only; needs root)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -94,6 +95,7 @@ func run(args []string) error {
 	opts.Clusters = strings.Split(*clusters, ",")
 	opts.RealNodes = *realNodes
 	opts.DualStack = *dualStack
+	opts.Hub = *hub
 	cs, err := testbed.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -105,6 +107,12 @@ func run(args []string) error {
 		if n := c.RealNode; n != nil {
 			fmt.Printf("         real node %s  IP %s  pods %s  netns %s  logs %s\n",
 				n.Name, host.JoinIPFamilies(n.IP, n.IPv6), host.JoinIPFamilies(n.PodCIDR, n.PodCIDRv6), n.Netns, n.LogDir())
+		}
+	}
+	if cs.Hub != nil {
+		fmt.Printf("%-8s KUBECONFIG=%s  (admin; each member's identity there is in its hub-mode config)\n", cs.Hub.Name, cs.Hub.KubeconfigPath)
+		for _, c := range cs.Clusters {
+			fmt.Printf("hub-mode clusterset config of %s: %s\n", c.Name, cs.HubConfigPath(c.Name))
 		}
 	}
 	fmt.Printf("stop it with: go run ./test/testbed/cmd/testbed down --state %s\n", cs.StateDir)

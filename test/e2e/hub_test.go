@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+)
+
+// The tests of this file run the clusterset in hub mode: one mcs-syncer
+// per member (--local-cluster), each with the hub-mode config the testbed
+// wrote (its own cluster through its admin kubeconfig, the hub through its
+// member identity, every other member through the hub).
+
+// startHubMode runs one mcs-syncer per member in hub mode.
+func startHubMode(ctx context.Context, t *testing.T) []*syncerProcess {
+	t.Helper()
+	var procs []*syncerProcess
+	for _, c := range bed.Clusters {
+		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.HubConfigPath(c.Name), "--local-cluster", c.Name,
+			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		if err != nil {
+			stopAll(t, procs)
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+// hubClient is a client of the hub: as its administrator, or, given a
+// member, with that member's identity (the kubeconfig the testbed wrote).
+func hubClient(t *testing.T, member string) client.Client {
+	t.Helper()
+	rc := bed.Hub.RESTConfig()
+	if member != "" {
+		var err error
+		rc, err = clientcmd.BuildConfigFromFlags("", filepath.Join(bed.StateDir, "hub", member+".kubeconfig"))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := client.New(rc, client.Options{Scheme: controlplane.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// hubPublications returns the names of the publications in the hub.
+func hubPublications(ctx context.Context, t *testing.T) ([]string, error) {
+	var list publish.PublishedExportList
+	if err := hubClient(t, "").List(ctx, &list, client.InNamespace(testbed.HubNamespace)); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range list.Items {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// clearHub removes every publication from the hub, so that the next hub
+// test starts from an empty hub.
+func clearHub(t *testing.T) {
+	t.Helper()
+	if err := hubClient(t, "").DeleteAllOf(context.Background(), &publish.PublishedExport{}, client.InNamespace(testbed.HubNamespace)); err != nil {
+		t.Errorf("clear the hub: %v", err)
+	}
+}
+
+// TestHubMode: in hub mode, web exported from east is published into the
+// hub (with every member's marker), imported by west and north with
+// east's endpoints, and a pod in north reaches east's pods through the
+// clusterset IP. The member API servers are never read by another
+// member's mcs-syncer (their only clients are their own mcs-syncer's).
+func TestHubMode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exclusive(t)
+	dp := newDataPlane(ctx, t, "hub-mode")
+	procs := startHubMode(ctx, t)
+	defer stopAll(t, procs)
+	t.Cleanup(func() { clearHub(t) })
+
+	serve(ctx, t, "east", dp.ns, "web", 2, true, nil, port("tcp", corev1.ProtocolTCP, 80))
+	for _, consumer := range []string{"west", "north"} {
+		eventually(ctx, t, consumer+": the import of east's 2 endpoints", readyImported(ctx, bed.ClientOf(t, consumer), dp.ns, map[string]int{"east": 2}))
+	}
+	eventually(ctx, t, "east's publication and every member's marker in the hub", func() error {
+		got, err := hubPublications(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"east", "east." + dp.ns + ".web", "north", "west"} {
+			if !slices.Contains(got, want) {
+				return fmt.Errorf("publications %v lack %s", got, want)
+			}
+		}
+		return nil
+	})
+	ip := importIP(ctx, t, dp.ns, "web")
+	dp.reaches(ctx, t, "tcp", ip+":80", 10, "east")
+	dp.reaches(ctx, t, "tcp", "web."+dp.ns+".svc.clusterset.local:80", 10, "east")
+}
+
+// TestHubRefusesPublishingAsAnother: the hub's admission policy
+// (config/hub/admission.yaml) lets a member's identity write only its own
+// publications. east's identity may not create a publication as west,
+// change or delete west's, relabel its own as west's, or pass off a
+// publication named for west as its own; west's publications stay exactly
+// as they were. east's own publication goes through.
+func TestHubRefusesPublishingAsAnother(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, east := hubClient(t, ""), hubClient(t, "east")
+	ns := testbed.HubNamespace
+
+	// west's marker, as west's own mcs-syncer would write it.
+	west := hubClient(t, "west")
+	if err := west.Create(ctx, publish.Marker("west", ns)); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("west cannot write its own marker: %v", err)
+	}
+	before := &publish.PublishedExport{}
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "west"}, before); err != nil {
+		t.Fatal(err)
+	}
+
+	asWest := publish.Marker("west", ns)
+	asWest.Name = "west.intruder.web"
+	asWest.Spec.Namespace, asWest.Spec.Name = "intruder", "web"
+	if err := east.Create(ctx, asWest); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("east published as west: %v", err)
+	}
+	changed := before.DeepCopy()
+	changed.Spec.Cluster = "east"
+	changed.Labels["multicluster.kubernetes.io/source-cluster"] = "east"
+	if err := east.Update(ctx, changed); !apierrors.IsForbidden(err) {
+		t.Errorf("east changed west's marker: %v", err)
+	}
+	if err := east.Delete(ctx, before.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Errorf("east deleted west's marker: %v", err)
+	}
+	mislabelled := publish.Marker("east", ns)
+	mislabelled.Name = "east.mislabelled.web"
+	mislabelled.Spec.Namespace, mislabelled.Spec.Name = "mislabelled", "web"
+	mislabelled.Labels["multicluster.kubernetes.io/source-cluster"] = "west"
+	if err := east.Create(ctx, mislabelled); err == nil {
+		t.Errorf("east published with west's label")
+	}
+	misnamed := publish.Marker("east", ns)
+	misnamed.Name = "west.misnamed.web"
+	if err := east.Create(ctx, misnamed); err == nil {
+		t.Errorf("east published under west's name")
+	}
+
+	after := &publish.PublishedExport{}
+	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "west"}, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("west's marker changed: resourceVersion %s, was %s", after.ResourceVersion, before.ResourceVersion)
+	}
+	for _, name := range []string{"west.intruder.web", "east.mislabelled.web", "west.misnamed.web"} {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &publish.PublishedExport{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s exists: %v", name, err)
+		}
+	}
+
+	// Its own: allowed.
+	own := publish.Marker("east", ns)
+	own.Name = "east.own.web"
+	own.Spec.Namespace, own.Spec.Name = "own", "web"
+	if err := east.Create(ctx, own); err != nil {
+		t.Errorf("east cannot publish as itself: %v", err)
+	}
+	if err := east.Delete(ctx, own); err != nil {
+		t.Errorf("east cannot withdraw its own publication: %v", err)
+	}
+}

@@ -1,0 +1,203 @@
+package testbed
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+)
+
+// HubName is the hub's name among the testbed's control planes.
+const HubName = "hub"
+
+// hubStateFile records the hub of a running testbed.
+const hubStateFile = "hub.json"
+
+// HubNamespace is where the hub holds the publications and the members'
+// identities (config/hub).
+const HubNamespace = "mcs-system"
+
+// startHub starts the hub: an API server and etcd (no controllers, no
+// nodes) with config/hub applied.
+func (cs *Clusterset) startHub(ctx context.Context) error {
+	hub := controlplane.New(controlplane.Spec{
+		Name: HubName, Index: len(cs.Clusters), Hub: true,
+		WorkDir:        filepath.Join(cs.StateDir, "kwok"),
+		KubeconfigPath: filepath.Join(cs.StateDir, HubName+".kubeconfig"),
+		BinDir:         cs.BinDir, AuditPolicy: cs.opts.AuditPolicy,
+	})
+	if err := hub.Create(ctx); err != nil {
+		return fmt.Errorf("testbed: hub: %w", err)
+	}
+	cs.Hub = hub
+	root, err := host.RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, file := range []string{"namespace.yaml", "role.yaml", "admission.yaml"} {
+		if err := cs.applyToHub(ctx, filepath.Join(root, "config", "hub", file)); err != nil {
+			return err
+		}
+	}
+	raw, err := json.MarshalIndent(hub, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(cs.StateDir, hubStateFile), raw, 0o644)
+}
+
+// applyToHub creates every object of a YAML file in the hub.
+func (cs *Clusterset) applyToHub(ctx context.Context, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("testbed: hub: %w", err)
+	}
+	cl, err := cs.Hub.Client()
+	if err != nil {
+		return err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("testbed: hub: %s: %w", path, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
+			return fmt.Errorf("testbed: hub: %s: %w", path, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("testbed: hub: create %s %s from %s: %w", obj.GetKind(), obj.GetName(), path, err)
+		}
+	}
+}
+
+// loadHub reads back the hub of a testbed started by another process, if
+// it has one.
+func (cs *Clusterset) loadHub() error {
+	raw, err := os.ReadFile(filepath.Join(cs.StateDir, hubStateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("testbed: hub state: %w", err)
+	}
+	hub := &controlplane.ControlPlane{}
+	if err := json.Unmarshal(raw, hub); err != nil {
+		return fmt.Errorf("testbed: hub state: %w", err)
+	}
+	if err := hub.Load(cs.BinDir); err != nil {
+		return err
+	}
+	cs.Hub = hub
+	return nil
+}
+
+// HubIdentity gives member its identity in the hub (ServiceAccount
+// mcs-system/member-<member>, bound to Role mcs-syncer-member, as
+// config/hub/member-binding.yaml describes) and writes a kubeconfig of
+// the hub with a token of it (valid for a day) to path.
+func (cs *Clusterset) HubIdentity(ctx context.Context, member, path string) error {
+	if cs.Hub == nil {
+		return errors.New("testbed: no hub (start it with Options.Hub)")
+	}
+	kube, err := cs.Hub.Kubernetes()
+	if err != nil {
+		return err
+	}
+	sa := "member-" + member
+	if _, err := kube.CoreV1().ServiceAccounts(HubNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testbed: hub: ServiceAccount %s: %w", sa, err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "mcs-syncer-member"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: HubNamespace}},
+	}
+	if _, err := kube.RbacV1().RoleBindings(HubNamespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("testbed: hub: RoleBinding %s: %w", sa, err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(HubNamespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("testbed: hub: token of %s: %w", sa, err)
+	}
+	rc := cs.Hub.RESTConfig()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
+	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: sa}
+	kc.CurrentContext = "hub"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// HubConfig is the clusterset config of member's own mcs-syncer in hub
+// mode: its own cluster through its admin kubeconfig, the hub through
+// hubKubeconfig, every other member through the hub.
+func (cs *Clusterset) HubConfig(member, hubKubeconfig string) ClustersetConfig {
+	conf := ClustersetConfig{Clusterset: "testbed", Hub: &HubSettings{Kubeconfig: hubKubeconfig}}
+	for _, c := range cs.Clusters {
+		m := Member{ID: c.Name}
+		if c.Name == member {
+			m.Kubeconfig, m.Context = c.KubeconfigPath, c.Context
+		}
+		conf.Members = append(conf.Members, m)
+	}
+	return conf
+}
+
+// writeHubConfigs gives every member its hub identity and writes its
+// hub-mode clusterset config to <state>/hub/<member>.yaml (for `testbed
+// up --hub` and the demo).
+func (cs *Clusterset) writeHubConfigs(ctx context.Context) error {
+	dir := filepath.Join(cs.StateDir, "hub")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, c := range cs.Clusters {
+		kubeconfig := filepath.Join(dir, c.Name+".kubeconfig")
+		if err := cs.HubIdentity(ctx, c.Name, kubeconfig); err != nil {
+			return err
+		}
+		raw, err := yaml.Marshal(cs.HubConfig(c.Name, kubeconfig))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cs.HubConfigPath(c.Name), raw, 0o600); err != nil {
+			return fmt.Errorf("testbed: hub config: %w", err)
+		}
+	}
+	return nil
+}
+
+// HubConfigPath is where Start wrote member's hub-mode clusterset config.
+func (cs *Clusterset) HubConfigPath(member string) string {
+	return filepath.Join(cs.StateDir, "hub", member+".yaml")
+}
