@@ -9,6 +9,7 @@ SHELL := /bin/bash
 CACHE       ?= $(CURDIR)/.cache
 TOOLS_BIN   := $(if $(MCS_TOOLS_DIR),$(MCS_TOOLS_DIR),$(CACHE)/bin)
 STATE_DIR   ?= $(CACHE)/testbed
+MODE        ?= central
 BIN         := $(CURDIR)/bin
 STATICCHECK := $(CACHE)/lint/staticcheck
 
@@ -61,8 +62,8 @@ bench-e2e: tools ## End-to-end benchmark on the testbed: mcs-syncer against floo
 	cd bench && MCS_TOOLS_DIR=$(TOOLS_BIN) go run ./e2e $(BENCH_E2E_ARGS)
 
 .PHONY: demo
-demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from two of them, and what the third imports.
-	STATE_DIR=$(STATE_DIR) MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/demo.sh
+demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from two of them, and what the third imports (MODE=hub: through a hub).
+	STATE_DIR=$(STATE_DIR) MCS_TOOLS_DIR=$(TOOLS_BIN) MODE=$(MODE) bash hack/demo.sh
 
 .PHONY: demo-down
 demo-down: ## Stop the demo (mcs-syncer and the clusters) and remove its state.

@@ -5,6 +5,10 @@
 # its CoreDNS answers, and ends with a pod in north sending requests to
 # web.demo.svc.clusterset.local, printing which cluster answered each.
 #
+# MODE=hub (make demo MODE=hub) runs it in hub mode instead: a hub API
+# server besides the clusters, and one mcs-syncer per member that
+# publishes its exports into the hub and reads the others from there.
+#
 # The clusterset stays up for you to look around; `make demo-down` stops it
 # (and mcs-syncer). Ctrl-C while this script runs stops everything too.
 set -euo pipefail
@@ -31,14 +35,35 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 say "Building mcs-syncer"
 (cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$syncer" ./cmd/mcs-syncer)
 
-say "Starting the clusterset (east, west, north)"
-"$testbed" up --state "$state" --bin "$bin"
+mode=${MODE:-central}
+case $mode in
+central)
+	say "Starting the clusterset (east, west, north)"
+	"$testbed" up --state "$state" --bin "$bin"
 
-say "Starting mcs-syncer (central mode; log: $state/mcs-syncer.log)"
-setsid "$syncer" --clusterset-config "$state/clusterset.yaml" \
-	--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-	>"$state/mcs-syncer.log" 2>&1 < /dev/null &
-echo $! >"$state/mcs-syncer.pid"
+	say "Starting mcs-syncer (central mode; log: $state/mcs-syncer.log)"
+	setsid "$syncer" --clusterset-config "$state/clusterset.yaml" \
+		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+		>"$state/mcs-syncer.log" 2>&1 < /dev/null &
+	echo $! >"$state/mcs-syncer.pid"
+	;;
+hub)
+	say "Starting the clusterset (east, west, north) and a hub"
+	"$testbed" up --hub --state "$state" --bin "$bin"
+
+	for c in east west north; do
+		say "Starting $c's own mcs-syncer (hub mode; config: $state/hub/$c.yaml; log: $state/mcs-syncer-$c.log)"
+		setsid "$syncer" --clusterset-config "$state/hub/$c.yaml" --local-cluster "$c" \
+			--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+			>"$state/mcs-syncer-$c.log" 2>&1 < /dev/null &
+		echo $! >"$state/mcs-syncer-$c.pid"
+	done
+	;;
+*)
+	echo "MODE=$mode: want central or hub" >&2
+	exit 2
+	;;
+esac
 
 say "Deploying the sample app (Deployment + Service + ServiceExport 'web' and 'web-headless') in east and west"
 for c in east west; do
@@ -94,7 +119,8 @@ Look around:
   $testbed lookup --state $state --cluster west web.demo.svc.clusterset.local
   KUBECONFIG=$state/north.kubeconfig $kubectl exec -n demo client -- /probe -n 10 tcp web.demo.svc.clusterset.local:80
   KUBECONFIG=$state/north.kubeconfig $kubectl exec -it -n demo client -- sh
-  mcs-syncer log: $state/mcs-syncer.log
+  mcs-syncer log: $state/mcs-syncer*.log
+  hub mode: KUBECONFIG=$state/hub.kubeconfig $kubectl get publishedexports -n mcs-system
 
 Stop everything: make demo-down
 MSG

@@ -5,18 +5,23 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // The tests of this file run the clusterset in hub mode: one mcs-syncer
@@ -190,5 +195,155 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	}
 	if err := east.Delete(ctx, own); err != nil {
 		t.Errorf("east cannot withdraw its own publication: %v", err)
+	}
+}
+
+// lowestReady watches consumer's EndpointSlices of ns matching selector
+// and returns a function that reports the lowest number of ready
+// endpoints they held together after the initial list, as of its call
+// (the watch is ended by ctx).
+func lowestReady(ctx context.Context, t *testing.T, consumer, ns, selector string) func() int {
+	t.Helper()
+	cs, err := bed.Cluster(consumer).Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	lowest := -1
+	go func() {
+		defer w.Stop()
+		ready := map[string]int{} // by slice
+		listed := false
+		for e := range w.ResultChan() {
+			s, ok := e.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			if e.Type == watch.Deleted {
+				delete(ready, s.Name)
+			} else {
+				ready[s.Name] = workloads.CountReady(s.Endpoints)
+			}
+			listed = listed || e.Type != watch.Added
+			total := 0
+			for _, n := range ready {
+				total += n
+			}
+			mu.Lock()
+			if lowest < 0 || (listed && total < lowest) {
+				lowest = total
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return lowest
+	}
+}
+
+// TestDirectToHubSwitch: a clusterset in per-cluster direct mode is
+// switched to hub mode one member at a time, the consumers first (so
+// that, for a while, north reads east through the hub while east still
+// publishes only in its own cluster). No ServiceImport's clusterset IP
+// changes and no consumer ever holds fewer of east's ready endpoints than
+// before (watched throughout); afterwards a change of east's endpoints
+// reaches the consumers through the hub.
+func TestDirectToHubSwitch(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exclusive(t)
+	t.Cleanup(func() { clearHub(t) })
+	ns := "direct-to-hub"
+	bed.Namespace(ctx, t, ns)
+
+	direct := map[string]*syncerProcess{}
+	for _, c := range bed.Clusters {
+		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.ConfigPath, "--local-cluster", c.Name,
+			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct[c.Name] = p
+	}
+	var procs []*syncerProcess
+	defer func() {
+		for _, p := range direct {
+			procs = append(procs, p)
+		}
+		stopAll(t, procs)
+	}()
+
+	east := bed.ClientOf(t, "east")
+	d := workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	consumers := []string{"north", "west"}
+	ips := map[string][]string{}
+	lowest := map[string]func() int{}
+	for _, consumer := range consumers {
+		cl := bed.ClientOf(t, consumer)
+		eventually(ctx, t, consumer+": the import of east's 2 endpoints with a clusterset IP", func() error {
+			si, err := getImport(ctx, cl, ns)
+			if err != nil {
+				return err
+			}
+			if len(si.Spec.IPs) == 0 {
+				return fmt.Errorf("no IP yet")
+			}
+			ips[consumer] = si.Spec.IPs
+			return readyImported(ctx, cl, ns, map[string]int{"east": 2})()
+		})
+		lowest[consumer] = lowestReady(ctx, t, consumer, ns, "multicluster.kubernetes.io/source-cluster=east")
+	}
+
+	for _, id := range []string{"north", "west", "east"} {
+		if err := direct[id].stop(); err != nil {
+			t.Error(err)
+		}
+		delete(direct, id)
+		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.HubConfigPath(id), "--local-cluster", id,
+			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	eventually(ctx, t, "east's publication in the hub", func() error {
+		got, err := hubPublications(ctx, t)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(got, "east."+ns+".web") || !slices.Contains(got, "east") {
+			return fmt.Errorf("publications %v", got)
+		}
+		return nil
+	})
+	scale(ctx, t, east, d, 3)
+	for _, consumer := range consumers {
+		cl := bed.ClientOf(t, consumer)
+		eventually(ctx, t, consumer+": east's 3 endpoints through the hub", readyImported(ctx, cl, ns, map[string]int{"east": 3}))
+		si, err := getImport(ctx, cl, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(si.Spec.IPs, ips[consumer]) {
+			t.Errorf("%s: clusterset IP %v, was %v before the switch", consumer, si.Spec.IPs, ips[consumer])
+		}
+		if n := lowest[consumer](); n < 2 {
+			t.Errorf("%s held %d of east's ready endpoints during the switch, want never fewer than 2", consumer, n)
+		}
+	}
+	// What the direct mode published in the members stays there until
+	// removed by hand (docs/user-guide.md); the tests after this one run
+	// in central mode, which reads none of it.
+	for _, c := range bed.Clusters {
+		if err := bed.ClientOf(t, c.Name).DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace("mcs-system")); err != nil {
+			t.Error(err)
+		}
 	}
 }

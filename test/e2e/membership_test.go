@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,11 +61,26 @@ func writeConfig(t *testing.T, path string, members ...member) {
 	writeMembers(t, path, entries...)
 }
 
+// writeHubConfig writes to path the hub-mode clusterset config of self's
+// own mcs-syncer with the given members: self through its admin
+// kubeconfig, the others through the hub.
+func writeHubConfig(t *testing.T, path, self string, members ...string) {
+	t.Helper()
+	conf := bed.HubConfig(self, filepath.Join(bed.StateDir, "hub", self+".kubeconfig"))
+	conf.Members = slices.DeleteFunc(conf.Members, func(m testbed.Member) bool { return !slices.Contains(members, m.ID) })
+	writeConfigFile(t, path, conf)
+}
+
 // writeMembers writes a clusterset config of members to path (as a
 // mounted Secret changes: written aside, then renamed).
 func writeMembers(t *testing.T, path string, members ...testbed.Member) {
 	t.Helper()
-	raw, err := yaml.Marshal(testbed.ClustersetConfig{Clusterset: "testbed", Members: members})
+	writeConfigFile(t, path, testbed.ClustersetConfig{Clusterset: "testbed", Members: members})
+}
+
+func writeConfigFile(t *testing.T, path string, conf testbed.ClustersetConfig) {
+	t.Helper()
+	raw, err := yaml.Marshal(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +157,9 @@ func sources(ctx context.Context, t *testing.T, want map[string]int, consumers .
 }
 
 // TestMembershipFollowsTheConfig: members added to and removed from the
-// config file join and leave without a restart, in central and per-cluster
-// mode. A member that leaves takes its endpoints out of every consumer at
+// config file join and leave without a restart, in central, per-cluster
+// and hub mode (in the last two, east and west run their own mcs-syncer,
+// which publishes their exports; north's config changes). A member that leaves takes its endpoints out of every consumer at
 // once (no grace), and in central mode what mcs-syncer wrote into it goes
 // too. Across a restart, a removed or renamed member leaves no slice with
 // its old ID in any consumer.
@@ -164,14 +181,35 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 		consumers []string
 	}{
 		{"per-cluster", []string{"--local-cluster", "north"}, []string{"north"}},
+		{"hub", []string{"--local-cluster", "north"}, []string{"north"}},
 		{"central", nil, []string{"east", "north"}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			writeConfig(t, path, member{"east", "east"}, member{"north", "north"})
+			write := func(ids ...string) {
+				if mode.name == "hub" {
+					writeHubConfig(t, path, "north", ids...)
+					return
+				}
+				var members []member
+				for _, id := range ids {
+					members = append(members, member{id, id})
+				}
+				writeConfig(t, path, members...)
+			}
+			for _, id := range []string{"east", "west"} {
+				switch mode.name {
+				case "per-cluster":
+					ownSyncer(ctx, t, bed.ConfigPath, "--local-cluster", id)
+				case "hub":
+					ownSyncer(ctx, t, bed.HubConfigPath(id), "--local-cluster", id)
+					t.Cleanup(func() { clearHub(t) })
+				}
+			}
+			write("east", "north")
 			s := ownSyncer(ctx, t, path, mode.args...)
 			eventually(ctx, t, "only east's endpoints", sources(ctx, t, map[string]int{"east": 2}, mode.consumers...))
 
-			writeConfig(t, path, member{"east", "east"}, member{"north", "north"}, member{"west", "west"})
+			write("east", "north", "west")
 			eventually(ctx, t, "west to join", sources(ctx, t, map[string]int{"east": 2, "west": 1}, mode.consumers...))
 			eventually(ctx, t, "/readyz to name west", readyzSays(ctx, s, "[+]member west ok: engaged since"))
 			if mode.name == "central" {
@@ -187,7 +225,7 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 				})
 			}
 
-			writeConfig(t, path, member{"east", "east"}, member{"north", "north"})
+			write("east", "north")
 			left := time.Now()
 			eventually(ctx, t, "west's endpoints to leave", sources(ctx, t, map[string]int{"east": 2}, mode.consumers...))
 			if took := time.Since(left); took >= 20*time.Second {
