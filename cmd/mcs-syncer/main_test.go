@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
 )
 
@@ -145,6 +146,31 @@ func TestRunRefusesUselessConfigs(t *testing.T) {
 		}
 		if !errors.As(err, new(configError)) {
 			t.Errorf("%s: %v is not a configError (exit 2 like a bad flag)", name, err)
+		}
+	}
+}
+
+// TestCheckMode: a hub needs per-cluster mode, and the local member must
+// have connection settings of its own (it is never read through the hub).
+func TestCheckMode(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "k")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:1}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nhub: {kubeconfig: k}\nmembers:\n- id: east\n  kubeconfig: k\n- id: west\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ local, want string }{
+		{"", "hub mode needs per-cluster mode"},
+		{"west", "member west has no kubeconfig (nor inCluster)"},
+		{"south", `"south" is not a member`},
+		{"east", ""},
+	} {
+		err := checkMode(cfg, clusterset.ClusterID(tc.local))
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("--local-cluster %q: %v, want %q", tc.local, err, tc.want)
 		}
 	}
 }
