@@ -35,7 +35,7 @@ const hubStateFile = "hub.json"
 
 // HubNamespace is where the hub holds the publications and the members'
 // identities (config/hub).
-const HubNamespace = "mcs-system"
+const HubNamespace = controlplane.SystemNamespace
 
 // startHub starts the hub: an API server and etcd (no controllers, no
 // nodes) with config/hub applied.

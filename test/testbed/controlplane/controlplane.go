@@ -10,7 +10,10 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -145,7 +148,8 @@ func (cp *ControlPlane) clusterDir() string {
 func (cp *ControlPlane) LogDir() string { return filepath.Join(cp.clusterDir(), "logs") }
 
 // Create starts the control plane and returns once its API server
-// serves the MCS CRDs and kwok has made its fake nodes Ready.
+// serves the MCS CRDs and kwok has made its fake nodes Ready, with
+// namespace mcs-system created (as deploying config/ does).
 func (cp *ControlPlane) Create(ctx context.Context) error {
 	if err := createCluster(ctx, cp); err != nil {
 		return err
@@ -153,13 +157,32 @@ func (cp *ControlPlane) Create(ctx context.Context) error {
 	if err := cp.Load(cp.binDir); err != nil {
 		return err
 	}
-	if cp.hub {
-		return cp.InstallCRDs(ctx)
+	if !cp.hub {
+		if err := cp.createNodes(ctx); err != nil {
+			return err
+		}
 	}
-	if err := cp.createNodes(ctx); err != nil {
+	if err := cp.InstallCRDs(ctx); err != nil {
 		return err
 	}
-	return cp.InstallCRDs(ctx)
+	return cp.createNamespace(ctx, SystemNamespace)
+}
+
+// SystemNamespace is where config/ deploys mcs-syncer, its leader
+// election Lease and (the default publicationNamespace) its publications.
+const SystemNamespace = "mcs-system"
+
+// createNamespace creates namespace ns unless it exists.
+func (cp *ControlPlane) createNamespace(ctx context.Context, ns string) error {
+	kube, err := cp.Kubernetes()
+	if err != nil {
+		return err
+	}
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return nil
 }
 
 // createCluster runs `kwokctl create cluster` holding a lock that every
