@@ -6,9 +6,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // eventually polls check until it returns nil (see testbed.Eventually).
@@ -38,4 +41,45 @@ func createNamespace(ctx context.Context, t *testing.T, c *testbed.Cluster) stri
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
 	return ns.Name
+}
+
+// watchReady watches consumer's EndpointSlices of ns matching selector and
+// calls seen with each event's type and the number of ready endpoints the
+// slices then hold together, until seen returns false or the watch ends
+// (ctx); ended is closed then.
+func watchReady(ctx context.Context, t *testing.T, consumer, ns, selector string, seen func(watch.EventType, int) bool) (ended <-chan struct{}) {
+	t.Helper()
+	cs, err := bed.Cluster(consumer).Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer w.Stop()
+		ready := map[string]int{} // by slice
+		for e := range w.ResultChan() {
+			s, ok := e.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			if e.Type == watch.Deleted {
+				delete(ready, s.Name)
+			} else {
+				ready[s.Name] = workloads.CountReady(s.Endpoints)
+			}
+			total := 0
+			for _, n := range ready {
+				total += n
+			}
+			if !seen(e.Type, total) {
+				return
+			}
+		}
+	}()
+	return done
 }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
@@ -34,8 +32,7 @@ func startHubMode(ctx context.Context, t *testing.T) []*syncerProcess {
 	t.Helper()
 	var procs []*syncerProcess
 	for _, c := range bed.Clusters {
-		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.HubConfigPath(c.Name), "--local-cluster", c.Name,
-			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		p, err := startMemberSyncer(ctx, bed.HubConfigPath(c.Name), c.Name)
 		if err != nil {
 			stopAll(t, procs)
 			t.Fatal(err)
@@ -200,46 +197,21 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 
 // lowestReady watches consumer's EndpointSlices of ns matching selector
 // and returns a function that reports the lowest number of ready
-// endpoints they held together after the initial list, as of its call
-// (the watch is ended by ctx).
-func lowestReady(ctx context.Context, t *testing.T, consumer, ns, selector string) func() int {
+// endpoints they held together since they first held from (the initial
+// list may come slice by slice), as of its call; -1 if they never held
+// from. The watch is ended by ctx.
+func lowestReady(ctx context.Context, t *testing.T, consumer, ns, selector string, from int) func() int {
 	t.Helper()
-	cs, err := bed.Cluster(consumer).Kubernetes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	lowest := -1
-	go func() {
-		defer w.Stop()
-		ready := map[string]int{} // by slice
-		listed := false
-		for e := range w.ResultChan() {
-			s, ok := e.Object.(*discoveryv1.EndpointSlice)
-			if !ok {
-				continue
-			}
-			if e.Type == watch.Deleted {
-				delete(ready, s.Name)
-			} else {
-				ready[s.Name] = workloads.CountReady(s.Endpoints)
-			}
-			listed = listed || e.Type != watch.Added
-			total := 0
-			for _, n := range ready {
-				total += n
-			}
-			mu.Lock()
-			if lowest < 0 || (listed && total < lowest) {
-				lowest = total
-			}
-			mu.Unlock()
+	watchReady(ctx, t, consumer, ns, selector, func(_ watch.EventType, total int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if (lowest < 0 && total >= from) || (lowest >= 0 && total < lowest) {
+			lowest = total
 		}
-	}()
+		return true
+	})
 	return func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -265,8 +237,7 @@ func TestDirectToHubSwitch(t *testing.T) {
 
 	direct := map[string]*syncerProcess{}
 	for _, c := range bed.Clusters {
-		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.ConfigPath, "--local-cluster", c.Name,
-			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		p, err := startMemberSyncer(ctx, bed.ConfigPath, c.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +269,7 @@ func TestDirectToHubSwitch(t *testing.T) {
 			ips[consumer] = si.Spec.IPs
 			return readyImported(ctx, cl, ns, map[string]int{"east": 2})()
 		})
-		lowest[consumer] = lowestReady(ctx, t, consumer, ns, "multicluster.kubernetes.io/source-cluster=east")
+		lowest[consumer] = lowestReady(ctx, t, consumer, ns, "multicluster.kubernetes.io/source-cluster=east", 2)
 	}
 
 	for _, id := range []string{"north", "west", "east"} {
@@ -306,8 +277,7 @@ func TestDirectToHubSwitch(t *testing.T) {
 			t.Error(err)
 		}
 		delete(direct, id)
-		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.HubConfigPath(id), "--local-cluster", id,
-			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		p, err := startMemberSyncer(ctx, bed.HubConfigPath(id), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -176,8 +176,7 @@ func startPerCluster(ctx context.Context, t *testing.T, dir string, localTokens,
 		if err := os.WriteFile(confPath, raw, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		p, err := startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", confPath, "--local-cluster", self.Name,
-			"--leader-elect", "--leader-election-namespace", "mcs-system")
+		p, err := startMemberSyncer(ctx, confPath, self.Name)
 		if err != nil {
 			stopAll(t, procs)
 			t.Fatal(err)
@@ -185,6 +184,13 @@ func startPerCluster(ctx context.Context, t *testing.T, dir string, localTokens,
 		procs = append(procs, p)
 	}
 	return procs
+}
+
+// startMemberSyncer runs member's own mcs-syncer (per-cluster mode, with
+// leader election in its cluster) with the clusterset config at path.
+func startMemberSyncer(ctx context.Context, path, member string) (*syncerProcess, error) {
+	return startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", path, "--local-cluster", member,
+		"--leader-elect", "--leader-election-namespace", "mcs-system")
 }
 
 func stopAll(t *testing.T, procs []*syncerProcess) {

@@ -20,7 +20,6 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
 	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
-	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // Where traffic goes by topology: node names shared across clusters, and
@@ -288,38 +287,20 @@ func scale(ctx context.Context, t *testing.T, cl client.Client, d *appsv1.Deploy
 // and sends the time it first sees them without a ready endpoint.
 func noReadyEndpoint(ctx context.Context, t *testing.T, ns, selector string) <-chan time.Time {
 	t.Helper()
-	cs, err := bed.Cluster("north").Kubernetes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := make(chan time.Time, 1)
-	go func() {
-		defer w.Stop()
-		ready := map[string]int{} // by slice
-		for e := range w.ResultChan() {
-			s, ok := e.Object.(*discoveryv1.EndpointSlice)
-			if !ok {
-				continue
-			}
-			if e.Type == watch.Deleted {
-				delete(ready, s.Name)
-			} else {
-				ready[s.Name] = workloads.CountReady(s.Endpoints)
-			}
-			total := 0
-			for _, n := range ready {
-				total += n
-			}
-			if e.Type != watch.Added && total == 0 {
-				at <- time.Now()
-				return
-			}
+	ended := watchReady(ctx, t, "north", ns, selector, func(typ watch.EventType, total int) bool {
+		if typ != watch.Added && total == 0 {
+			at <- time.Now()
+			return false
 		}
-		at <- time.Time{} // the watch ended first
+		return true
+	})
+	go func() {
+		<-ended
+		select {
+		case at <- time.Time{}: // the watch ended first
+		default:
+		}
 	}()
 	return at
 }
