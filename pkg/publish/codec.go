@@ -28,8 +28,12 @@ func ObjectName(cluster clusterset.ClusterID, key types.NamespacedName) string {
 // MarkerName is the name of cluster's marker.
 func MarkerName(cluster clusterset.ClusterID) string { return string(cluster) }
 
-// IsMarker reports whether p is a member's marker rather than an export.
-func IsMarker(p *PublishedExport) bool { return p.Spec.Namespace == "" && p.Spec.Name == "" }
+// IsMarker reports whether p is a member's marker rather than an export:
+// named after its cluster, without a Service. (A publication without a
+// Service under another name is neither: Decode refuses it.)
+func IsMarker(p *PublishedExport) bool {
+	return p.Spec.Namespace == "" && p.Spec.Name == "" && p.Name == MarkerName(clusterset.ClusterID(p.Spec.Cluster))
+}
 
 // Encode returns the publication of an export into namespace.
 func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {

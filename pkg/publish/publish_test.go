@@ -213,6 +213,11 @@ func TestPublisher(t *testing.T) {
 	if pubs["east.ns.gone"] != nil || pubs["west.ns.web"] == nil || pubs["east"] == nil || !IsMarker(pubs["east"]) {
 		t.Fatalf("after the first pass: %v", keys(pubs))
 	}
+	misnamed := Marker("east", "mcs-system")
+	misnamed.Name = "east.x"
+	if IsMarker(misnamed) {
+		t.Error("a publication without a Service under another name than its cluster's counts as the marker")
+	}
 
 	// A change updates; a withdrawal deletes.
 	changed := export()

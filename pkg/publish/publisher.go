@@ -80,6 +80,13 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		return nil, err
 	}
 	for _, src := range []source.TypedSource[reconcile.Request]{
+		// The marker, once at the start: the member's first pass may have
+		// been announced before this controller subscribed to the Store
+		// (seen: a member without exports never got its marker).
+		source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(markerRequest)
+			return nil
+		}),
 		// Every change of the member's exports; and, when the Store
 		// announces everything (its first pass is done), the marker.
 		clusterset.StoreSource(opts.Store, func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -131,6 +131,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	defer cancel()
 	admin, east := hubClient(t, ""), hubClient(t, "east")
 	ns := testbed.HubNamespace
+	t.Cleanup(func() { clearHub(t) })
 
 	// west's marker, as west's own mcs-syncer would write it.
 	west := hubClient(t, "west")
