@@ -31,10 +31,11 @@ import (
 //	  context: admin@hub        # optional
 //	publicationNamespace: mcs-system  # optional (the default): where members publish
 //
-// Unknown fields, bad or duplicate IDs, a member with neither or both of
-// kubeconfig and inCluster, and two members reaching the same API server
-// make the file invalid. With a hub, a member without kubeconfig and
-// inCluster is read through the hub (Member.ThroughHub). A member whose kubeconfig cannot be read (missing,
+// Unknown fields, bad or duplicate IDs, a member with both kubeconfig and
+// inCluster (or with neither, unless there is a hub), and two members
+// reaching the same API server make the file invalid. With a hub, a member
+// without kubeconfig and inCluster is read through the hub
+// (Member.ThroughHub). A member whose kubeconfig cannot be read (missing,
 // unreadable, without the named context) does not: that member is
 // reported and retried while the others run (Member.Err).
 type Config struct {
