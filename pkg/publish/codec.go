@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -57,7 +58,7 @@ func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
 		p.Spec.Endpoints = append(p.Spec.Endpoints, EndpointGroup(g))
 	}
 	if !es.LastChangeTriggerTime.IsZero() {
-		p.Spec.LastChangeTriggerTime = &metav1.Time{Time: es.LastChangeTriggerTime}
+		p.Spec.LastChangeTriggerTime = es.LastChangeTriggerTime.UTC().Format(time.RFC3339Nano)
 	}
 	return p
 }
@@ -115,8 +116,10 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 			es.Endpoints[i] = reconciler.EndpointGroup(g)
 		}
 	}
-	if s.LastChangeTriggerTime != nil {
-		es.LastChangeTriggerTime = s.LastChangeTriggerTime.Time
+	if s.LastChangeTriggerTime != "" {
+		if es.LastChangeTriggerTime, err = time.Parse(time.RFC3339Nano, s.LastChangeTriggerTime); err != nil {
+			return nil, fmt.Errorf("spec.lastChangeTriggerTime %q is not an RFC 3339 time", s.LastChangeTriggerTime)
+		}
 	}
 	return es, nil
 }

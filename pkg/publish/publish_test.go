@@ -62,7 +62,9 @@ func export() *clusterset.ExportedService {
 			AddressType: discoveryv1.AddressTypeIPv6,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}},
 		}},
-		LastChangeTriggerTime: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC),
+		// Nanoseconds: the latency metric needs them (a metav1.Time on the
+		// wire cut them off).
+		LastChangeTriggerTime: time.Date(2026, 1, 2, 3, 5, 7, 123456789, time.UTC),
 	}
 }
 
@@ -124,6 +126,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"IPv6 in IPv4", `spec.endpoints[1].endpoints[0]: "fd00::1" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[1].AddressType = discoveryv1.AddressTypeIPv4 }},
 		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
 		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},
+		{"bad trigger time", `spec.lastChangeTriggerTime "yesterday"`, func(p *PublishedExport) { p.Spec.LastChangeTriggerTime = "yesterday" }},
 		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

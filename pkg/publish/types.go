@@ -51,8 +51,11 @@ type PublishedExportSpec struct {
 	// Endpoints are grouped by address type and port set.
 	Endpoints []EndpointGroup `json:"endpoints,omitempty"`
 	// LastChangeTriggerTime is the newest trigger time of the source
-	// slices (for the consumers' propagation latency metric).
-	LastChangeTriggerTime *metav1.Time `json:"lastChangeTriggerTime,omitempty"`
+	// slices (for the consumers' propagation latency metric), in
+	// RFC 3339 with nanoseconds as the slices' annotation has it: a
+	// metav1.Time would cut it to the second, and every latency observed
+	// from it would be off by up to a second.
+	LastChangeTriggerTime string `json:"lastChangeTriggerTime,omitempty"`
 }
 
 // EndpointGroup is a reconciler.EndpointGroup on the wire.
@@ -105,9 +108,6 @@ func (in *PublishedExportSpec) DeepCopyInto(out *PublishedExportSpec) {
 		for i := range in.Endpoints {
 			in.Endpoints[i].DeepCopyInto(&out.Endpoints[i])
 		}
-	}
-	if in.LastChangeTriggerTime != nil {
-		out.LastChangeTriggerTime = in.LastChangeTriggerTime.DeepCopy()
 	}
 }
 
