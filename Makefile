@@ -57,6 +57,10 @@ bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/end
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 	cd bench && go run .
 
+.PHONY: bench-scale
+bench-scale: tools ## Scale benchmark on the testbed: central, direct and hub mode at N = 3, 6, 10 members, then a 255-member hub load (~40 min; BENCH_SCALE_ARGS=-quick for a smoke run).
+	cd bench && MCS_TOOLS_DIR=$(TOOLS_BIN) go run ./e2e growth $(BENCH_SCALE_ARGS)
+
 .PHONY: bench-e2e
 bench-e2e: tools ## End-to-end benchmark on the testbed: mcs-syncer against floors measured in the same run (~15 min; BENCH_E2E_ARGS=-quick for a smoke run).
 	cd bench && MCS_TOOLS_DIR=$(TOOLS_BIN) go run ./e2e $(BENCH_E2E_ARGS)

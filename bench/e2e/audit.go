@@ -34,6 +34,8 @@ rules:
     resources: ["serviceimports", "serviceimports/status", "serviceexports", "serviceexports/status"]
   - group: "coordination.k8s.io"
     resources: ["leases"]
+  - group: "mcs-syncer.io"
+    resources: ["publishedexports"]
 - level: None
 `
 

@@ -433,7 +433,7 @@ func (b *bench) sourceSlice(ctx context.Context, sc latencyScenario, name string
 	if sc.Existing {
 		return east.DiscoveryV1().EndpointSlices(sc.Namespace).Get(ctx, name+"-src", metav1.GetOptions{})
 	}
-	if err := b.createExport(ctx, "east", sc.Namespace, name, i, b.endpoints); err != nil {
+	if err := b.createExport(ctx, "east", 0, sc.Namespace, name, i, b.endpoints); err != nil {
 		return nil, err
 	}
 	return east.DiscoveryV1().EndpointSlices(sc.Namespace).Get(ctx, name+"-src", metav1.GetOptions{})

@@ -97,6 +97,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 func (f *flags) has(s string) bool { return slices.Contains(strings.Split(f.scenarios, ","), s) }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "growth" {
+		growthMain(os.Args[2:])
+		return
+	}
 	f, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -110,6 +114,25 @@ func main() {
 	defer stop()
 	if err := run(ctx, f); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
+		os.Exit(1)
+	}
+}
+
+// growthMain runs `e2e growth` (make bench-scale).
+func growthMain(args []string) {
+	f, err := parseGrowthFlags(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(2)
+	}
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runGrowthBench(ctx, f); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
 		os.Exit(1)
 	}
 }

@@ -52,8 +52,22 @@ func formatIPv4(v uint32) string {
 }
 
 // createExport creates, in cluster, a selector-less Service ns/name, its
-// slice name-src of `endpoints` ready endpoints, and its ServiceExport.
-func (b *bench) createExport(ctx context.Context, cluster, ns, name string, i, endpoints int) error {
+// slice name-src of `endpoints` ready endpoints (addresses of bench owner
+// o, see benchIP), and its ServiceExport.
+func (b *bench) createExport(ctx context.Context, cluster string, o int, ns, name string, i, endpoints int) error {
+	if err := b.createService(ctx, cluster, ns, name, benchIP(o, i, 0), endpoints); err != nil {
+		return err
+	}
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	if err := b.ctrl[cluster].Create(ctx, se); err != nil {
+		return fmt.Errorf("create ServiceExport %s/%s in %s: %w", ns, name, cluster, err)
+	}
+	return nil
+}
+
+// createService creates, in cluster, a selector-less Service ns/name and
+// its slice name-src of `endpoints` ready endpoints from address first on.
+func (b *bench) createService(ctx context.Context, cluster, ns, name, first string, endpoints int) error {
 	cs := b.kube[cluster]
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -62,16 +76,8 @@ func (b *bench) createExport(ctx context.Context, cluster, ns, name string, i, e
 	if _, err := create(ctx, cs.CoreV1().Services(ns).Create, svc); err != nil {
 		return err
 	}
-	owner := map[string]int{"east": 0, "west": 1}[cluster]
-	slice := endpointSlice(ns, name+"-src", name, benchIP(owner, i, 0), endpoints)
-	if _, err := create(ctx, cs.DiscoveryV1().EndpointSlices(ns).Create, slice); err != nil {
-		return err
-	}
-	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	if err := b.ctrl[cluster].Create(ctx, se); err != nil {
-		return fmt.Errorf("create ServiceExport %s/%s in %s: %w", ns, name, cluster, err)
-	}
-	return nil
+	_, err := create(ctx, cs.DiscoveryV1().EndpointSlices(ns).Create, endpointSlice(ns, name+"-src", name, first, endpoints))
+	return err
 }
 
 // ensureNamespace creates namespace ns in every cluster.

@@ -60,7 +60,7 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 		back := time.Now()
 		b.logf("return %d: west's API server answers", round+1)
 		name := fmt.Sprintf("back-%d", round)
-		if err := b.createExport(ctx, "west", returnNamespace, name, round, 1); err != nil {
+		if err := b.createExport(ctx, "west", 1, returnNamespace, name, round, 1); err != nil {
 			return nil, err
 		}
 		if err := poll(ctx, 2*time.Minute, "west's new export to reach north", func() bool {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 )
 
@@ -96,9 +97,9 @@ func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*s
 		return nil, err
 	}
 	start := time.Now()
-	for _, exporter := range []string{"east", "west"} {
+	for o, exporter := range []string{"east", "west"} {
 		if err := parallel(ctx, services, writers, func(ctx context.Context, i int) error {
-			return b.createExport(ctx, exporter, scaleNamespace, scaleName(i), i, b.endpoints)
+			return b.createExport(ctx, exporter, o, scaleNamespace, scaleName(i), i, b.endpoints)
 		}); err != nil {
 			return nil, err
 		}
@@ -113,7 +114,7 @@ func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*s
 		b.logf("scale: write floor %s (%d writes)", res.Floor.Round(time.Millisecond), res.FloorWrites)
 	}
 
-	views, err := b.importViews(ctx)
+	views, err := b.importViews(ctx, b.bed.Clusters, scaleNamespace, []string{"east", "west"})
 	if err != nil {
 		return nil, err
 	}
@@ -256,26 +257,28 @@ func (b *bench) writeFloorImport(ctx context.Context, cluster string, i int) (in
 	return 6, nil
 }
 
-// importView is a watch-fed view of one consumer's imports in the scale
-// namespace.
+// importView is a watch-fed view of one consumer's imports in one
+// namespace, of Services exported by every one of sources (source o
+// exporting the addresses of bench owner o).
 type importView struct {
 	cluster string
+	sources []string
 	cache   cache.Cache
 	stop    context.CancelFunc
 }
 
-func (b *bench) importViews(ctx context.Context) ([]*importView, error) {
+func (b *bench) importViews(ctx context.Context, clusters []*testbed.Cluster, ns string, sources []string) ([]*importView, error) {
 	var views []*importView
-	for _, c := range b.bed.Clusters {
+	for _, c := range clusters {
 		cc, err := cache.New(b.restConfig(c), cache.Options{
 			Scheme:            controlplane.Scheme(),
-			DefaultNamespaces: map[string]cache.Config{scaleNamespace: {}},
+			DefaultNamespaces: map[string]cache.Config{ns: {}},
 		})
 		if err != nil {
 			return nil, err
 		}
 		vctx, cancel := context.WithCancel(ctx)
-		v := &importView{cluster: c.Name, cache: cc, stop: cancel}
+		v := &importView{cluster: c.Name, sources: sources, cache: cc, stop: cancel}
 		// Informers for both kinds before the cache starts.
 		for _, obj := range []client.Object{&mcsv1beta1.ServiceImport{}, &discoveryv1.EndpointSlice{}, &corev1.Service{}} {
 			if _, err := cc.GetInformer(vctx, obj); err != nil {
@@ -309,7 +312,7 @@ func (v *importView) complete(ctx context.Context, services, endpoints int) bool
 	}
 	// Cheap counts first: while the import is under way, most polls end
 	// here.
-	if len(sis.Items) < services || len(list.Items) < 2*services {
+	if len(sis.Items) < services || len(list.Items) < len(v.sources)*services {
 		return false
 	}
 	var svcs corev1.ServiceList
@@ -335,11 +338,11 @@ func (v *importView) complete(ctx context.Context, services, endpoints int) bool
 	}
 	for i := range services {
 		si := byName[scaleName(i)]
-		if si == nil || len(si.Status.Clusters) != 2 || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") ||
+		if si == nil || len(si.Status.Clusters) != len(v.sources) || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") ||
 			len(si.Spec.IPs) != 1 || clusterIPs[si.Annotations[derivedServiceAnnotation]] != si.Spec.IPs[0] {
 			return false
 		}
-		for o, source := range []string{"east", "west"} {
+		for o, source := range v.sources {
 			got := imported[si.Name+"/"+source]
 			if len(got) != endpoints {
 				return false
@@ -370,8 +373,8 @@ func endpointState(ep discoveryv1.Endpoint) string {
 	return fmt.Sprintf("%s %s %s %s", strings.Join(ep.Addresses, ","), b(ep.Conditions.Ready), b(ep.Conditions.Serving), b(ep.Conditions.Terminating))
 }
 
-// exportedEndpoints returns, sorted, the endpoints exporter o (0 east,
-// 1 west) exports for scale Service i, as endpointState writes them.
+// exportedEndpoints returns, sorted, the endpoints exporter o (bench owner
+// o) exports for scale Service i, as endpointState writes them.
 func exportedEndpoints(o, i, endpoints int) []string {
 	s := endpointSlice("", "", "", benchIP(o, i, 0), endpoints)
 	out := make([]string, 0, endpoints)

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+)
+
+// The fan-out relay's objects: its source slice in the first member (or,
+// for the hub load, its publication in the hub), its hop in the hub, and
+// its mirror in every consumer, all in the namespace of the views.
+const (
+	relaySrcName = "relay-src"
+	relayDstName = "relay-dst"
+	relayService = "relay"
+	// relayHubNamespace holds the relay's hop in the hub, apart from the
+	// publications that mcs-syncer reads.
+	relayHubNamespace = "bench-relay"
+)
+
+// fanout is the raw relay floor of a clusterset: the cheapest correct copy
+// of one source to a mirror in every consumer, directly or through one
+// object in the hub (the hops of hub mode). Each write goes over the copy
+// last written (no GET, as mcs-syncer writes from its cache), the
+// consumers' in parallel.
+type fanout struct {
+	g         *growth
+	ns        string
+	consumers []string
+	mu        sync.Mutex
+	last      map[string]*discoveryv1.EndpointSlice // mirror by consumer
+	hubLast   *publish.PublishedExport
+}
+
+// newFanout creates the mirrors (and the hub's hop, if viaHub) and returns
+// the relay.
+func (g *growth) newFanout(ctx context.Context, ns string, consumers []string, viaHub bool) (*fanout, error) {
+	f := &fanout{g: g, ns: ns, consumers: consumers, last: map[string]*discoveryv1.EndpointSlice{}}
+	for _, c := range consumers {
+		dst := endpointSlice(ns, relayDstName, relayService, benchIP(9, 0, 0), g.endpoints)
+		dst.Labels[roleLabel] = roleRelayDst
+		got, err := g.kube[c].DiscoveryV1().EndpointSlices(ns).Create(ctx, dst, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			got, err = g.kube[c].DiscoveryV1().EndpointSlices(ns).Get(ctx, relayDstName, metav1.GetOptions{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("relay mirror in %s: %w", c, err)
+		}
+		f.last[c] = got
+	}
+	if viaHub {
+		if err := g.hubObject(ctx, relayHubNamespace, relayHubObject(ns, g.endpoints), &f.hubLast); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// relayHubObject is the relay's object in the hub: a publication, like
+// what a member publishes there.
+func relayHubObject(ns string, endpoints int) *publish.PublishedExport {
+	s := endpointSlice(ns, "", relayService, benchIP(9, 0, 0), endpoints)
+	return &publish.PublishedExport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: relayHubNamespace, Name: "relay." + ns + "." + relayService},
+		Spec: publish.PublishedExportSpec{Cluster: "relay", Namespace: ns, Name: relayService,
+			Endpoints: []publish.EndpointGroup{{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}}},
+	}
+}
+
+// hubObject creates namespace ns in the hub and obj in it (or reads it
+// back), into *out.
+func (g *growth) hubObject(ctx context.Context, ns string, obj *publish.PublishedExport, out **publish.PublishedExport) error {
+	if err := g.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("hub namespace %s: %w", ns, err)
+	}
+	err := g.hub.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		err = g.hub.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	}
+	if err != nil {
+		return fmt.Errorf("hub object %s: %w", obj.Name, err)
+	}
+	*out = obj
+	return nil
+}
+
+// toHub writes the source's endpoints and trigger time over the hub's hop.
+func (f *fanout) toHub(ctx context.Context, endpoints []discoveryv1.Endpoint, trigger string) error {
+	f.mu.Lock()
+	p := f.hubLast.DeepCopy()
+	f.mu.Unlock()
+	p.Spec.Endpoints[0].Endpoints = endpoints
+	p.Spec.LastChangeTriggerTime = trigger
+	if err := f.g.hub.Update(ctx, p); err != nil {
+		if apierrors.IsConflict(err) {
+			if err := f.g.hub.Get(ctx, client.ObjectKeyFromObject(p), p); err == nil {
+				f.mu.Lock()
+				f.hubLast = p
+				f.mu.Unlock()
+			}
+		}
+		return fmt.Errorf("relay to the hub: %w", err)
+	}
+	f.mu.Lock()
+	f.hubLast = p
+	f.mu.Unlock()
+	return nil
+}
+
+// toConsumers writes endpoints and trigger time over every consumer's
+// mirror, in parallel.
+func (f *fanout) toConsumers(ctx context.Context, endpoints []discoveryv1.Endpoint, trigger string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(f.consumers))
+	for i, c := range f.consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.mu.Lock()
+			dst := f.last[c].DeepCopy()
+			f.mu.Unlock()
+			dst.Endpoints = endpoints
+			dst.Annotations[corev1.EndpointsLastChangeTriggerTime] = trigger
+			written, err := f.g.kube[c].DiscoveryV1().EndpointSlices(f.ns).Update(ctx, dst, metav1.UpdateOptions{})
+			if err != nil {
+				// After a conflict the next write starts from the mirror as
+				// it is; after another error from the copy last written.
+				written = nil
+				if apierrors.IsConflict(err) {
+					if fresh, gerr := f.g.kube[c].DiscoveryV1().EndpointSlices(f.ns).Get(ctx, relayDstName, metav1.GetOptions{}); gerr == nil {
+						written = fresh
+					}
+				}
+				errs[i] = fmt.Errorf("relay to %s: %w", c, err)
+			}
+			if written != nil {
+				f.mu.Lock()
+				f.last[c] = written
+				f.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// watchHub runs the relay's second hop: every change of the hub's object
+// is copied to the consumers. It returns once its informer has synced.
+func (f *fanout) watchHub(ctx context.Context) error {
+	hc, err := cache.New(f.g.bed.Hub.RESTConfig(), cache.Options{
+		Scheme: controlplane.Scheme(), DefaultNamespaces: map[string]cache.Config{relayHubNamespace: {}},
+	})
+	if err != nil {
+		return err
+	}
+	inf, err := hc.GetInformer(ctx, &publish.PublishedExport{})
+	if err != nil {
+		return err
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) {
+			p, ok := obj.(*publish.PublishedExport)
+			if !ok || len(p.Spec.Endpoints) == 0 {
+				return
+			}
+			if err := f.toConsumers(ctx, p.Spec.Endpoints[0].Endpoints, p.Spec.LastChangeTriggerTime); err != nil && ctx.Err() == nil {
+				f.g.logf("%v", err)
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	go func() { _ = hc.Start(ctx) }()
+	if !hc.WaitForCacheSync(ctx) {
+		return errors.New("the relay's hub informer did not sync")
+	}
+	return nil
+}
+
+// triggerNow is the trigger time of a change made now, as a consumer
+// parses it back.
+func triggerNow() (time.Time, string) {
+	s := time.Now().UTC().Format(time.RFC3339Nano)
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t, s
+}
+
+// flip returns a copy of endpoints with endpoint i's readiness (ready and
+// serving) flipped, its address and its new readiness.
+func flip(endpoints []discoveryv1.Endpoint, i int) ([]discoveryv1.Endpoint, string, bool) {
+	out := make([]discoveryv1.Endpoint, len(endpoints))
+	for j := range endpoints {
+		endpoints[j].DeepCopyInto(&out[j])
+	}
+	ep := &out[i%len(out)]
+	ready := ep.Conditions.Ready == nil || !*ep.Conditions.Ready
+	ep.Conditions.Ready, ep.Conditions.Serving = &ready, &ready
+	return out, ep.Addresses[0], ready
+}

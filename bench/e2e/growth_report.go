@@ -1,0 +1,251 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"text/tabwriter"
+	"time"
+)
+
+// growthReport gathers the growth benchmark's results.
+type growthReport struct {
+	flags   *growthFlags
+	began   time.Time
+	elapsed time.Duration
+	results []*growthResult
+	hubLoad *hubLoadResult
+}
+
+// line is y = A + B*N, fitted by least squares.
+type line struct{ A, B, R2 float64 }
+
+func (l line) at(n float64) float64 { return l.A + l.B*n }
+
+// fitLine fits y = A + B*x by least squares; with one point, B is 0.
+func fitLine(xs, ys []float64) line {
+	n := float64(len(xs))
+	if len(xs) == 0 {
+		return line{}
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return line{A: sy / n, R2: 1}
+	}
+	b := (n*sxy - sx*sy) / den
+	a := (sy - b*sx) / n
+	var ssRes, ssTot float64
+	for i := range xs {
+		ssRes += math.Pow(ys[i]-(a+b*xs[i]), 2)
+		ssTot += math.Pow(ys[i]-sy/n, 2)
+	}
+	r2 := 1.0
+	if ssTot > 0 {
+		r2 = 1 - ssRes/ssTot
+	}
+	return line{A: a, B: b, R2: r2}
+}
+
+// processes is how many mcs-syncer processes a clusterset of n members
+// runs in mode.
+func processes(mode string, n float64) float64 {
+	if mode == modeCentral {
+		return 1
+	}
+	return n
+}
+
+// perProcess is one figure of a result, per process.
+type perProcess struct {
+	name string
+	unit string
+	of   func(r *growthResult) float64
+}
+
+// figures the report fits: each per process, as the model's unit of
+// growth (a clusterset's sum is processes(N) times it).
+var figures = []perProcess{
+	{"watches on a member's API server", "", func(r *growthResult) float64 { return float64(r.MemberWatches) }},
+	{"watches on the hub, per process", "", func(r *growthResult) float64 { return float64(r.HubWatches) / float64(r.Processes) }},
+	{"RSS per process", "MiB", func(r *growthResult) float64 { return float64(r.RSSSum) / float64(r.Processes) / (1 << 20) }},
+	{"idle CPU per process", "% of a core", func(r *growthResult) float64 { return 100 * r.IdleCPU / float64(r.Processes) }},
+	{"convergence", "s", func(r *growthResult) float64 { return r.Converge.Seconds() }},
+	{"change latency p50 to every member", "ms", func(r *growthResult) float64 { return float64(percentile(r.Latency, 50)) / 1e6 }},
+}
+
+// summed: the figures whose clusterset-wide sum is processes(N) times the
+// per-process figure.
+var summed = map[string]string{
+	"RSS per process":                 "RSS summed",
+	"idle CPU per process":            "idle CPU summed",
+	"watches on the hub, per process": "watches on the hub",
+}
+
+func (r *growthReport) print(out io.Writer) {
+	fmt.Fprintf(out, "\nmcs-syncer scale benchmark, %s; %d cores, %s; load average (1 min) at the end %s; whole run %s\n",
+		r.began.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), memTotal(), loadAverage(), r.elapsed.Round(time.Second))
+	f := r.flags
+	fmt.Fprintf(out, "%d Services x %d endpoints exported from each of 2 members; %d Services x %d endpoints not exported in every member\n\n",
+		f.exported, f.endpoints, f.private, f.endpoints)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "N\tmode\tprocesses\twatches on a member\twatches on the hub\tRSS summed\tRSS largest\tidle CPU summed\tconverged\tchange p50/max ms\trelay floor p50 ms\tratio p50\tload\t")
+	for _, g := range r.results {
+		n := fmt.Sprint(g.N)
+		if g.NoPrivate {
+			n += " (nothing private)"
+		}
+		conv := g.Converge.Round(10 * time.Millisecond).String()
+		if !g.Converged {
+			fmt.Fprintf(w, "%s\t%s\t%d\t\t\t\t\t\tNOT after %s\t\t\t\t%s\t\n", n, g.Mode, g.Processes, conv, g.Load1)
+			continue
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%.2f %%\t%s\t%s/%s\t%s\t%s\t%s\t\n", n, g.Mode, g.Processes,
+			g.MemberWatches, g.HubWatches, mib(g.RSSSum), mib(g.RSSMax), 100*g.IdleCPU, conv,
+			ms(percentile(g.Latency, 50)), ms(slices.Max(g.Latency)), ms(percentile(g.Floor, 50)),
+			ratio(percentile(g.Latency, 50), percentile(g.Floor, 50)), g.Load1)
+	}
+	w.Flush()
+	r.printFits(out)
+	if h := r.hubLoad; h != nil {
+		r.printHubLoad(out, h)
+	}
+	r.printGoals(out)
+}
+
+// fit fits one figure over the measured N of mode (with the non-exported
+// Services, converged).
+func (r *growthReport) fit(mode string, fig perProcess) (line, int) {
+	var xs, ys []float64
+	for _, g := range r.results {
+		if g.Mode == mode && !g.NoPrivate && g.Converged && len(g.Latency) > 0 {
+			xs, ys = append(xs, float64(g.N)), append(ys, fig.of(g))
+		}
+	}
+	return fitLine(xs, ys), len(xs)
+}
+
+func (r *growthReport) printFits(out io.Writer) {
+	fmt.Fprintln(out, "\nfits (least squares, y = a + b*N over the measured N) and extrapolation; sums are processes(N) x the per-process fit:")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "mode\tfigure\ta\tb per member\tR²\tN=255\tN=1000\t")
+	for _, mode := range r.flags.modes {
+		for _, fig := range figures {
+			l, points := r.fit(mode, fig)
+			if points < 2 {
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s (%s)\t%.3g\t%.3g\t%.3f\t%.4g\t%.4g\t\n", mode, fig.name, fig.unit, l.A, l.B, l.R2, l.at(255), l.at(1000))
+			if sum, ok := summed[fig.name]; ok && mode != modeCentral {
+				fmt.Fprintf(w, "%s\t%s (%s)\t\t\t\t%.4g\t%.4g\t\n", mode, sum, fig.unit, 255*l.at(255), 1000*l.at(1000))
+			}
+		}
+	}
+	w.Flush()
+}
+
+func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
+	fmt.Fprintf(out, "\nhub load: %d members (%d simulated, %d real importers), %d publications of %d endpoints\n",
+		h.Members, h.Simulated, h.Importers, h.Publications, r.flags.endpoints)
+	if !h.Converged {
+		fmt.Fprintf(out, "  NOT converged after %s\n", h.Converge.Round(time.Second))
+		return
+	}
+	fmt.Fprintf(out, "  published in %s; importers converged %s after their start; hub serves %d watches for them\n",
+		h.Publish.Round(time.Second), h.Converge.Round(time.Second), h.HubWatches)
+	perEndpoint := float64(slices.Max(h.ImporterRSS)) / float64(h.ImportedEndpoints)
+	fmt.Fprintf(out, "  importer RSS %s (largest %s) = %.0f bytes per imported endpoint (%d each)\n",
+		mibs(h.ImporterRSS), mib(slices.Max(h.ImporterRSS)), perEndpoint, h.ImportedEndpoints)
+	fmt.Fprintf(out, "  hub (kube-apiserver + etcd): RSS %s, CPU under load %.0f %% of a core\n", mib(h.HubRSS), 100*h.HubCPU)
+	fmt.Fprintf(out, "  %d changes at %g/s (1 in %d the floor's), %d lost, %d seen without their condition; load %s\n",
+		h.Sent, h.Rate, floorEvery, h.Lost, h.Wrong, h.Load1)
+	fmt.Fprintf(out, "  latency to every importer: mcs-syncer p50/p99 %s/%s ms; relay floor (hub -> consumer) p50/p99 %s/%s ms; ratio p50 %s\n",
+		ms(percentile(h.MCS, 50)), ms(percentile(h.MCS, 99)), ms(percentile(h.Floor, 50)), ms(percentile(h.Floor, 99)),
+		ratio(percentile(h.MCS, 50), percentile(h.Floor, 50)))
+	fmt.Fprintf(out, "  importer restart: ready after %s, last reconcile after %s, %d writes (%s)\n",
+		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.total(), h.RestartWrite)
+}
+
+func mibs(bs []int64) string {
+	s := ""
+	for i, b := range bs {
+		if i > 0 {
+			s += ", "
+		}
+		s += mib(b)
+	}
+	return s
+}
+
+func (r *growthReport) printGoals(out io.Writer) {
+	fmt.Fprintln(out, "\ngoals:")
+	goal := func(met bool, format string, args ...any) {
+		mark := "met    "
+		if !met {
+			mark = "NOT met"
+		}
+		fmt.Fprintf(out, "  [%s] %s\n", mark, fmt.Sprintf(format, args...))
+	}
+	var hubWatches []int
+	for _, g := range r.results {
+		if g.Mode == modeHub && !g.NoPrivate && g.Converged {
+			hubWatches = append(hubWatches, g.MemberWatches)
+		}
+	}
+	if len(hubWatches) > 1 {
+		goal(slices.Max(hubWatches)-slices.Min(hubWatches) <= 1, "hub mode: watches on a member's API server constant in N: %v", hubWatches)
+	}
+	for _, mode := range []string{modeHub, modeDirect} {
+		var without, with *growthResult
+		for _, g := range r.results {
+			if g.Mode == mode && g.N == r.flags.members[0] && g.Converged {
+				if g.NoPrivate {
+					without = g
+				} else {
+					with = g
+				}
+			}
+		}
+		if without != nil && with != nil {
+			// Each process reads its own cluster fully (as
+			// kube-controller-manager does): the private Services of its own
+			// cluster are the part of the difference that is by design.
+			grow := float64(with.RSSMax)/float64(without.RSSMax) - 1
+			goal(grow <= 0.10, "%s mode: largest RSS with %d private Services per member %s vs without %s: %+.1f %% (<= 10 %%)",
+				mode, r.flags.private, mib(with.RSSMax), mib(without.RSSMax), 100*grow)
+		}
+	}
+	if h := r.hubLoad; h != nil && h.Converged {
+		perEndpoint := float64(slices.Max(h.ImporterRSS)) / float64(h.ImportedEndpoints)
+		goal(perEndpoint <= 1536, "hub load: %.0f bytes of importer RSS per imported endpoint <= 1.5 KB", perEndpoint)
+		p50, f50 := percentile(h.MCS, 50), percentile(h.Floor, 50)
+		goal(p50 > 0 && p50 <= 2*f50, "hub load, %d members: change latency p50 %s ms <= 2x relay floor %s ms (%s)",
+			h.Members, ms(p50), ms(f50), ratio(p50, f50))
+		goal(h.Lost == 0 && h.Wrong == 0, "hub load: every change arrived with its condition (lost %d, wrong %d)", h.Lost, h.Wrong)
+		goal(h.RestartWrite.total() == 0, "hub load: importer restart writes %d == 0", h.RestartWrite.total())
+	}
+}
+
+// smokeCheck fails a -quick run that could not measure something.
+func (r *growthReport) smokeCheck() error {
+	var errs []error
+	for _, g := range r.results {
+		if !g.Converged || len(g.Latency) == 0 || len(g.Floor) == 0 {
+			errs = append(errs, fmt.Errorf("N=%d %s: converged %v, %d changes and %d floor changes timed", g.N, g.Mode, g.Converged, len(g.Latency), len(g.Floor)))
+		}
+	}
+	if h := r.hubLoad; h != nil && (!h.Converged || len(h.MCS) == 0 || len(h.Floor) == 0) {
+		errs = append(errs, fmt.Errorf("hub load: converged %v, %d changes and %d floor changes timed", h.Converged, len(h.MCS), len(h.Floor)))
+	}
+	for _, err := range errs {
+		fmt.Println("smoke check failed:", err)
+	}
+	fmt.Printf("\nsmoke: %d results, %d failed\n", len(r.results), len(errs))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+)
+
+// hubLoadNamespace holds the hub load's Services.
+const hubLoadNamespace = "hubload"
+
+// floorEvery: one change in floorEvery is the relay floor's.
+const floorEvery = 10
+
+// hubLoadResult is what the hub load measured.
+type hubLoadResult struct {
+	Members, Simulated, Importers int
+	Publications                  int
+	// Publish is the time the load generator took to write every
+	// publication into the hub.
+	Publish   time.Duration
+	Converge  time.Duration
+	Converged bool
+	// ImportedEndpoints per importer; ImporterRSS of each importer once
+	// converged.
+	ImportedEndpoints int
+	ImporterRSS       []int64
+	// HubRSS is the hub's kube-apiserver and etcd; HubCPU their CPU per
+	// second of wall time while the load ran.
+	HubRSS     int64
+	HubCPU     float64
+	HubWatches int
+	// MCS and Floor: every change's latency to every importer (a sample per
+	// change and importer).
+	MCS, Floor   []time.Duration
+	Sent, Lost   int
+	Wrong        int
+	Rate         float64
+	Load1        string
+	Restart      time.Duration
+	RestartReady time.Duration
+	RestartWrite writeCounts
+}
+
+// simName is the s-th simulated member.
+func simName(s int) string { return fmt.Sprintf("sim-%03d", s) }
+
+// simIP is the j-th address of simulated member s's i-th Service: from
+// 100.64.0.0 on, every member's block after the last.
+func (g *growth) simIP(s, i, j int) string {
+	return formatIPv4(uint32(100)<<24 | uint32(64)<<16 + uint32((s*g.f.exported+i)*g.endpoints+j))
+}
+
+// publication is what simulated member s publishes of its i-th Service.
+func (g *growth) publication(s, i int) *publish.PublishedExport {
+	ep := endpointSlice("", "", "", g.simIP(s, i, 0), g.endpoints)
+	_, trigger := triggerNow()
+	es := &clusterset.ExportedService{
+		Cluster: clusterset.ClusterID(simName(s)), Key: types.NamespacedName{Namespace: hubLoadNamespace, Name: hubServiceName(i)},
+		ExportCreated: metav1.Now(),
+		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP,
+			Ports: []mcsv1beta1.ServicePort{{Name: benchPort.Name, Protocol: benchPort.Protocol, Port: benchPort.Port}}},
+		Endpoints: []reconciler.EndpointGroup{{AddressType: ep.AddressType, Ports: ep.Ports, Endpoints: ep.Endpoints}},
+	}
+	es.LastChangeTriggerTime, _ = time.Parse(time.RFC3339Nano, trigger)
+	return publish.Encode(es, controlplane.SystemNamespace)
+}
+
+func hubServiceName(i int) string { return fmt.Sprintf("h-%04d", i) }
+
+// runHubLoad publishes what the simulated members would into the hub,
+// starts the real importers in hub mode, then changes publications at
+// the hub rate and times each change to every importer, next to the relay
+// floor through the same hops; last, it restarts one importer.
+func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
+	f := g.f
+	importers := g.bed.Clusters[len(g.bed.Clusters)-f.importers:]
+	res := &hubLoadResult{Members: f.hubMembers, Simulated: f.hubMembers - f.importers, Importers: f.importers, Rate: f.hubRate}
+	sims := res.Simulated
+	if err := g.ensureNamespace(ctx, hubLoadNamespace); err != nil {
+		return nil, err
+	}
+	// The load generator: every simulated member's publications and its
+	// marker, written as the cluster admin (exempt from the hub's
+	// admission, which binds a member's identity to its own cluster).
+	start := time.Now()
+	pubs := make([]*publish.PublishedExport, sims*f.exported)
+	err := parallel(ctx, len(pubs)+sims, writers, func(ctx context.Context, k int) error {
+		if k >= len(pubs) {
+			return g.hub.Create(ctx, publish.Marker(clusterset.ClusterID(simName(k-len(pubs))), controlplane.SystemNamespace))
+		}
+		p := g.publication(k/f.exported, k%f.exported)
+		if err := g.hub.Create(ctx, p); err != nil {
+			return fmt.Errorf("publish %s: %w", p.Name, err)
+		}
+		pubs[k] = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Publish, res.Publications = time.Since(start), len(pubs)
+	g.logf("hub load: %d publications and %d markers written into the hub in %s", len(pubs), sims, res.Publish.Round(time.Second))
+
+	views, err := g.importViews(ctx, importers, hubLoadNamespace, nil)
+	if err != nil {
+		return nil, err
+	}
+	args := map[string][]string{}
+	for _, c := range importers {
+		conf := testbed.ClustersetConfig{Clusterset: "hubload",
+			Hub: &testbed.HubSettings{Kubeconfig: filepath.Join(g.bed.StateDir, "hub", c.Name+".kubeconfig")}}
+		for s := range sims {
+			conf.Members = append(conf.Members, testbed.Member{ID: simName(s)})
+		}
+		for _, o := range importers {
+			m := testbed.Member{ID: o.Name}
+			if o == c {
+				m.Kubeconfig, m.Context = c.KubeconfigPath, c.Context
+			}
+			conf.Members = append(conf.Members, m)
+		}
+		path, err := g.writeConfig("hubload-"+c.Name, conf)
+		if err != nil {
+			return nil, err
+		}
+		args[c.Name] = []string{"--clusterset-config", path, "--local-cluster", c.Name}
+	}
+	h0, err := g.watches(ctx, testbed.HubName)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := g.startProcs(ctx, args); err != nil {
+		return nil, err
+	}
+	defer g.stopAll()
+	limit := 10*time.Minute + time.Duration(len(pubs))*20*time.Millisecond
+	err = poll(ctx, limit, "", func() bool {
+		for _, v := range views {
+			if !g.hubComplete(ctx, v, sims) {
+				return false
+			}
+		}
+		return true
+	})
+	res.Converged, res.Converge = err == nil, time.Since(t0)
+	if err != nil {
+		g.logf("hub load: NOT converged within %s", limit)
+		return res, nil
+	}
+	g.logf("hub load: %d importers converged in %s", len(importers), res.Converge.Round(time.Second))
+	res.ImportedEndpoints = len(pubs) * g.endpoints
+	for _, c := range importers {
+		rss, _, err := memory(g.procs[c.Name].Pid())
+		if err != nil {
+			return nil, err
+		}
+		res.ImporterRSS = append(res.ImporterRSS, rss)
+	}
+	h1, err := g.watches(ctx, testbed.HubName)
+	if err != nil {
+		return nil, err
+	}
+	res.HubWatches = h1 - h0
+	hubPids, err := g.bed.Hub.Pids()
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range hubPids {
+		rss, _, err := memory(pid)
+		if err != nil {
+			return nil, err
+		}
+		res.HubRSS += rss
+	}
+	hubCPU := func() (time.Duration, error) {
+		var sum time.Duration
+		for _, pid := range hubPids {
+			t, err := cpuTime(pid)
+			if err != nil {
+				return 0, err
+			}
+			sum += t
+		}
+		return sum, nil
+	}
+
+	// The load.
+	var consumers []string
+	for _, v := range views {
+		consumers = append(consumers, v.cluster)
+		defer v.stop()
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	relay, err := g.newFanout(lctx, hubLoadNamespace, consumers, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := relay.watchHub(lctx); err != nil {
+		return nil, err
+	}
+	tr := newTracker()
+	stop, err := g.observeViews(lctx, views, func(consumer string, s *discoveryv1.EndpointSlice, at time.Time) {
+		if s.Name == relayDstName {
+			tr.seen(pathFloor+"/"+consumer, relayService, s, at)
+			return
+		}
+		if source := s.Labels[mcsv1beta1.LabelSourceCluster]; source != "" {
+			tr.seen(pathMCS+"/"+consumer, s.Labels[mcsv1beta1.LabelServiceName]+"/"+source, s, at)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	cpu0, err := hubCPU()
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1645, 4080))
+	locks := make([]sync.Mutex, len(pubs))
+	seq := make([]int, len(pubs))
+	var hubSeq int
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var sendErr error
+	fail := func(err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		if sendErr == nil {
+			sendErr = err
+		}
+	}
+	begin := time.Now()
+	ticker := time.NewTicker(time.Duration(float64(time.Second) / f.hubRate))
+	for tick := 0; time.Since(begin) < f.hubDuration; tick++ {
+		if tick%floorEvery == floorEvery-1 {
+			// The floor: the same change on the relay's object in the hub,
+			// which the relay copies to every importer.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				relay.mu.Lock()
+				eps, address, ready := flip(relay.hubLast.Spec.Endpoints[0].Endpoints, hubSeq)
+				hubSeq++
+				t, text := triggerNow()
+				for _, c := range consumers {
+					tr.sent(pathFloor+"/"+c, relayService, change{trigger: t, address: address, ready: ready})
+				}
+				relay.mu.Unlock()
+				if err := relay.toHub(lctx, eps, text); err != nil {
+					fail(err)
+				}
+			}()
+			res.Sent++
+		} else {
+			k := rng.IntN(len(pubs))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				locks[k].Lock()
+				defer locks[k].Unlock()
+				p := pubs[k].DeepCopy()
+				eps, address, ready := flip(p.Spec.Endpoints[0].Endpoints, seq[k])
+				seq[k]++
+				p.Spec.Endpoints[0].Endpoints = eps
+				t, text := triggerNow()
+				p.Spec.LastChangeTriggerTime = text
+				for _, c := range consumers {
+					tr.sent(pathMCS+"/"+c, p.Spec.Name+"/"+p.Spec.Cluster, change{trigger: t, address: address, ready: ready})
+				}
+				if err := g.hub.Update(lctx, p); err != nil {
+					fail(fmt.Errorf("change %s: %w", p.Name, err))
+					return
+				}
+				pubs[k] = p
+			}()
+			res.Sent++
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ticker.C:
+		}
+	}
+	ticker.Stop()
+	wg.Wait()
+	sent := time.Since(begin)
+	if sendErr != nil {
+		return nil, sendErr
+	}
+	_ = poll(ctx, 30*time.Second, "", func() bool { return tr.outstanding() == 0 })
+	cpu1, err := hubCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.HubCPU = float64(cpu1-cpu0) / float64(time.Since(begin))
+	res.Load1 = loadAverage()
+	tr.mu.Lock()
+	for path, samples := range tr.samples {
+		if len(path) > len(pathFloor) && path[:len(pathFloor)] == pathFloor {
+			res.Floor = append(res.Floor, samples...)
+		} else {
+			res.MCS = append(res.MCS, samples...)
+		}
+	}
+	for _, n := range tr.wrong {
+		res.Wrong += n
+	}
+	tr.mu.Unlock()
+	res.Lost = tr.outstanding()
+	g.logf("hub load: %d changes in %s (%.1f/s), %d lost", res.Sent, sent.Round(time.Millisecond), float64(res.Sent)/sent.Seconds(), res.Lost)
+	cancel()
+
+	// An importer's restart, nothing changing.
+	first := importers[0]
+	if err := g.procs[first.Name].Stop(); err != nil {
+		return nil, err
+	}
+	delete(g.procs, first.Name)
+	r0 := time.Now()
+	if err := g.startProcs(ctx, map[string][]string{first.Name: args[first.Name]}); err != nil {
+		return nil, err
+	}
+	res.RestartReady = time.Since(r0)
+	settled, err := g.settled(ctx, first.Name, r0)
+	if err != nil {
+		return nil, err
+	}
+	res.Restart = settled
+	sleep(ctx, time.Second) // the last writes' audit events
+	logs := []string{first.AuditLogPath, g.bed.Hub.AuditLogPath}
+	if res.RestartWrite, err = countWrites(logs, r0, time.Now()); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// settled waits until process name's reconciles have stopped for a while
+// and returns the time from t0 until its last reconcile.
+func (g *growth) settled(ctx context.Context, name string, t0 time.Time) (time.Duration, error) {
+	minWindow, quiet := 30*time.Second, 10*time.Second
+	if g.quick {
+		minWindow, quiet = 5*time.Second, 2*time.Second
+	}
+	last, lastChange := -1.0, time.Now()
+	err := poll(ctx, 15*time.Minute, name+" settled after its restart", func() bool {
+		g.bench.syncer = g.procs[name]
+		n, err := g.reconciles(ctx)
+		g.bench.syncer = nil
+		if err != nil {
+			return false
+		}
+		if n != last {
+			last, lastChange = n, time.Now()
+		}
+		return time.Since(t0) >= minWindow && time.Since(lastChange) >= quiet
+	})
+	return lastChange.Sub(t0), err
+}
+
+// hubComplete reports whether a view holds the hub load's imports: every
+// Service imported Ready from every simulated member, with all its
+// endpoints ready.
+func (g *growth) hubComplete(ctx context.Context, v *importView, sims int) bool {
+	var sis mcsv1beta1.ServiceImportList
+	if err := v.cache.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil || len(sis.Items) < g.f.exported {
+		return false
+	}
+	for i := range sis.Items {
+		si := &sis.Items[i]
+		if len(si.Status.Clusters) != sims || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") || len(si.Spec.IPs) == 0 {
+			return false
+		}
+	}
+	var list discoveryv1.EndpointSliceList
+	if err := v.cache.List(ctx, &list, client.UnsafeDisableDeepCopy, client.HasLabels{mcsv1beta1.LabelSourceCluster}); err != nil {
+		return false
+	}
+	ready := 0
+	for i := range list.Items {
+		for _, ep := range list.Items[i].Endpoints {
+			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+				ready++
+			}
+		}
+	}
+	return ready == sims*g.f.exported*g.endpoints
+}
