@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	sigsjson "sigs.k8s.io/json"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -321,4 +322,23 @@ func refusedCount(t *testing.T, source string) float64 {
 		t.Fatal(err)
 	}
 	return out.GetCounter().GetValue()
+}
+
+// TestPublisherCacheBehind: a publication that the publisher's cache has
+// not seen yet (its own create, just made) is no error: the create's
+// AlreadyExists is looked at again shortly, and nothing is overwritten.
+func TestPublisherCacheBehind(t *testing.T) {
+	store := clusterset.NewStore()
+	store.BeginResync("east")
+	store.Put(export())
+	mine := Encode(export(), "mcs-system")
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return apierrors.NewNotFound(GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
+		},
+	}).Build()
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}
+	if res := reconcileOK(t, p, webKey); res.RequeueAfter == 0 {
+		t.Error("a publication the cache has not seen is not looked at again")
+	}
 }

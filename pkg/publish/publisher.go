@@ -176,6 +176,11 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (reconci
 	want := Encode(mine, p.opts.Namespace)
 	if existing == nil {
 		if err := p.client.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Our own create that the cache has not seen yet (or
+				// another's): look again once it has.
+				return reconcile.Result{RequeueAfter: clusterset.ConflictRetry}, nil
+			}
 			return retry(ctx, fmt.Errorf("publish %s: %w", name, err))
 		}
 		return reconcile.Result{}, nil
