@@ -257,7 +257,7 @@ func run(o *options) error {
 		if local == "" {
 			return runs, nil
 		}
-		publishing, err := publisher(cl, cfg, scheme, id, store, o.exportSyncs)
+		publishing, err := publisher(cl, cfg, scheme, id, store, o)
 		if err != nil {
 			return nil, err
 		}
@@ -355,8 +355,8 @@ func checkMode(cfg *membership.Config, local clusterset.ClusterID) error {
 // or into the hub, through a client and cache of its own that run beside
 // the publisher. A hub that does not answer holds up the publications
 // only, never the member's own imports.
-func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Scheme, local clusterset.ClusterID, store *clusterset.Store, workers int) ([]func(context.Context) error, error) {
-	opts := publish.PublisherOptions{Cluster: local, Namespace: cfg.PublicationNamespace, Store: store, Workers: workers}
+func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Scheme, local clusterset.ClusterID, store *clusterset.Store, o *options) ([]func(context.Context) error, error) {
+	opts := publish.PublisherOptions{Cluster: local, Namespace: cfg.PublicationNamespace, Store: store, Workers: o.exportSyncs}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)
 		if err != nil {
@@ -364,9 +364,9 @@ func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Schem
 		}
 		return []func(context.Context) error{p.Start}, nil
 	}
-	rc, err := cfg.Hub.RESTConfig()
+	rc, err := hubRESTConfig(cfg, o)
 	if err != nil {
-		return nil, fmt.Errorf("hub: %w", err)
+		return nil, err
 	}
 	hub, err := cluster.New(rc, func(o *cluster.Options) {
 		o.Scheme = scheme
@@ -381,6 +381,19 @@ func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Schem
 		return nil, fmt.Errorf("publisher: %w", err)
 	}
 	return []func(context.Context) error{hub.Start, p.Start}, nil
+}
+
+// hubRESTConfig is the publisher's config of the hub, with the members'
+// client limits: client-go's default of 5 requests per second made a
+// member's first publications into the hub take 20 s for 100 exports
+// (make bench-scale).
+func hubRESTConfig(cfg *membership.Config, o *options) (*rest.Config, error) {
+	rc, err := cfg.Hub.RESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	rc.QPS, rc.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
+	return rc, nil
 }
 
 // leaderElectionConfig returns the REST config of the cluster that holds

@@ -174,3 +174,31 @@ func TestCheckMode(t *testing.T) {
 		}
 	}
 }
+
+// TestHubClientLimits: the publisher's client of the hub has the members'
+// client limits (--kube-api-qps and --kube-api-burst), not client-go's
+// default of 5 requests per second.
+func TestHubClientLimits(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "hub.kubeconfig")
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:6443}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nhub: {kubeconfig: hub.kubeconfig}\nmembers:\n- id: east\n  kubeconfig: hub.kubeconfig\n- id: west\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{nil, {"--kube-api-qps", "30", "--kube-api-burst", "60"}} {
+		o, err := parseFlags(append([]string{"--clusterset-config", "c"}, args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := hubRESTConfig(cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.QPS != float32(o.kubeAPIQPS) || rc.Burst != o.kubeAPIBurst {
+			t.Errorf("%v: hub client QPS %v burst %d, want %v and %d", args, rc.QPS, rc.Burst, o.kubeAPIQPS, o.kubeAPIBurst)
+		}
+	}
+}
