@@ -491,8 +491,9 @@ func (g *growth) runOne(ctx context.Context, n int, mode string) (*growthResult,
 	if res.Latency, res.Floor, err = g.timeChanges(ctx, members, mode == modeHub); err != nil {
 		return nil, err
 	}
-	g.logf("growth: N=%d %s: converged in %s, watches %d on %s and %d on the hub, RSS %s, idle CPU %.2f %%",
-		n, mode, res.Converge.Round(10*time.Millisecond), res.MemberWatches, watched, res.HubWatches, mib(res.RSSSum), 100*res.IdleCPU)
+	g.logf("growth: N=%d %s: converged in %s, watches %d on %s and %d on the hub, RSS %s (largest %s), idle CPU %.2f %%, change p50 %s ms (floor %s ms)",
+		n, mode, res.Converge.Round(10*time.Millisecond), res.MemberWatches, watched, res.HubWatches, mib(res.RSSSum), mib(res.RSSMax),
+		100*res.IdleCPU, ms(percentile(res.Latency, 50)), ms(percentile(res.Floor, 50)))
 	return res, nil
 }
 
