@@ -401,10 +401,10 @@ func (g *growth) stopAll() {
 func (g *growth) measure(ctx context.Context, n int, mode string) (*growthResult, error) {
 	r, err := g.runOne(ctx, n, mode)
 	if err != nil {
-		return nil, fmt.Errorf("N=%d, %s mode: %w", n, mode, err)
+		return nil, fmt.Errorf("%s mode at N=%d: %w", mode, n, err)
 	}
 	if err := g.reset(ctx); err != nil {
-		return nil, fmt.Errorf("N=%d, %s mode: clean up: %w", n, mode, err)
+		return nil, fmt.Errorf("%s mode at N=%d: clean up: %w", mode, n, err)
 	}
 	return r, nil
 }

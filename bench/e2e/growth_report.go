@@ -143,7 +143,7 @@ func (r *growthReport) printFits(out io.Writer) {
 			}
 			fmt.Fprintf(w, "%s\t%s (%s)\t%.3g\t%.3g\t%.3f\t%.4g\t%.4g\t\n", mode, fig.name, fig.unit, l.A, l.B, l.R2, l.at(255), l.at(1000))
 			if sum, ok := summed[fig.name]; ok && mode != modeCentral {
-				fmt.Fprintf(w, "%s\t%s (%s)\t\t\t\t%.4g\t%.4g\t\n", mode, sum, fig.unit, 255*l.at(255), 1000*l.at(1000))
+				fmt.Fprintf(w, "%s\t%s (%s)\t\t\t\t%.4g\t%.4g\t\n", mode, sum, fig.unit, processes(mode, 255)*l.at(255), processes(mode, 1000)*l.at(1000))
 			}
 		}
 	}
@@ -237,7 +237,7 @@ func (r *growthReport) smokeCheck() error {
 	var errs []error
 	for _, g := range r.results {
 		if !g.Converged || len(g.Latency) == 0 || len(g.Floor) == 0 {
-			errs = append(errs, fmt.Errorf("N=%d %s: converged %v, %d changes and %d floor changes timed", g.N, g.Mode, g.Converged, len(g.Latency), len(g.Floor)))
+			errs = append(errs, fmt.Errorf("%[2]s mode at N=%[1]d: converged %[3]v, %d changes and %d floor changes timed", g.N, g.Mode, g.Converged, len(g.Latency), len(g.Floor)))
 		}
 	}
 	if h := r.hubLoad; h != nil && (!h.Converged || len(h.MCS) == 0 || len(h.Floor) == 0) {
