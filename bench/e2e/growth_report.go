@@ -184,14 +184,7 @@ func mibs(bs []int64) string {
 }
 
 func (r *growthReport) printGoals(out io.Writer) {
-	fmt.Fprintln(out, "\ngoals:")
-	goal := func(met bool, format string, args ...any) {
-		mark := "met    "
-		if !met {
-			mark = "NOT met"
-		}
-		fmt.Fprintf(out, "  [%s] %s\n", mark, fmt.Sprintf(format, args...))
-	}
+	goal := goals(out)
 	var hubWatches []int
 	for _, g := range r.results {
 		if g.Mode == modeHub && !g.NoPrivate && g.Converged {

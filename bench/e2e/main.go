@@ -449,15 +449,21 @@ func (r *report) printLatency(out io.Writer) {
 	w.Flush()
 }
 
-func (r *report) printGoals(out io.Writer) {
+// goals prints the goals' heading and returns what prints one goal, met
+// or not.
+func goals(out io.Writer) func(met bool, format string, args ...any) {
 	fmt.Fprintln(out, "\ngoals:")
-	goal := func(met bool, format string, args ...any) {
+	return func(met bool, format string, args ...any) {
 		mark := "met    "
 		if !met {
 			mark = "NOT met"
 		}
 		fmt.Fprintf(out, "  [%s] %s\n", mark, fmt.Sprintf(format, args...))
 	}
+}
+
+func (r *report) printGoals(out io.Writer) {
+	goal := goals(out)
 	var cpuSmall, cpuLarge float64
 	for _, l := range r.latency {
 		p50, f50 := percentile(l.MCS, 50), percentile(l.Floor, 50)
