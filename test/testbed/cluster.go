@@ -8,6 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/coredns"
@@ -76,6 +81,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := coredns.CreateService(ctx, kube, c.DNSServiceIP(), realnode.HostIP, dns.Port); err != nil {
 		return err
 	}
+	// A pod is refused until kube-controller-manager has given its
+	// namespace a default ServiceAccount; on a loaded machine that can come
+	// after the node is Ready (seen in CI), so the cluster is up only once
+	// the default namespace has one.
+	if err := waitForDefaultServiceAccount(ctx, kube); err != nil {
+		return err
+	}
 	return c.RealNode.Start(ctx, realnode.Spec{
 		Zone:           cmp.Or(c.bed.opts.RealNodeZones[c.Name], c.Zones[0]),
 		Region:         c.Name,
@@ -129,4 +141,17 @@ func (c *Cluster) Exec(ctx context.Context, ns, pod string, command ...string) (
 		return stdout.String(), fmt.Errorf("exec in %s %s/%s: %s: %w: %s", c.Name, ns, pod, strings.Join(command, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// waitForDefaultServiceAccount waits until namespace default has its
+// default ServiceAccount.
+func waitForDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("testbed: no default ServiceAccount in namespace default: %w", err)
+	}
+	return nil
 }

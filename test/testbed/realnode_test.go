@@ -111,6 +111,9 @@ func TestRealNodeLeavesHostClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On failure too: the next tests need the host's network free (Stop
+	// twice is harmless).
+	t.Cleanup(func() { _ = cs.Stop(context.Background()) })
 	runPod(ctx, t, cs.Clusters[0])
 	if hostState(t) == before {
 		t.Error("the host looks the same with a real node running: hostState sees nothing")
