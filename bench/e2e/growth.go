@@ -499,15 +499,11 @@ func (g *growth) runOne(ctx context.Context, n int, mode string) (*growthResult,
 
 // cpu is the CPU time of every running process, summed.
 func (g *growth) cpu() (time.Duration, error) {
-	var sum time.Duration
+	var pids []int
 	for _, p := range g.procs {
-		t, err := cpuTime(p.Pid())
-		if err != nil {
-			return 0, err
-		}
-		sum += t
+		pids = append(pids, p.Pid())
 	}
-	return sum, nil
+	return cpuTimes(pids)
 }
 
 // watches returns the watches an API server serves now

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,17 +191,11 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 		}
 		res.HubRSS += rss
 	}
-	hubCPU := func() (time.Duration, error) {
-		var sum time.Duration
-		for _, pid := range hubPids {
-			t, err := cpuTime(pid)
-			if err != nil {
-				return 0, err
-			}
-			sum += t
-		}
-		return sum, nil
+	var hubPidList []int
+	for _, pid := range hubPids {
+		hubPidList = append(hubPidList, pid)
 	}
+	hubCPU := func() (time.Duration, error) { return cpuTimes(hubPidList) }
 
 	// The load.
 	var consumers []string
@@ -316,7 +311,7 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	res.Load1 = loadAverage()
 	tr.mu.Lock()
 	for path, samples := range tr.samples {
-		if len(path) > len(pathFloor) && path[:len(pathFloor)] == pathFloor {
+		if strings.HasPrefix(path, pathFloor+"/") {
 			res.Floor = append(res.Floor, samples...)
 		} else {
 			res.MCS = append(res.MCS, samples...)
@@ -357,24 +352,9 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 // settled waits until process name's reconciles have stopped for a while
 // and returns the time from t0 until its last reconcile.
 func (g *growth) settled(ctx context.Context, name string, t0 time.Time) (time.Duration, error) {
-	minWindow, quiet := 30*time.Second, 10*time.Second
-	if g.quick {
-		minWindow, quiet = 5*time.Second, 2*time.Second
-	}
-	last, lastChange := -1.0, time.Now()
-	err := poll(ctx, 15*time.Minute, name+" settled after its restart", func() bool {
-		g.bench.syncer = g.procs[name]
-		n, err := g.reconciles(ctx)
-		g.bench.syncer = nil
-		if err != nil {
-			return false
-		}
-		if n != last {
-			last, lastChange = n, time.Now()
-		}
-		return time.Since(t0) >= minWindow && time.Since(lastChange) >= quiet
-	})
-	return lastChange.Sub(t0), err
+	minWindow, quiet := settleWindows(g.quick)
+	last, err := settle(ctx, g.procs[name], t0, minWindow, quiet, 15*time.Minute)
+	return last.Sub(t0), err
 }
 
 // hubComplete reports whether a view holds the hub load's imports: every

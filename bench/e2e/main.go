@@ -293,12 +293,9 @@ func run(ctx context.Context, f *flags) error {
 			return fmt.Errorf("scale: %w", err)
 		}
 		if f.has("restart") {
-			minWindow, settle := 30*time.Second, 10*time.Second
-			if f.quick {
-				minWindow, settle = 5*time.Second, 2*time.Second
-			}
+			minWindow, quiet := settleWindows(f.quick)
 			b.logf("restart over %d imports", f.services)
-			if rep.restart, err = b.runRestart(ctx, minWindow, settle); err != nil {
+			if rep.restart, err = b.runRestart(ctx, minWindow, quiet); err != nil {
 				return fmt.Errorf("restart: %w", err)
 			}
 		}

@@ -33,6 +33,19 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
+// cpuTimes returns the CPU time of processes, summed.
+func cpuTimes(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		t, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
+}
+
 // memory returns a process's resident set size now and at its peak, in
 // bytes.
 func memory(pid int) (rss, peak int64, err error) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
 
 const (
@@ -392,9 +393,9 @@ type restartResult struct {
 }
 
 // runRestart stops mcs-syncer, starts it again, and counts its writes from
-// the start until it has settled: its reconciles stopped for settle, and
+// the start until it has settled: its reconciles stopped for quiet, and
 // at least minWindow passed.
-func (b *bench) runRestart(ctx context.Context, minWindow, settle time.Duration) (*restartResult, error) {
+func (b *bench) runRestart(ctx context.Context, minWindow, quiet time.Duration) (*restartResult, error) {
 	if err := b.stopSyncer(); err != nil {
 		return nil, err
 	}
@@ -402,29 +403,46 @@ func (b *bench) runRestart(ctx context.Context, minWindow, settle time.Duration)
 	if err := b.startSyncer(ctx); err != nil {
 		return nil, err
 	}
+	if _, err := settle(ctx, b.syncer, t0, minWindow, quiet, 10*time.Minute); err != nil {
+		return nil, err
+	}
+	sleep(ctx, time.Second)
+	res := &restartResult{Window: time.Since(t0)}
+	var err error
+	res.Writes, err = countWrites(b.auditLogs(), t0, time.Now())
+	return res, err
+}
+
+// settleWindows are the windows a restarted process is watched over:
+// at least minWindow in all, and quiet without a reconcile.
+func settleWindows(quick bool) (minWindow, quiet time.Duration) {
+	if quick {
+		return 5 * time.Second, 2 * time.Second
+	}
+	return 30 * time.Second, 10 * time.Second
+}
+
+// settle waits, at most limit, until process p has settled after its
+// start at t0: its reconciles stopped for quiet, and at least minWindow
+// passed. It returns the time of its last reconcile seen.
+func settle(ctx context.Context, p *syncer.Process, t0 time.Time, minWindow, quiet, limit time.Duration) (time.Time, error) {
 	last, lastChange := -1.0, time.Now()
-	err := poll(ctx, 10*time.Minute, "mcs-syncer settled after its restart", func() bool {
-		n, err := b.reconciles(ctx)
+	err := poll(ctx, limit, "mcs-syncer settled after its restart", func() bool {
+		n, err := reconciles(ctx, p)
 		if err != nil {
 			return false
 		}
 		if n != last {
 			last, lastChange = n, time.Now()
 		}
-		return time.Since(t0) >= minWindow && time.Since(lastChange) >= settle
+		return time.Since(t0) >= minWindow && time.Since(lastChange) >= quiet
 	})
-	if err != nil {
-		return nil, err
-	}
-	sleep(ctx, time.Second)
-	res := &restartResult{Window: time.Since(t0)}
-	res.Writes, err = countWrites(b.auditLogs(), t0, time.Now())
-	return res, err
+	return lastChange, err
 }
 
-// reconciles returns the sum of mcs-syncer's reconciles, every controller.
-func (b *bench) reconciles(ctx context.Context) (float64, error) {
-	families, err := b.syncer.MetricFamilies(ctx)
+// reconciles returns the sum of a process's reconciles, every controller.
+func reconciles(ctx context.Context, p *syncer.Process) (float64, error) {
+	families, err := p.MetricFamilies(ctx)
 	if err != nil {
 		return 0, err
 	}

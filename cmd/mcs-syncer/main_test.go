@@ -83,9 +83,7 @@ func TestLeaseHome(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "east.kubeconfig")
-	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:6443}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeKubeconfig(t, kc, "https://127.0.0.1:6443")
 	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +153,7 @@ func TestRunRefusesUselessConfigs(t *testing.T) {
 func TestCheckMode(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "k")
-	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:1}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeKubeconfig(t, kubeconfig, "https://127.0.0.1:1")
 	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nhub: {kubeconfig: k}\nmembers:\n- id: east\n  kubeconfig: k\n- id: west\n"), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -181,9 +177,7 @@ func TestCheckMode(t *testing.T) {
 func TestHubClientLimits(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "hub.kubeconfig")
-	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: https://127.0.0.1:6443}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeKubeconfig(t, kc, "https://127.0.0.1:6443")
 	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nhub: {kubeconfig: hub.kubeconfig}\nmembers:\n- id: east\n  kubeconfig: hub.kubeconfig\n- id: west\n"), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -200,5 +194,15 @@ func TestHubClientLimits(t *testing.T) {
 		if rc.QPS != float32(o.kubeAPIQPS) || rc.Burst != o.kubeAPIBurst {
 			t.Errorf("%v: hub client QPS %v burst %d, want %v and %d", args, rc.QPS, rc.Burst, o.kubeAPIQPS, o.kubeAPIBurst)
 		}
+	}
+}
+
+// writeKubeconfig writes a kubeconfig of one API server (a token user)
+// to path.
+func writeKubeconfig(t *testing.T, path, server string) {
+	t.Helper()
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + server + "}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
