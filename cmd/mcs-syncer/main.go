@@ -221,8 +221,9 @@ func run(o *options) error {
 	configureCache := func(id clusterset.ClusterID, o *cache.Options) {
 		export.ConfigureCache(o)
 		if local != "" {
-			// The publisher's view of its own publications, or a reader's
-			// of one member's.
+			// The publisher's view of its own publications, a reader's of
+			// one member's, or (id "") the view of every member's in the
+			// hub that the readers of all members share.
 			publish.ConfigureCache(o, publications, id)
 		}
 	}

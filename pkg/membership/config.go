@@ -203,8 +203,15 @@ func (m *Member) RESTConfig() (*rest.Config, error) {
 // fingerprint changes when anything that decides how the member is reached
 // changes, the content of its kubeconfig included (rotated credentials).
 func (m *Member) fingerprint() [sha256.Size]byte {
+	conn := m.connectionPrint()
+	return sha256.Sum256(append([]byte(string(m.ID)+"\x00"), conn[:]...))
+}
+
+// connectionPrint is the fingerprint of how the member is reached, its ID
+// aside: the same for every member read through one hub.
+func (m *Member) connectionPrint() [sha256.Size]byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%v\x00%v\x00", m.ID, m.Kubeconfig, m.Context, m.InCluster, m.ThroughHub)
+	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%v\x00", m.Kubeconfig, m.Context, m.InCluster, m.ThroughHub)
 	if raw, err := os.ReadFile(m.Kubeconfig); err == nil {
 		h.Write(raw)
 	} else if m.Kubeconfig != "" {

@@ -91,6 +91,8 @@ type deps struct {
 	newProber func(rc *rest.Config, api requiredAPI) (prober, error)
 	// stopTimeout bounds the wait for a disengaged member's controllers.
 	stopTimeout time.Duration
+	// hubs are the connections shared by the members read through a hub.
+	hubs *hubs
 }
 
 // prober asks a member's API server whether the member can be engaged.
@@ -238,7 +240,12 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 	if m.deps.opts.ReadsPublications != nil && m.deps.opts.ReadsPublications(m.id()) {
 		api = publicationAPI
 	}
-	check, err := m.deps.newProber(rc, api)
+	var check prober
+	if m.config.ThroughHub {
+		check, err = m.deps.hubs.prober(m.config, rc, api)
+	} else {
+		check, err = m.deps.newProber(rc, api)
+	}
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
@@ -314,6 +321,8 @@ type engagement struct {
 	// informer whose request hangs on a dead connection took ~10 s to stop,
 	// and the member's return would wait for it.
 	controllers sync.WaitGroup
+	// release lets go of the member's share of a hub's connection.
+	release func()
 }
 
 // start builds the member's cache and what runs on it (Options.Engage),
@@ -321,12 +330,21 @@ type engagement struct {
 func (m *member) start(ctx context.Context, rc *rest.Config) (*engagement, error) {
 	e := &engagement{m: m, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	cl, err := m.deps.newCluster(m.id(), rc, func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) })
+	onWatchError := func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) }
+	var cl cluster.Cluster
+	var err error
+	e.release = func() {}
+	if m.config.ThroughHub {
+		cl, e.release, err = m.deps.hubs.attach(ctx, m.config, rc, onWatchError)
+	} else {
+		cl, err = m.deps.newCluster(m.id(), rc, onWatchError)
+	}
 	if err != nil {
 		e.cancel()
 		return nil, err
 	}
 	if e.runnables, err = m.deps.opts.Engage(m.id(), cl); err != nil {
+		e.release()
 		e.cancel()
 		return nil, err
 	}
@@ -348,6 +366,7 @@ func (e *engagement) run(f func(context.Context) error) {
 // stop disengages the member and waits (bounded) for its controllers.
 func (e *engagement) stop(ctx context.Context) {
 	e.cancel()
+	defer e.release()
 	if !waitTimeout(&e.controllers, e.m.deps.stopTimeout) {
 		// The stacks say which worker did not return (a hang seen
 		// when SIGTERM came right after the controllers started).

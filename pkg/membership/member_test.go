@@ -61,20 +61,30 @@ func (p *fakeProber) count() int {
 }
 
 // fakeCluster is a cluster whose cache syncs when sync is closed and whose
-// Start returns startErr (or blocks until its context ends).
+// Start returns startErr, or blocks until its context ends or an error
+// comes on fail (if set); then it closes stopped (if set).
 type fakeCluster struct {
 	cluster.Cluster // only Start and GetCache are used
 	sync            chan struct{}
 	startErr        error
 	onWatchError    func(context.Context, error)
+	fail            chan error
+	stopped         chan struct{}
 }
 
 func (c *fakeCluster) Start(ctx context.Context) error {
 	if c.startErr != nil {
 		return c.startErr
 	}
-	<-ctx.Done()
-	return nil
+	if c.stopped != nil {
+		defer close(c.stopped)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-c.fail:
+		return err
+	}
 }
 
 func (c *fakeCluster) GetCache() cache.Cache { return fakeCache{sync: c.sync} }

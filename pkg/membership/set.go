@@ -28,7 +28,9 @@ import (
 type Options struct {
 	// Scheme of every member's client and cache. Required.
 	Scheme *runtime.Scheme
-	// ConfigureCache, if set, adjusts each member's cache options.
+	// ConfigureCache, if set, adjusts each member's cache options; it is
+	// called with the empty ID for a hub's cache, which every member read
+	// through the hub shares (so it must not select one member's objects).
 	ConfigureCache func(clusterset.ClusterID, *cache.Options)
 	// ReadsPublications, if set, says which members are read through their
 	// publications only (pkg/publish): their probe asks for the
@@ -165,6 +167,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}}
 	s.deps = &deps{opts: opts, metrics: m, changed: s.changed, identified: s.rejoined,
 		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout}
+	s.deps.hubs = newHubs(s.deps)
 	if err := s.checkRequired(cfg); err != nil {
 		return nil, err
 	}

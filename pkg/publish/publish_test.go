@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	sigsjson "sigs.k8s.io/json"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -267,11 +268,10 @@ func TestReader(t *testing.T) {
 	old := export()
 	old.Key.Name = "old"
 	store.Put(old) // read before a reconnection; gone since
-	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}}
+	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
 	store.BeginResync("east")
-	log := logr.Discard()
 
-	r.put(log, Encode(export(), "mcs-system"))
+	r.put(Encode(export(), "mcs-system"))
 	if got := store.Get(webKey); len(got) != 1 || !got[0].Equal(export()) {
 		t.Fatalf("store %+v", got)
 	}
@@ -282,7 +282,7 @@ func TestReader(t *testing.T) {
 	if store.Synced("east") {
 		t.Fatal("synced without the marker")
 	}
-	r.put(log, Marker("east", "mcs-system"))
+	r.put(Marker("east", "mcs-system"))
 	if !store.Synced("east") || len(store.Get(types.NamespacedName{Namespace: "ns", Name: "old"})) != 0 {
 		t.Fatalf("after the marker: synced %v, old export %v", store.Synced("east"), store.Get(types.NamespacedName{Namespace: "ns", Name: "old"}))
 	}
@@ -293,8 +293,8 @@ func TestReader(t *testing.T) {
 	bad := Encode(impostor, "mcs-system")
 	bad.Name = ObjectName("west", webKey)
 	before := refusedCount(t, "east")
-	r.put(log, bad)
-	r.put(log, func() *PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
+	r.put(bad)
+	r.put(func() *PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
 	if got := store.Get(webKey); len(got) != 0 {
 		t.Errorf("refused publication left %+v", got)
 	}
@@ -303,11 +303,80 @@ func TestReader(t *testing.T) {
 	}
 
 	// Deleted (also as a tombstone): withdrawn; a marker deleted changes nothing.
-	r.put(log, Encode(export(), "mcs-system"))
-	r.remove(toolscache.DeletedFinalStateUnknown{Obj: Encode(export(), "mcs-system")})
+	r.put(Encode(export(), "mcs-system"))
+	r.remove(Encode(export(), "mcs-system"))
 	r.remove(Marker("east", "mcs-system"))
 	if got := store.Get(webKey); len(got) != 0 || !store.Synced("east") {
 		t.Errorf("after delete: %+v, synced %v", got, store.Synced("east"))
+	}
+}
+
+// TestDemux: the readers of several members share one informer (a hub's):
+// each gets its own cluster's publications and no other's, including those
+// seen before it came and those that change cluster; a deletion reaches
+// the reader it belongs to, and a reader that left gets nothing more.
+func TestDemux(t *testing.T) {
+	store := clusterset.NewStore()
+	inf := controllertest.NewFakeInformer()
+	newReader := func(id clusterset.ClusterID) *Reader {
+		return &Reader{cluster: id, store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+	}
+	publication := func(cluster clusterset.ClusterID, name string) *PublishedExport {
+		es := export()
+		es.Cluster, es.Key.Name = cluster, name
+		return Encode(es, "mcs-system")
+	}
+	sources := func(name string) []clusterset.ClusterID {
+		var ids []clusterset.ClusterID
+		for _, es := range store.Get(types.NamespacedName{Namespace: "ns", Name: name}) {
+			ids = append(ids, es.Cluster)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+
+	east, west := newReader("east"), newReader("west")
+	d, err := attach(inf, east)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2, _ := attach(inf, west); d2 != d {
+		t.Fatal("a second reader of the informer got a demux of its own")
+	}
+	inf.Add(publication("east", "web"))
+	inf.Add(publication("west", "web"))
+	inf.Add(publication("north", "web")) // no reader yet
+	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "west"}) {
+		t.Fatalf("web from %v, want east and west", got)
+	}
+	north := newReader("north")
+	if _, err := attach(inf, north); err != nil {
+		t.Fatal(err)
+	}
+	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north", "west"}) {
+		t.Fatalf("after north's reader came: web from %v", got)
+	}
+
+	// A publication whose label moves from west to east is west's no more;
+	// east's reader refuses it (its spec says west) and withdraws nothing of
+	// its own.
+	moved := publication("west", "db")
+	inf.Add(moved)
+	relabelled := moved.DeepCopy()
+	relabelled.Labels[mcsv1beta1.LabelSourceCluster] = "east"
+	inf.Update(moved, relabelled)
+	if got := sources("db"); len(got) != 0 {
+		t.Errorf("db from %v after its label moved to a cluster its spec does not name", got)
+	}
+
+	inf.Delete(publication("west", "web"))
+	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north"}) {
+		t.Errorf("after west's web was deleted: web from %v", got)
+	}
+	d.detach(east)
+	inf.Add(publication("east", "api"))
+	if got := sources("api"); len(got) != 0 {
+		t.Errorf("a reader that left got %v", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,15 +26,19 @@ import (
 )
 
 // ConfigureCache makes a cache hold only the PublishedExports of cluster
-// in namespace: a reader's of one member, or a publisher's of its own.
+// in namespace: a reader's of one member, or a publisher's of its own. With
+// no cluster it holds every member's (a hub's, which the readers of all
+// members read through it share).
 func ConfigureCache(o *cache.Options, namespace string, cluster clusterset.ClusterID) {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
-	o.ByObject[&PublishedExport{}] = cache.ByObject{
-		Namespaces: map[string]cache.Config{namespace: {}},
-		Label:      labels.SelectorFromSet(labels.Set{mcsv1beta1.LabelSourceCluster: string(cluster)}),
+	selector := labels.SelectorFromSet(labels.Set{mcsv1beta1.LabelSourceCluster: string(cluster)})
+	if cluster == "" {
+		exists, _ := labels.NewRequirement(mcsv1beta1.LabelSourceCluster, selection.Exists, nil)
+		selector = labels.NewSelector().Add(*exists)
 	}
+	o.ByObject[&PublishedExport{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}, Label: selector}
 }
 
 // PublisherOptions configure a Publisher.

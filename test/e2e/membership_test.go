@@ -33,6 +33,7 @@ import (
 // exclusive stops the shared mcs-syncer until the test ends.
 func exclusive(t *testing.T) {
 	t.Helper()
+	needTestbed(t)
 	if err := syncer.stop(); err != nil {
 		t.Fatal(err)
 	}
