@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -76,12 +77,28 @@ func Start(ctx context.Context, bin, logPath string, args ...string) (*Process, 
 		"--zap-log-level", "info"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	s := &Process{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// Pdeathsig comes when the OS thread that started the process
+		// ends, not the calling process: this goroutine keeps its thread
+		// (which the runtime never ends while it is locked and alive)
+		// until the process exits.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err != nil {
+			logFile.Close()
+			return
+		}
+		s.exitErr = cmd.Wait()
 		logFile.Close()
+		close(s.done)
+	}()
+	if err := <-started; err != nil {
 		return nil, err
 	}
-	s := &Process{MetricsAddr: metricsAddr, ProbeAddr: probeAddr, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() { s.exitErr = cmd.Wait(); logFile.Close(); close(s.done) }()
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case <-s.done:
