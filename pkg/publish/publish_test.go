@@ -406,8 +406,18 @@ func TestPublisherCacheBehind(t *testing.T) {
 			return apierrors.NewNotFound(GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
 		},
 	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl,
+		apiReader: fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine.DeepCopy()).Build()}
 	if res := reconcileOK(t, p, webKey); res.RequeueAfter == 0 {
 		t.Error("a publication the cache has not seen is not looked at again")
+	}
+
+	// Not ours, under our publication's name: an error that says so.
+	foreign := mine.DeepCopy()
+	foreign.Labels = map[string]string{"app": "other"}
+	p.apiReader = fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(foreign).Build()
+	_, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey})
+	if err == nil || !strings.Contains(err.Error(), "in the way") {
+		t.Errorf("an object in the way that is not ours: %v", err)
 	}
 }

@@ -57,9 +57,11 @@ type PublisherOptions struct {
 // equal to the member's exports in the Store, and writes the member's
 // marker once they first are.
 type Publisher struct {
-	opts       PublisherOptions
-	client     client.Client
-	cache      cache.Cache
+	opts   PublisherOptions
+	client client.Client
+	cache  cache.Cache
+	// apiReader reads past the cache: what a create found in its way.
+	apiReader  client.Reader
 	controller controller.TypedController[reconcile.Request]
 	// markerDone is set once the marker is known to exist.
 	markerDone atomic.Bool
@@ -74,7 +76,7 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil {
 		return nil, fmt.Errorf("publish: cluster, namespace and store are required")
 	}
-	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache()}
+	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache(), apiReader: target.GetAPIReader()}
 	// Registered now, so that Start waits for it (and a member's own
 	// cache counts as synced only once it is).
 	if _, err := p.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
@@ -182,9 +184,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (reconci
 	if existing == nil {
 		if err := p.client.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				// Our own create that the cache has not seen yet (or
-				// another's): look again once it has.
-				return reconcile.Result{RequeueAfter: clusterset.ConflictRetry}, nil
+				return p.inTheWay(ctx, name)
 			}
 			return retry(ctx, fmt.Errorf("publish %s: %w", name, err))
 		}
@@ -207,6 +207,20 @@ func retry(ctx context.Context, err error) (reconcile.Result, error) {
 		return reconcile.Result{RequeueAfter: after}, nil
 	}
 	return reconcile.Result{}, err
+}
+
+// inTheWay handles a create that found an object of the publication's
+// name: our own create that the cache has not seen yet is looked at again
+// once it has; an object that is not this member's publication (the cache
+// never shows it: it selects ours) is an error that names it, retried
+// with backoff, rather than a quiet requeue for ever.
+func (p *Publisher) inTheWay(ctx context.Context, name types.NamespacedName) (reconcile.Result, error) {
+	var there PublishedExport
+	if err := p.apiReader.Get(ctx, name, &there); err == nil && there.Labels[mcsv1beta1.LabelSourceCluster] != string(p.opts.Cluster) {
+		return reconcile.Result{}, fmt.Errorf("publish %s: an object of that name is in the way, and it is not %s's publication (source-cluster label %q): remove it",
+			name, p.opts.Cluster, there.Labels[mcsv1beta1.LabelSourceCluster])
+	}
+	return reconcile.Result{RequeueAfter: clusterset.ConflictRetry}, nil
 }
 
 // syncMarker writes the marker once every export of the member is
