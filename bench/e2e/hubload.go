@@ -232,6 +232,7 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	}
 	rng := rand.New(rand.NewPCG(1645, 4080))
 	locks := make([]sync.Mutex, len(pubs))
+	var floorMu sync.Mutex
 	seq := make([]int, len(pubs))
 	var hubSeq int
 	var wg sync.WaitGroup
@@ -253,6 +254,11 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// One floor change at a time, as one publication's: each
+				// writes over the last (a loaded hub took longer than the
+				// 200 ms between two, and the second one's update conflicted).
+				floorMu.Lock()
+				defer floorMu.Unlock()
 				relay.mu.Lock()
 				eps, address, ready := flip(relay.hubLast.Spec.Endpoints[0].Endpoints, hubSeq)
 				hubSeq++
