@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +24,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
 // hubLoadNamespace holds the hub load's Services.
@@ -143,6 +147,14 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 		}
 		args[c.Name] = []string{"--clusterset-config", path, "--local-cluster", c.Name}
 	}
+	// The first importer's profiles (CPU under the load, heap once
+	// converged) go into the state folder, for what the figures do not say.
+	pprofPort, err := host.FreePort(false)
+	if err != nil {
+		return nil, err
+	}
+	pprof := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pprofPort)
+	args[importers[0].Name] = append(args[importers[0].Name], "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	h0, err := g.watches(ctx, testbed.HubName)
 	if err != nil {
 		return nil, err
@@ -180,6 +192,7 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 		return nil, err
 	}
 	res.HubWatches = h1 - h0
+	g.saveProfile(ctx, pprof+"heap", "importer-heap.pprof")
 	hubPids, err := g.bed.Hub.Pids()
 	if err != nil {
 		return nil, err
@@ -245,6 +258,13 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 			sendErr = err
 		}
 	}
+	var profiled sync.WaitGroup
+	profiled.Add(1)
+	go func() {
+		defer profiled.Done()
+		g.saveProfile(lctx, fmt.Sprintf("%sprofile?seconds=%d", pprof, max(1, int(f.hubDuration.Seconds()*2/3))), "importer-cpu.pprof")
+	}()
+	defer profiled.Wait()
 	begin := time.Now()
 	ticker := time.NewTicker(time.Duration(float64(time.Second) / f.hubRate))
 	for tick := 0; time.Since(begin) < f.hubDuration; tick++ {
@@ -353,6 +373,43 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// saveProfile saves the pprof profile at url in the state folder's
+// profiles; a failure is logged, the benchmark goes on.
+func (g *growth) saveProfile(ctx context.Context, url, name string) {
+	err := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		dir := filepath.Join(g.f.stateDir, "profiles")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		out, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, resp.Body); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	}()
+	if err != nil {
+		g.logf("profile %s not saved: %v", name, err)
+		return
+	}
+	g.logf("profile saved: %s", filepath.Join(g.f.stateDir, "profiles", name))
 }
 
 // settled waits until process name's reconciles have stopped for a while
