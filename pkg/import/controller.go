@@ -93,6 +93,8 @@ type Controller struct {
 	// source, so that reconciling one source never sees the others' slices
 	// as missing.
 	reconcilers map[clusterset.ClusterID]*reconciler.Reconciler
+	// settled says which sources' slices need no planning (settled.go).
+	settled *settled
 	// reported holds the problems already logged, see reportOnce.
 	reported map[reportKey]bool
 }
@@ -186,6 +188,7 @@ func newController(cl client.Client, sliceReader client.Reader, sliceWriter disc
 		reconcilers: map[clusterset.ClusterID]*reconciler.Reconciler{},
 		reported:    map[reportKey]bool{},
 		own:         newOwnWrites(),
+		settled:     newSettled(),
 		newReconciler: func() (*reconciler.Reconciler, error) {
 			ro := []reconciler.Option{
 				reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),

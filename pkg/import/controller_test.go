@@ -443,3 +443,51 @@ func TestMetricsForgetWithdrawnImport(t *testing.T) {
 		t.Errorf("imported after withdrawal %v", got)
 	}
 }
+
+// TestSettledSources: a source whose export, slices and import-wide inputs
+// are as when its slices were last found up to date is not planned again;
+// anything of those that changes is: a change of one source's export, a
+// slice changed by someone else, the import's type (which every source's
+// slices' labels follow).
+func TestSettledSources(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.put(h.export("east", 0, "10.1.0.1"), h.export("west", 1, "10.2.0.1"))
+	h.reconcile()
+	h.reconcile() // finds both up to date
+	h.takeWrites()
+
+	h.put(h.export("east", 0, "10.1.0.1", "10.1.0.2"))
+	h.reconcile()
+	if got := h.slicesBySource(); !slices.Equal(got["east"], []string{"10.1.0.1", "10.1.0.2"}) || !slices.Equal(got["west"], []string{"10.2.0.1"}) {
+		t.Errorf("after east's change: %v", got)
+	}
+
+	// Someone empties west's slice: it is put back.
+	var list discoveryv1.EndpointSliceList
+	if err := h.client.List(t.Context(), &list, client.MatchingLabels{mcsv1beta1.LabelSourceCluster: "west"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("west's slices: %v %v", list.Items, err)
+	}
+	tampered := list.Items[0].DeepCopy()
+	tampered.Endpoints = nil
+	if err := h.client.Update(t.Context(), tampered); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if got := h.slicesBySource(); !slices.Equal(got["west"], []string{"10.2.0.1"}) {
+		t.Errorf("west's slice emptied by someone else stays %v", got["west"])
+	}
+	h.reconcile() // finds west up to date again
+
+	// East (the oldest: its type wins) turns headless: west's export is
+	// the same, but its slices lose the derived Service's name.
+	headless := h.export("east", 0, "10.1.0.1", "10.1.0.2")
+	headless.Spec.Type = mcsv1beta1.Headless
+	h.put(headless)
+	h.reconcile()
+	if err := h.client.List(t.Context(), &list, client.MatchingLabels{mcsv1beta1.LabelSourceCluster: "west"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("west's slices: %v %v", list.Items, err)
+	}
+	if name, ok := list.Items[0].Labels[discoveryv1.LabelServiceName]; ok {
+		t.Errorf("west's slice of a headless import keeps %s=%s", discoveryv1.LabelServiceName, name)
+	}
+}

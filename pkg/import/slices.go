@@ -23,7 +23,8 @@ import (
 // slice once done.
 func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (present bool, err error) {
 	var list discoveryv1.EndpointSliceList
-	if err := c.slices.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}); err != nil {
+	// Not copied: the reconciler never modifies the slices it is given.
+	if err := c.slices.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	// Every member, and every other source that slices name: those of a
@@ -46,6 +47,8 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
 	local, _ := desiredGroups(merged, exportOf[c.opts.Consumer], addressTypes)
 	localFirst := c.localFirstHints(ctx, merged, local)
+	key := client.ObjectKeyFromObject(si)
+	shared := sharedInputs(si, merged, addressTypes)
 	var errs []error
 	for _, source := range sources {
 		existing := bySource[source]
@@ -61,13 +64,19 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 			// See hints.go: never the source's hints, the import's own.
 			TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
 		}
+		inputs := settledInputs{export: exportOf[source], shared: shared, slices: heldSlices(existing)}
 		if localFirst != nil {
+			// Hints from the consumer's own zones: not remembered.
 			in.Hints = localFirst(source)
+		} else if c.settled.same(key, source, inputs) {
+			present = present || len(existing) > 0
+			continue
 		}
-		left, err := c.applySourceSlices(ctx, si, in, merged, source, exportOf[source])
+		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, exportOf[source])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
 		}
+		c.settled.record(key, source, inputs, err == nil && !wrote && localFirst == nil)
 		present = present || left > 0
 	}
 	return present, errors.Join(errs...)
@@ -75,8 +84,9 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 
 // applySourceSlices reconciles the slices of one source (es nil: it
 // exports nothing) from in, which has everything but the desired
-// endpoints, and returns how many slices the import then has from it.
-func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, in reconciler.Input, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService) (int, error) {
+// endpoints, and returns how many slices the import then has from it and
+// whether it wrote any.
+func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, in reconciler.Input, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService) (left int, wrote bool, err error) {
 	existing := in.Existing
 	key := client.ObjectKeyFromObject(si)
 	var dropped int
@@ -94,6 +104,7 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	}
 	r := c.reconcilerFor(source)
 	plan, err := r.Plan(in)
+	wrote = err == nil && !plan.Empty()
 	if err == nil {
 		// Applied even when empty: it writes nothing then, but keeps the
 		// reconciler's metrics true.
@@ -103,11 +114,11 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 		// The gauge counts what the consumer holds, not what was meant to
 		// be written: what was there before (the next reconcile recounts).
 		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
-		return len(existing), err
+		return len(existing), wrote, err
 	}
 	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
 	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
-	return len(existing) + len(plan.Create) - len(plan.Delete), nil
+	return len(existing) + len(plan.Create) - len(plan.Delete), wrote, nil
 }
 
 // desiredGroups returns the endpoint groups of an export (nil: none) that

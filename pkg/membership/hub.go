@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cluster")
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
 
 // hubs share one connection to a hub among the members read through it
 // (Member.ThroughHub): one client and cache, so one watch of the hub's
