@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -336,11 +339,11 @@ func TestDemux(t *testing.T) {
 	}
 
 	east, west := newReader("east"), newReader("west")
-	d, err := attach(inf, east)
+	d, err := attach(inf, inf, east)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d2, _ := attach(inf, west); d2 != d {
+	if d2, _ := attach(inf, inf, west); d2 != d {
 		t.Fatal("a second reader of the informer got a demux of its own")
 	}
 	inf.Add(publication("east", "web"))
@@ -350,7 +353,7 @@ func TestDemux(t *testing.T) {
 		t.Fatalf("web from %v, want east and west", got)
 	}
 	north := newReader("north")
-	if _, err := attach(inf, north); err != nil {
+	if _, err := attach(inf, inf, north); err != nil {
 		t.Fatal(err)
 	}
 	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north", "west"}) {
@@ -377,6 +380,73 @@ func TestDemux(t *testing.T) {
 	inf.Add(publication("east", "api"))
 	if got := sources("api"); len(got) != 0 {
 		t.Errorf("a reader that left got %v", got)
+	}
+}
+
+// wrappingCache hands out a new wrapper of its one informer on every
+// GetInformer, as controller-runtime's cache limited to namespaces does.
+type wrappingCache struct {
+	cache.Cache
+	inf      *controllertest.FakeInformer
+	handlers atomic.Int32
+}
+
+type informerWrapper struct {
+	*controllertest.FakeInformer
+	c *wrappingCache
+}
+
+func (c *wrappingCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return &informerWrapper{FakeInformer: c.inf, c: c}, nil
+}
+
+func (w *informerWrapper) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	w.c.handlers.Add(1)
+	return w.FakeInformer.AddEventHandler(h)
+}
+
+// TestReadersShareOneHandler: the readers of every member on one cache
+// share one handler, though each GetInformer returns another wrapper (254
+// readers of a hub each added a handler, and each handler's buffer and
+// copy of what it saw made an importer 4 KB per imported endpoint).
+func TestReadersShareOneHandler(t *testing.T) {
+	inf := controllertest.NewFakeInformer(controllertest.Synced)
+	c := &wrappingCache{inf: inf}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := clusterset.NewStore()
+	var done []chan struct{}
+	for _, id := range []clusterset.ClusterID{"east", "west"} {
+		r := &Reader{cluster: id, store: store, cache: c, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+		ch := make(chan struct{})
+		done = append(done, ch)
+		go func() { defer close(ch); _ = r.Start(ctx) }()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		demuxes.Lock()
+		d := demuxes.m[c]
+		n := 0
+		if d != nil {
+			d.mu.Lock()
+			n = len(d.readers)
+			d.mu.Unlock()
+		}
+		demuxes.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d readers on the cache's demux, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := c.handlers.Load(); got != 1 {
+		t.Errorf("%d handlers on the informer, want 1", got)
+	}
+	cancel()
+	for _, ch := range done {
+		<-ch
 	}
 }
 

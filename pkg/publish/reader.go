@@ -66,7 +66,7 @@ func (r *Reader) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.logger = log.FromContext(ctx).WithValues("cluster", r.cluster)
 	r.mu.Unlock()
-	d, err := attach(inf, r)
+	d, err := attach(r.cache, inf, r)
 	if err != nil {
 		return err
 	}
@@ -90,8 +90,9 @@ func (r *Reader) Start(ctx context.Context) error {
 // buffer of pending events) rather than 254 of each: 254 watches per
 // importer left the hub unable to keep up (make bench-scale).
 type demux struct {
-	inf cache.Informer
-	reg toolscache.ResourceEventHandlerRegistration
+	owner any
+	inf   cache.Informer
+	reg   toolscache.ResourceEventHandlerRegistration
 
 	mu      sync.Mutex
 	readers map[clusterset.ClusterID]*Reader
@@ -99,21 +100,22 @@ type demux struct {
 	seen map[clusterset.ClusterID]map[string]*PublishedExport
 }
 
-// demuxes are the demuxes in use, by informer; one leaves with its last
-// reader.
+// demuxes are the demuxes in use, by cache (not by informer: a cache
+// limited to namespaces hands out a new wrapper of the same informers on
+// every GetInformer); one leaves with its last reader.
 var demuxes = struct {
 	sync.Mutex
-	m map[cache.Informer]*demux
-}{m: map[cache.Informer]*demux{}}
+	m map[any]*demux
+}{m: map[any]*demux{}}
 
-// attach hands r the publications of its cluster from inf: those seen so
-// far at once, then every change.
-func attach(inf cache.Informer, r *Reader) (*demux, error) {
+// attach hands r the publications of its cluster from inf, the informer
+// of cache owner: those seen so far at once, then every change.
+func attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
 	demuxes.Lock()
 	defer demuxes.Unlock()
-	d := demuxes.m[inf]
+	d := demuxes.m[owner]
 	if d == nil {
-		d = &demux{inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*PublishedExport{}}
+		d = &demux{owner: owner, inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*PublishedExport{}}
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) { d.put(o) },
 			UpdateFunc: func(old, o any) {
@@ -128,7 +130,7 @@ func attach(inf cache.Informer, r *Reader) (*demux, error) {
 			return nil, err
 		}
 		d.reg = reg
-		demuxes.m[inf] = d
+		demuxes.m[owner] = d
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -151,7 +153,7 @@ func (d *demux) detach(r *Reader) {
 	last := len(d.readers) == 0
 	d.mu.Unlock()
 	if last {
-		delete(demuxes.m, d.inf)
+		delete(demuxes.m, d.owner)
 		_ = d.inf.RemoveEventHandler(d.reg)
 	}
 }
