@@ -16,6 +16,11 @@
 //   - A member's lifecycle (member.go) is a supervisor with two seams, the
 //     cluster factory and the health check (deps), which the unit tests
 //     replace with fakes to drive every state transition in milliseconds.
+//   - The members read through a hub (hub.go) share one client and cache
+//     of it (one watch of every publication, whatever their number) and
+//     one health check whose answer serves all of them; each keeps its own
+//     state, engagement and controllers, and the last to stop ends the
+//     shared connection.
 //   - The config file is polled: a member added is engaged, one removed is
 //     disengaged and forgotten, one whose settings or kubeconfig changed is
 //     engaged anew; every member that stops is stopped at once, then waited
