@@ -64,13 +64,16 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 			// See hints.go: never the source's hints, the import's own.
 			TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
 		}
-		inputs := settledInputs{export: exportOf[source], shared: shared, slices: heldSlices(existing)}
+		var inputs settledInputs
 		if localFirst != nil {
 			// Hints from the consumer's own zones: not remembered.
 			in.Hints = localFirst(source)
-		} else if c.settled.same(key, source, inputs) {
-			present = present || len(existing) > 0
-			continue
+		} else {
+			inputs = settledInputs{export: exportOf[source], shared: shared, slices: heldSlices(existing)}
+			if c.settled.same(key, source, inputs) {
+				present = present || len(existing) > 0
+				continue
+			}
 		}
 		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, exportOf[source])
 		if err != nil {

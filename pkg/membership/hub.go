@@ -31,7 +31,6 @@ type hubs struct {
 // hubLink is one connection to a hub: its health check, and the shared
 // cluster while members are engaged on it.
 type hubLink struct {
-	hubs  *hubs
 	key   [32]byte
 	check *sharedProbe
 	conn  *hubConn
@@ -72,7 +71,7 @@ func (h *hubs) link(m Member) *hubLink {
 	key := m.connectionPrint()
 	l := h.links[key]
 	if l == nil {
-		l = &hubLink{hubs: h, key: key}
+		l = &hubLink{key: key}
 		h.links[key] = l
 	}
 	return l
