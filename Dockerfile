@@ -4,9 +4,11 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+COPY pkg/reconciler/go.mod pkg/reconciler/go.sum pkg/reconciler/
 RUN go mod download
 COPY cmd/ cmd/
 COPY pkg/ pkg/
+COPY internal/ internal/
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/mcs-syncer ./cmd/mcs-syncer
 
 FROM gcr.io/distroless/static:nonroot

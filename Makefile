@@ -11,6 +11,8 @@ TOOLS_BIN   := $(if $(MCS_TOOLS_DIR),$(MCS_TOOLS_DIR),$(CACHE)/bin)
 STATE_DIR   ?= $(CACHE)/testbed
 MODE        ?= central
 BIN         := $(CURDIR)/bin
+# The EndpointSlice reconciler library, a Go module of its own.
+LIBRARY     := pkg/reconciler
 STATICCHECK := $(CACHE)/lint/staticcheck
 
 # The e2e package brings a clusterset up once and runs every scenario on it;
@@ -45,6 +47,7 @@ image: ## Build the container image $(IMAGE) (needs a Docker engine).
 
 .PHONY: test
 test: tools ## Unit and integration tests (the race detector on).
+	cd $(LIBRARY) && $(GO_TEST) -race ./...
 	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $$(go list ./... | grep -v /test/e2e)
 	cd bench && $(GO_TEST) ./e2e/
 
@@ -54,6 +57,7 @@ e2e: tools ## End-to-end tests on a local 3-cluster testbed.
 
 .PHONY: bench
 bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/endpointslice (bench/).
+	cd $(LIBRARY) && go test -run '^$$' -bench . -benchmem ./...
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /test/)
 	cd bench && go run .
 
@@ -79,6 +83,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	$(STATICCHECK) ./...
+	cd $(LIBRARY) && go vet ./... && $(STATICCHECK) ./...
 	cd bench && go vet ./... && $(STATICCHECK) ./...
 	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi

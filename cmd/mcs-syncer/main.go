@@ -34,11 +34,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
-	"github.com/mcs-syncer/mcs-syncer/pkg/export"
-	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
-	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
-	"github.com/mcs-syncer/mcs-syncer/pkg/publish"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/export"
+	imports "github.com/mcs-syncer/mcs-syncer/internal/import"
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
 
 // options are the command-line flags.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
-	"github.com/mcs-syncer/mcs-syncer/pkg/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 )
 
 // TestFlagsRejectBadValues: every bad value is refused with one line that

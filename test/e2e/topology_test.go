@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/pkg/clusterset"
-	imports "github.com/mcs-syncer/mcs-syncer/pkg/import"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	imports "github.com/mcs-syncer/mcs-syncer/internal/import"
 )
 
 // Where traffic goes by topology: node names shared across clusters, and

@@ -11,7 +11,7 @@ import (
 )
 
 // ClustersetConfig is the clusterset config file the testbed writes: the
-// format that pkg/clusterset reads (one member per cluster: its ID, the
+// format that internal/clusterset reads (one member per cluster: its ID, the
 // path of its kubeconfig and the context to use).
 type ClustersetConfig struct {
 	Clusterset string       `json:"clusterset"`

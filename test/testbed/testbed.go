@@ -105,7 +105,7 @@ type Clusterset struct {
 	// Clusters in the order of Options.Clusters.
 	Clusters []*Cluster
 	// StateDir is the state folder; ConfigPath the clusterset config file in
-	// it, in the format pkg/clusterset reads.
+	// it, in the format internal/clusterset reads.
 	StateDir   string
 	ConfigPath string
 	// BinDir holds the binaries the testbed runs.

@@ -1,0 +1,326 @@
+package clusterset
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Store holds the exports of every member cluster, keyed by namespace/name,
+// one ExportedService per cluster. It is safe for concurrent use. Every
+// change of a key is announced to the subscribers; a put that changes
+// nothing announces nothing.
+type Store struct {
+	mu    sync.RWMutex
+	byKey map[types.NamespacedName]map[ClusterID]*ExportedService
+	subs  []*subscription
+	// synced holds the clusters whose exports are all in the Store (their
+	// export watcher's first pass is done). Until then the Store's view of
+	// a cluster is partial, and nothing may be withdrawn on its account.
+	synced map[ClusterID]bool
+	// blocked[key][consumer] says why the import of key cannot be written
+	// into consumer (an object there that mcs-syncer does not own), so that
+	// the export side can tell the exporters where they look.
+	blocked map[types.NamespacedName]map[ClusterID]string
+}
+
+// NewStore returns an empty Store.
+func NewStore() *Store {
+	return &Store{
+		byKey:   map[types.NamespacedName]map[ClusterID]*ExportedService{},
+		synced:  map[ClusterID]bool{},
+		blocked: map[types.NamespacedName]map[ClusterID]string{},
+	}
+}
+
+// SetImportBlocked records why the import of key cannot be written into
+// consumer; an empty why clears it. A change is announced like a change of
+// the exports.
+func (s *Store) SetImportBlocked(key types.NamespacedName, consumer ClusterID, why string) {
+	s.mu.Lock()
+	if s.blocked[key][consumer] == why {
+		s.mu.Unlock()
+		return
+	}
+	if why == "" {
+		delete(s.blocked[key], consumer)
+		if len(s.blocked[key]) == 0 {
+			delete(s.blocked, key)
+		}
+	} else {
+		if s.blocked[key] == nil {
+			s.blocked[key] = map[ClusterID]string{}
+		}
+		s.blocked[key][consumer] = why
+	}
+	s.mu.Unlock()
+	s.notify(key)
+}
+
+// ImportBlocked returns, by consumer, why the import of key cannot be
+// written there (nil when nothing blocks it).
+func (s *Store) ImportBlocked(key types.NamespacedName) map[ClusterID]string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return maps.Clone(s.blocked[key])
+}
+
+// Put stores an export, replacing the same cluster's export of the same
+// key. It reports whether anything changed. es is the Store's from then
+// on: never modified (a change is a new ExportedService), so that readers
+// may know an export unchanged by its pointer (internal/import's settled).
+func (s *Store) Put(es *ExportedService) bool {
+	s.mu.Lock()
+	byCluster := s.byKey[es.Key]
+	if old, ok := byCluster[es.Cluster]; ok && old.Equal(es) {
+		s.mu.Unlock()
+		return false
+	}
+	if byCluster == nil {
+		byCluster = map[ClusterID]*ExportedService{}
+		s.byKey[es.Key] = byCluster
+	}
+	byCluster[es.Cluster] = es
+	s.mu.Unlock()
+	s.notify(es.Key)
+	return true
+}
+
+// Delete withdraws one cluster's export of key. It reports whether there
+// was one.
+func (s *Store) Delete(cluster ClusterID, key types.NamespacedName) bool {
+	s.mu.Lock()
+	_, ok := s.byKey[key][cluster]
+	if ok {
+		delete(s.byKey[key], cluster)
+		if len(s.byKey[key]) == 0 {
+			delete(s.byKey, key)
+		}
+	}
+	s.mu.Unlock()
+	if ok {
+		s.notify(key)
+	}
+	return ok
+}
+
+// WithdrawCluster withdraws every export of one cluster (a member that
+// left or is unreachable) and returns the keys concerned.
+func (s *Store) WithdrawCluster(cluster ClusterID) []types.NamespacedName {
+	s.mu.Lock()
+	var keys []types.NamespacedName
+	for key, byCluster := range s.byKey {
+		if _, ok := byCluster[cluster]; ok {
+			delete(byCluster, cluster)
+			if len(byCluster) == 0 {
+				delete(s.byKey, key)
+			}
+			keys = append(keys, key)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(keys, compareKeys)
+	for _, key := range keys {
+		s.notify(key)
+	}
+	return keys
+}
+
+// Get returns the exports of key, ordered by cluster ID.
+func (s *Store) Get(key types.NamespacedName) []*ExportedService {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*ExportedService, 0, len(s.byKey[key]))
+	for _, es := range s.byKey[key] {
+		out = append(out, es)
+	}
+	slices.SortFunc(out, func(a, b *ExportedService) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	return out
+}
+
+// Keys returns every key with at least one export, sorted.
+func (s *Store) Keys() []types.NamespacedName {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.keysLocked()
+}
+
+// keysLocked returns every key, sorted; s.mu must be held.
+func (s *Store) keysLocked() []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(s.byKey))
+	for key := range s.byKey {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, compareKeys)
+	return keys
+}
+
+// BeginResync marks a cluster's exports as partially known again: its
+// connection was rebuilt and its export watcher starts a new first pass.
+// The exports already stored stay until MarkSynced says which are gone.
+func (s *Store) BeginResync(cluster ClusterID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.synced[cluster] = false
+}
+
+// MarkSynced records that every export of cluster is in the Store: those
+// of the keys in current, the keys its first pass found. The cluster's
+// other exports (withdrawn while it was out of reach) are withdrawn now.
+// Every key is announced, so that decisions deferred until then are taken.
+func (s *Store) MarkSynced(cluster ClusterID, current map[types.NamespacedName]bool) {
+	var gone []types.NamespacedName
+	s.mu.Lock()
+	for key, byCluster := range s.byKey {
+		if _, ok := byCluster[cluster]; ok && !current[key] {
+			delete(byCluster, cluster)
+			if len(byCluster) == 0 {
+				delete(s.byKey, key)
+			}
+			gone = append(gone, key)
+		}
+	}
+	already := s.synced[cluster]
+	s.synced[cluster] = true
+	s.mu.Unlock()
+	for _, key := range gone {
+		s.notify(key)
+	}
+	if !already {
+		s.AnnounceAll()
+	}
+}
+
+// RemoveCluster forgets a cluster that left the clusterset: its exports
+// are withdrawn (and announced) and it is no longer synced.
+func (s *Store) RemoveCluster(cluster ClusterID) {
+	s.WithdrawCluster(cluster)
+	s.mu.Lock()
+	delete(s.synced, cluster)
+	var unblocked []types.NamespacedName
+	for key, byConsumer := range s.blocked {
+		if _, ok := byConsumer[cluster]; ok {
+			unblocked = append(unblocked, key)
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range unblocked {
+		s.SetImportBlocked(key, cluster, "")
+	}
+}
+
+// Synced reports whether every export of cluster is in the Store.
+func (s *Store) Synced(cluster ClusterID) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.synced[cluster]
+}
+
+// Count returns the number of keys a cluster exports.
+func (s *Store) Count(cluster ClusterID) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, byCluster := range s.byKey {
+		if _, ok := byCluster[cluster]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// Counts returns the number of keys each cluster exports.
+func (s *Store) Counts() map[ClusterID]int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	counts := map[ClusterID]int{}
+	for _, byCluster := range s.byKey {
+		for id := range byCluster {
+			counts[id]++
+		}
+	}
+	return counts
+}
+
+func compareKeys(a, b types.NamespacedName) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// Subscriber hears of the Store's changes. Its functions run on the
+// goroutine that made the change, so they must not block: adding a key to
+// a workqueue, which also merges repeated keys, is what they are for.
+type Subscriber struct {
+	// Changed is called with every key in the Store when the subscription
+	// starts, and with every key that changes from then on. A subscriber
+	// that starts late (a consumer whose cache synced after the other
+	// members' first passes were announced, or a controller started anew
+	// when its member returned) thus misses no key.
+	Changed func(types.NamespacedName)
+	// Everything, if set, is called when every key must be looked at
+	// again (AnnounceAll: a member's first pass is done, a member's
+	// connection or the membership changed), before Changed is called with
+	// every key in the Store. It is for what the Store no longer holds: an
+	// import whose every export is gone while its exporter was out of
+	// reach is the subscriber's to find.
+	Everything func()
+}
+
+// Subscribe registers sub until ctx ends, and calls sub.Changed with every
+// key in the Store now.
+func (s *Store) Subscribe(ctx context.Context, sub Subscriber) {
+	entry := &subscription{Subscriber: sub}
+	s.mu.Lock()
+	s.subs = append(s.subs, entry)
+	// Taken with the registration under one lock: a key changed before is
+	// in this list, one changed after is announced to the new subscriber
+	// (some keys may be both; a workqueue merges them).
+	keys := s.keysLocked()
+	s.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.subs = slices.DeleteFunc(s.subs, func(x *subscription) bool { return x == entry })
+	})
+	for _, key := range keys {
+		sub.Changed(key)
+	}
+}
+
+// subscription is one subscriber (a pointer, so that it can be told apart
+// from another with the same functions).
+type subscription struct {
+	Subscriber
+}
+
+func (s *Store) subscribers() []*subscription {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Clone(s.subs)
+}
+
+func (s *Store) notify(key types.NamespacedName) {
+	for _, sub := range s.subscribers() {
+		sub.Changed(key)
+	}
+}
+
+// AnnounceAll tells every subscriber to look at everything again (see
+// Subscriber.Everything) and announces every key: what a member's first
+// pass, connection or membership change calls.
+func (s *Store) AnnounceAll() {
+	subs := s.subscribers()
+	for _, sub := range subs {
+		if sub.Everything != nil {
+			sub.Everything()
+		}
+	}
+	for _, key := range s.Keys() {
+		for _, sub := range subs {
+			sub.Changed(key)
+		}
+	}
+}

@@ -1,0 +1,550 @@
+package export_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/export"
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
+)
+
+// The integration tests run export watchers for two real clusters (east,
+// west) of a testbed, in one manager, against one Store.
+var (
+	bed      *testbed.Clusterset
+	store    *clusterset.Store
+	members  *membership.Set
+	registry = prometheus.NewRegistry()
+)
+
+// noTestbed says why there is no testbed (its binaries are missing); the
+// tests that need it then skip with it.
+var noTestbed string
+
+func needTestbed(t *testing.T) {
+	t.Helper()
+	if noTestbed != "" {
+		t.Skip(noTestbed)
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv("MCS_TOOLS_DIR") == "" {
+		if _, err := host.RepoRoot(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	stateDir, err := os.MkdirTemp("", "mcs-export-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	startCtx, startCancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer startCancel()
+	bed, err = testbed.Start(startCtx, testbed.Options{Clusters: []string{"east", "west"}, StateDir: stateDir, TeardownOnExit: true})
+	if errors.Is(err, testbed.ErrNoBinaries) {
+		noTestbed = err.Error()
+		fmt.Fprintln(os.Stderr, "SKIP: the export watcher's tests need the testbed:", noTestbed)
+		return m.Run()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := bed.Stop(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}()
+
+	cfg, err := membership.LoadConfig(bed.ConfigPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	mgr, err := manager.New(bed.Clusters[0].RESTConfig(), manager.Options{
+		Scheme:  controlplane.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	store = clusterset.NewStore()
+	members, err = membership.NewSet(bed.ConfigPath, cfg, membership.Options{
+		Scheme: controlplane.Scheme(), ConfigureCache: func(_ clusterset.ClusterID, o *cache.Options) { export.ConfigureCache(o) }, Registerer: registry,
+		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
+		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
+			w, err := export.New(cl, export.Options{Cluster: id, Store: store, WriteStatus: true, Membership: members})
+			if err != nil {
+				return nil, err
+			}
+			return []func(context.Context) error{w.Start}, nil
+		},
+	})
+	if err == nil {
+		err = mgr.Add(members)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	return code
+}
+
+func serviceExport(ctx context.Context, t *testing.T, cl client.Client, ns string, labels map[string]string) *mcsv1beta1.ServiceExport {
+	t.Helper()
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: mcsv1beta1.ServiceExportSpec{ExportedLabels: labels}}
+	if err := cl.Create(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	return se
+}
+
+// exportOf returns cluster's export of ns/web in the Store, or an error.
+func exportOf(cluster, ns string) (*clusterset.ExportedService, error) {
+	for _, es := range store.Get(types.NamespacedName{Namespace: ns, Name: "web"}) {
+		if es.Cluster == clusterset.ClusterID(cluster) {
+			return es, nil
+		}
+	}
+	return nil, fmt.Errorf("no export of %s/web from %s", ns, cluster)
+}
+
+// exportReady returns a check that cluster's export of ns/web is in the
+// Store with exactly n ready endpoints.
+func exportReady(cluster, ns string, n int) func() error {
+	return func() error {
+		es, err := exportOf(cluster, ns)
+		if err != nil {
+			return err
+		}
+		if got := readyEndpoints(es); got != n {
+			return fmt.Errorf("%d ready endpoints, want %d", got, n)
+		}
+		return nil
+	}
+}
+
+// readyEndpoints counts the ready endpoints of an export.
+func readyEndpoints(es *clusterset.ExportedService) int {
+	n := 0
+	for _, g := range es.Endpoints {
+		n += workloads.CountReady(g.Endpoints)
+	}
+	return n
+}
+
+// condition waits until the ServiceExport ns/web in cluster has the
+// condition type with status and reason, and returns it.
+func condition(ctx context.Context, t *testing.T, cluster, ns string, typ mcsv1beta1.ServiceExportConditionType, status metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	cl := bed.ClientOf(t, cluster)
+	var got metav1.Condition
+	testbed.Eventually(ctx, t, fmt.Sprintf("%s: ServiceExport %s/web %s=%s/%s", cluster, ns, typ, status, reason), func() error {
+		se := &mcsv1beta1.ServiceExport{}
+		if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, se); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(se.Status.Conditions, string(typ))
+		if c == nil {
+			return fmt.Errorf("no %s condition in %v", typ, se.Status.Conditions)
+		}
+		if c.Status != status || c.Reason != reason {
+			return fmt.Errorf("%s=%s/%s: %s", typ, c.Status, c.Reason, c.Message)
+		}
+		got = *c
+		return nil
+	})
+	return got
+}
+
+// TestExportFollowsTheService: a Service with a Deployment and a
+// ServiceExport in east is in the Store with its ports, exported labels and
+// endpoints (ready, zone and node of the fake nodes); scaling follows; the
+// status says Valid, Ready/Exported, no conflict.
+func TestExportFollowsTheService(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	bed.Namespace(ctx, t, "export-follows", "east")
+	d := workloads.CreateApp(ctx, t, east, "export-follows", 3, 80, false, nil)
+	serviceExport(ctx, t, east, "export-follows", map[string]string{"tier": "front"})
+
+	var es *clusterset.ExportedService
+	testbed.Eventually(ctx, t, "the export with 3 ready endpoints", func() (err error) {
+		if es, err = exportOf("east", "export-follows"); err != nil {
+			return err
+		}
+		if n := readyEndpoints(es); n != 3 {
+			return fmt.Errorf("%d ready endpoints", n)
+		}
+		return nil
+	})
+	if es.Spec.Type != mcsv1beta1.ClusterSetIP || len(es.Spec.Ports) != 1 || es.Spec.Ports[0].Port != 80 || es.Spec.Ports[0].Name != "http" {
+		t.Errorf("spec %+v", es.Spec)
+	}
+	if es.LastChangeTriggerTime.IsZero() {
+		t.Error("no last-change-trigger-time taken from kube-controller-manager's slices")
+	}
+	if es.Spec.Labels["tier"] != "front" {
+		t.Errorf("exported labels %v", es.Spec.Labels)
+	}
+	if len(es.Endpoints) != 1 || len(es.Endpoints[0].Ports) != 1 || ptr.Deref(es.Endpoints[0].Ports[0].Port, 0) != 8080 {
+		t.Errorf("endpoint groups %+v, want one with the target port 8080", es.Endpoints)
+	}
+	for _, ep := range es.Endpoints[0].Endpoints {
+		if !slices.Contains(bed.Cluster("east").Zones, ptr.Deref(ep.Zone, "")) || ptr.Deref(ep.NodeName, "") == "" || ep.TargetRef == nil {
+			t.Errorf("endpoint %v: zone %v node %v targetRef %v", ep.Addresses, ep.Zone, ep.NodeName, ep.TargetRef)
+		}
+		if !ptr.Deref(ep.Conditions.Serving, false) || ptr.Deref(ep.Conditions.Terminating, true) {
+			t.Errorf("endpoint %v conditions %+v", ep.Addresses, ep.Conditions)
+		}
+	}
+	condition(ctx, t, "east", "export-follows", mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, "Valid")
+	condition(ctx, t, "east", "export-follows", mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, "Exported")
+	condition(ctx, t, "east", "export-follows", mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse, "NoConflicts")
+
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To[int32](5)
+	if err := east.Patch(ctx, d, patch); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-follows", 5))
+}
+
+// TestReservedKeysRefused: reserved keys in exportedLabels and
+// exportedAnnotations (multicluster.kubernetes.io/*, mcs-syncer.io/*, ...)
+// never reach the import; the rest of the export does, and Valid says
+// which keys were refused.
+func TestReservedKeysRefused(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	bed.Namespace(ctx, t, "export-reserved", "east")
+	workloads.CreateApp(ctx, t, east, "export-reserved", 1, 80, false, nil)
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "export-reserved"}, Spec: mcsv1beta1.ServiceExportSpec{
+		ExportedLabels:      map[string]string{"tier": "front", "multicluster.kubernetes.io/service-name": "other"},
+		ExportedAnnotations: map[string]string{"note": "ok", "mcs-syncer.io/owner": "me", "endpointslice.kubernetes.io/managed-by": "x"},
+	}}
+	if err := east.Create(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	c := condition(ctx, t, "east", "export-reserved", mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, "ReservedKeysRefused")
+	for _, want := range []string{"exportedLabels multicluster.kubernetes.io/service-name", "exportedAnnotations endpointslice.kubernetes.io/managed-by, mcs-syncer.io/owner"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Valid's message %q does not say %q", c.Message, want)
+		}
+	}
+	condition(ctx, t, "east", "export-reserved", mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, "Exported")
+	es, err := exportOf("east", "export-reserved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(es.Spec.Labels, map[string]string{"tier": "front"}) || !maps.Equal(es.Spec.Annotations, map[string]string{"note": "ok"}) {
+		t.Errorf("exported labels %v, annotations %v: want the unreserved ones only", es.Spec.Labels, es.Spec.Annotations)
+	}
+}
+
+// TestTerminatingPodIsExportedAsTerminating: a pod that is being deleted
+// (held by a finalizer) is exported with terminating=true and ready=false,
+// as kube-controller-manager's slice says.
+func TestTerminatingPodIsExportedAsTerminating(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	ns := "export-terminating"
+	bed.Namespace(ctx, t, ns, "east")
+	workloads.CreateApp(ctx, t, east, ns, 0, 80, false, nil)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns, Labels: map[string]string{"app": "web"}, Finalizers: []string{"mcs-syncer.test/hold"}},
+		Spec:       workloads.Deployment(ns, "web", 1).Spec.Template.Spec,
+	}
+	if err := east.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p := &corev1.Pod{}
+		if east.Get(context.Background(), client.ObjectKeyFromObject(pod), p) == nil {
+			p.Finalizers = nil
+			_ = east.Update(context.Background(), p)
+		}
+	})
+	serviceExport(ctx, t, east, ns, nil)
+	testbed.Eventually(ctx, t, "the pod exported as ready", exportReady("east", ns, 1))
+	if err := east.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "the pod exported as terminating", func() error {
+		es, err := exportOf("east", ns)
+		if err != nil {
+			return err
+		}
+		if len(es.Endpoints) != 1 || len(es.Endpoints[0].Endpoints) != 1 {
+			return fmt.Errorf("endpoints %+v, want the one held pod", es.Endpoints)
+		}
+		c := es.Endpoints[0].Endpoints[0].Conditions
+		if !ptr.Deref(c.Terminating, false) || ptr.Deref(c.Ready, true) {
+			return fmt.Errorf("conditions ready=%v serving=%v terminating=%v", ptr.Deref(c.Ready, false), ptr.Deref(c.Serving, false), ptr.Deref(c.Terminating, false))
+		}
+		return nil
+	})
+}
+
+// TestExternalNameIsNotExported: an ExternalName Service cannot be
+// exported: Valid=False/InvalidServiceType, nothing in the Store.
+func TestExternalNameIsNotExported(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	ns := "export-externalname"
+	bed.Namespace(ctx, t, ns, "east")
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "example.com"},
+	}
+	if err := east.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	serviceExport(ctx, t, east, ns, nil)
+	c := condition(ctx, t, "east", ns, mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse, "InvalidServiceType")
+	if !strings.Contains(c.Message, "ExternalName") {
+		t.Errorf("message %q does not say why", c.Message)
+	}
+	condition(ctx, t, "east", ns, mcsv1beta1.ServiceExportConditionReady, metav1.ConditionFalse, "Pending")
+	if _, err := exportOf("east", ns); err == nil {
+		t.Error("an ExternalName Service is in the Store")
+	}
+}
+
+// TestDeletedServiceIsWithdrawn: deleting the Service withdraws the export
+// and sets Valid=False/NoService.
+func TestDeletedServiceIsWithdrawn(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	ns := "export-withdrawn"
+	bed.Namespace(ctx, t, ns, "east")
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
+	serviceExport(ctx, t, east, ns, nil)
+	testbed.Eventually(ctx, t, "the export", func() error { _, err := exportOf("east", ns); return err })
+
+	if err := east.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	c := condition(ctx, t, "east", ns, mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse, "NoService")
+	if !strings.Contains(c.Message, ns+"/web") {
+		t.Errorf("message %q does not name the Service", c.Message)
+	}
+	if _, err := exportOf("east", ns); err == nil {
+		t.Error("the export of a deleted Service is still in the Store")
+	}
+
+	// Deleting the ServiceExport withdraws too (and needs no status).
+	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// TestPortConflictAcrossClusters: the same Service exported from west
+// (first) and east (later) with different ports: Conflict=True/PortConflict
+// on both exports, and the merge keeps west's port, the older one, although
+// east sorts first by ID.
+func TestPortConflictAcrossClusters(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ns := "export-conflict"
+	bed.Namespace(ctx, t, ns, "east", "west")
+	east, west := bed.ClientOf(t, "east"), bed.ClientOf(t, "west")
+	workloads.CreateApp(ctx, t, west, ns, 1, 80, false, nil)
+	workloads.CreateApp(ctx, t, east, ns, 1, 8080, false, nil)
+	older := serviceExport(ctx, t, west, ns, nil)
+	// creationTimestamp has a resolution of one second: wait until the
+	// clock has passed it, so east's export is strictly younger.
+	testbed.Eventually(ctx, t, "the next second", func() error {
+		if !time.Now().After(older.CreationTimestamp.Add(time.Second)) {
+			return fmt.Errorf("still within %s", older.CreationTimestamp)
+		}
+		return nil
+	})
+	serviceExport(ctx, t, east, ns, nil)
+
+	for _, cluster := range []string{"east", "west"} {
+		c := condition(ctx, t, cluster, ns, mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, "PortConflict")
+		if !strings.Contains(c.Message, "from west (oldest export)") || !strings.Contains(c.Message, `east has "http" tcp/8080, west has "http" tcp/80`) {
+			t.Errorf("%s: message %q does not name the field, the values and the winner", cluster, c.Message)
+		}
+	}
+	merged := clusterset.Merge(store.Get(types.NamespacedName{Namespace: ns, Name: "web"}))
+	if merged.Oldest != "west" || len(merged.Spec.Ports) != 1 || merged.Spec.Ports[0].Port != 80 {
+		t.Errorf("merged: oldest %s, ports %v; want west's port 80", merged.Oldest, merged.Spec.Ports)
+	}
+
+	// Aligning east's port ends the conflict on both.
+	svc := &corev1.Service{}
+	if err := east.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Ports[0].Port = 80
+	if err := east.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range []string{"east", "west"} {
+		condition(ctx, t, cluster, ns, mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse, "NoConflicts")
+	}
+}
+
+// TestImportedSlicesAreNeverExported: a slice that carries the
+// multicluster service-name label (an import) is not exported, even with
+// the Service's name label.
+func TestImportedSlicesAreNeverExported(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	ns := "export-loop"
+	bed.Namespace(ctx, t, ns, "east")
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, false, nil)
+	imported := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-imported", Namespace: ns, Labels: map[string]string{
+			discoveryv1.LabelServiceName:  "web",
+			mcsv1beta1.LabelServiceName:   "web",
+			mcsv1beta1.LabelSourceCluster: "west",
+			discoveryv1.LabelManagedBy:    "mcs",
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.101.9.9"}}},
+	}
+	if err := east.Create(ctx, imported); err != nil {
+		t.Fatal(err)
+	}
+	serviceExport(ctx, t, east, ns, nil)
+	testbed.Eventually(ctx, t, "the export with its own pod", exportReady("east", ns, 1))
+	es, _ := exportOf("east", ns)
+	for _, g := range es.Endpoints {
+		for _, ep := range g.Endpoints {
+			if slices.Contains(ep.Addresses, "10.101.9.9") {
+				t.Error("an imported endpoint was exported")
+			}
+		}
+	}
+}
+
+// TestMemberConnectionFollowsTheAPIServer: a member whose kube-apiserver
+// goes away is reported disconnected (state and metric) once its watches
+// fail, and connected again once it is back. Runs last: it takes west down
+// for a while.
+func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	testbed.Eventually(ctx, t, "west connected", func() error { return wantConnected("west", true) })
+	_, before := members.Connected("west")
+
+	west := bed.Cluster("west")
+	if err := west.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "west disconnected", func() error { return wantConnected("west", false) })
+	if err := wantConnected("east", true); err != nil {
+		t.Errorf("east: %v", err)
+	}
+	_, since := members.Connected("west")
+	if !since.After(before) {
+		t.Errorf("disconnected since %s, not after %s", since, before)
+	}
+
+	if err := west.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "west connected again", func() error { return wantConnected("west", true) })
+}
+
+// wantConnected checks a member's state and its mcs_syncer_member_connected
+// gauge.
+func wantConnected(cluster string, want bool) error {
+	if got, _ := members.Connected(clusterset.ClusterID(cluster)); got != want {
+		return fmt.Errorf("%s: connected=%v", cluster, got)
+	}
+	families, err := registry.Gather()
+	if err != nil {
+		return err
+	}
+	wantValue := 0.0
+	if want {
+		wantValue = 1
+	}
+	for _, f := range families {
+		if f.GetName() != "mcs_syncer_member_connected" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelValue(m, "cluster") == cluster {
+				if v := m.GetGauge().GetValue(); v != wantValue {
+					return fmt.Errorf("%s: gauge %v", cluster, v)
+				}
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no mcs_syncer_member_connected for %s", cluster)
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,27 @@
+package export
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// RegisterMetrics registers mcs_syncer_exported_services{cluster}: the
+// number of Services each member exports, read from the Store when scraped
+// (members come and go while mcs-syncer runs).
+func RegisterMetrics(reg prometheus.Registerer, store *clusterset.Store) error {
+	return reg.Register(&exportedServices{store: store})
+}
+
+var exportedServicesDesc = prometheus.NewDesc("mcs_syncer_exported_services",
+	"Services the member cluster exports into the clusterset.", []string{"cluster"}, nil)
+
+type exportedServices struct{ store *clusterset.Store }
+
+func (e *exportedServices) Describe(ch chan<- *prometheus.Desc) { ch <- exportedServicesDesc }
+
+func (e *exportedServices) Collect(ch chan<- prometheus.Metric) {
+	for id, n := range e.store.Counts() {
+		ch <- prometheus.MustNewConstMetric(exportedServicesDesc, prometheus.GaugeValue, float64(n), string(id))
+	}
+}

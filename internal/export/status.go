@@ -1,0 +1,141 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// notImportedEverywhere starts the part of Ready's message that names the
+// consumers where the import is blocked.
+const notImportedEverywhere = "not imported everywhere"
+
+// firstPassWait is how long a valid export's status waits for a member
+// that answers to finish its first pass (see Options.Connected).
+const firstPassWait = 30 * time.Second
+
+// setExported writes Valid=True, Ready=True and the Conflict condition of
+// the merge over the Store. While a member that answers is in its first
+// pass, it writes nothing and returns when to look again. An import of the
+// Service that an object mcs-syncer does not own blocks in some consumer is
+// named in Ready's message (and in a Warning event).
+func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport, cav caveat) (time.Duration, error) {
+	key := client.ObjectKeyFromObject(se)
+	merged := clusterset.Merge(w.store.Get(key))
+	ready := "exported to the clusterset"
+	if blocked := w.store.ImportBlocked(key); len(blocked) > 0 {
+		var whys []string
+		for _, consumer := range slices.Sorted(maps.Keys(blocked)) {
+			whys = append(whys, blocked[consumer])
+		}
+		ready += "; " + notImportedEverywhere + ": " + strings.Join(whys, "; ")
+	}
+	valid := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonValid, "the Service can be exported")
+	if cav.reason != "" {
+		valid.Reason, valid.Message = string(cav.reason), cav.message
+	}
+	conds := []metav1.Condition{
+		valid,
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready),
+	}
+	var unheard []string
+	for _, id := range w.membership.IDs() {
+		if w.store.Synced(id) {
+			continue
+		}
+		// A member that answers and is in its first pass is heard from in
+		// a moment: one write then (the Store announces every key once the
+		// member is synced).
+		if connected, since := w.membership.Connected(id); connected && time.Since(since) < firstPassWait {
+			return firstPassWait - time.Since(since), nil
+		}
+		unheard = append(unheard, string(id))
+	}
+	// The Conflict condition of the members that answer: a member that
+	// never engaged (forbidden, CRDs missing, unreachable) must not keep
+	// every export without one. Its exports may change it later.
+	conflict := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse,
+		mcsv1beta1.ServiceExportReasonNoConflicts, "no conflicts with the other exports of this Service")
+	if merged.Conflict != nil {
+		conflict.Status, conflict.Reason, conflict.Message = metav1.ConditionTrue, merged.Conflict.Reason(), merged.Conflict.Message
+	}
+	if len(unheard) > 0 {
+		conflict.Message += fmt.Sprintf("; not yet heard from %s, whose exports may change this", strings.Join(unheard, ", "))
+	}
+	return 0, w.writeConditions(ctx, se, nil, append(conds, conflict)...)
+}
+
+// setInvalid writes Valid=False with reason and message, Ready=False, and
+// removes Conflict (an invalid export is not part of the clusterset).
+func (w *Watcher) setInvalid(ctx context.Context, se *mcsv1beta1.ServiceExport, reason mcsv1beta1.ServiceExportConditionReason, message string) error {
+	return w.writeConditions(ctx, se, []string{string(mcsv1beta1.ServiceExportConditionConflict)},
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse, reason, message),
+		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionFalse,
+			mcsv1beta1.ServiceExportReasonPending, "not exported until the export is valid"))
+}
+
+// writeConditions sets conditions (and removes the types in remove) on a
+// copy of se and writes its status only if anything changed.
+func (w *Watcher) writeConditions(ctx context.Context, se *mcsv1beta1.ServiceExport, remove []string, conds ...metav1.Condition) error {
+	if !w.writeStatus {
+		return nil
+	}
+	updated := se.DeepCopy()
+	changed := false
+	for _, c := range conds {
+		c.ObservedGeneration = se.Generation
+		changed = meta.SetStatusCondition(&updated.Status.Conditions, c) || changed
+	}
+	for _, t := range remove {
+		changed = meta.RemoveStatusCondition(&updated.Status.Conditions, t) || changed
+	}
+	if !changed {
+		return nil
+	}
+	if err := w.client.Status().Update(ctx, updated); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("update status of ServiceExport %s: %w", klogRef(se), err)
+	}
+	w.recordProblems(se, updated)
+	return nil
+}
+
+// recordProblems records a Warning event for each problem that a status
+// write just raised: the export became invalid, or a conflict appeared or
+// changed.
+func (w *Watcher) recordProblems(before, after *mcsv1beta1.ServiceExport) {
+	if w.recorder == nil {
+		return
+	}
+	for _, problem := range []struct {
+		typ    mcsv1beta1.ServiceExportConditionType
+		status metav1.ConditionStatus
+	}{
+		{mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse},
+		{mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue},
+	} {
+		now := meta.FindStatusCondition(after.Status.Conditions, string(problem.typ))
+		if now == nil || now.Status != problem.status {
+			continue
+		}
+		if was := meta.FindStatusCondition(before.Status.Conditions, string(problem.typ)); was != nil && was.Status == now.Status && was.Reason == now.Reason && was.Message == now.Message {
+			continue
+		}
+		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, now.Reason, "Export", "%s", now.Message)
+	}
+	now := meta.FindStatusCondition(after.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady))
+	was := meta.FindStatusCondition(before.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady))
+	if now != nil && strings.Contains(now.Message, notImportedEverywhere) && (was == nil || was.Message != now.Message) {
+		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, "ImportBlocked", "Export", "%s", now.Message)
+	}
+}

@@ -1,0 +1,190 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// sync puts the export of key into the Store (or withdraws it) and, with
+// writeStatus, writes its ServiceExport's conditions.
+func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatus bool) (recheck time.Duration, err error) {
+	logger := log.FromContext(ctx).WithValues("cluster", w.cluster)
+	se := &mcsv1beta1.ServiceExport{}
+	if err := w.client.Get(ctx, key, se); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.triggers.forget(key)
+			if w.store.Delete(w.cluster, key) {
+				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
+			}
+			return 0, nil
+		}
+		return 0, fmt.Errorf("get ServiceExport %s: %w", key, err)
+	}
+
+	svc := &corev1.Service{}
+	if err := w.client.Get(ctx, key, svc); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("get Service %s: %w", key, err)
+		}
+		w.store.Delete(w.cluster, key)
+		if !writeStatus {
+			return 0, nil
+		}
+		return 0, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonNoService,
+			fmt.Sprintf("Service %s does not exist in cluster %s; create it to export it", key, w.cluster))
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		w.store.Delete(w.cluster, key)
+		if !writeStatus {
+			return 0, nil
+		}
+		return 0, w.setInvalid(ctx, se, mcsv1beta1.ServiceExportReasonInvalidServiceType,
+			fmt.Sprintf("Service %s is of type ExternalName, which cannot be exported", key))
+	}
+
+	es, cav, err := w.exportedService(ctx, se, svc)
+	if err != nil {
+		return 0, err
+	}
+	if w.store.Put(es) {
+		logger.V(2).Info("Export updated", "serviceExport", klogRef(se))
+	}
+	if !writeStatus {
+		return 0, nil
+	}
+	return w.setExported(ctx, se, cav)
+}
+
+func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+// exportedService builds the export from the ServiceExport, its Service
+// and all the Service's slices in the cache. cav says what of the
+// ServiceExport was left out of it.
+func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (es *clusterset.ExportedService, cav caveat, err error) {
+	var list discoveryv1.EndpointSliceList
+	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}); err != nil {
+		return nil, caveat{}, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
+	}
+	spec, cav := exportedSpec(se, svc)
+	es = &clusterset.ExportedService{
+		Cluster:       w.cluster,
+		Key:           client.ObjectKeyFromObject(se),
+		ExportCreated: se.CreationTimestamp,
+		Spec:          spec,
+	}
+	es.Endpoints, es.LastChangeTriggerTime = reconciler.GroupSlices(list.Items), newestTriggerTime(list.Items)
+	if !es.LastChangeTriggerTime.IsZero() {
+		w.triggers.record(es.Key, es.LastChangeTriggerTime)
+		es.RecentTriggerTimes = w.triggers.upTo(es.Key, es.LastChangeTriggerTime)
+	}
+	return es, cav, nil
+}
+
+// exportedSpec is what the ServiceExport and its Service give the import.
+// Reserved keys (clusterset.Reserved) of exportedLabels and
+// exportedAnnotations are left out, and so is a LocalClusterFirstAnnotation
+// that is neither "true" nor "false"; cav says so (zero if nothing was).
+func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clusterset.ExportedSpec, cav caveat) {
+	labels, refusedLabels := clusterset.WithoutReserved(se.Spec.ExportedLabels)
+	annotations, refusedAnnotations := clusterset.WithoutReserved(se.Spec.ExportedAnnotations)
+	var parts []string
+	if len(refusedLabels) > 0 {
+		parts = append(parts, fmt.Sprintf("exportedLabels %s", strings.Join(refusedLabels, ", ")))
+	}
+	if len(refusedAnnotations) > 0 {
+		parts = append(parts, fmt.Sprintf("exportedAnnotations %s", strings.Join(refusedAnnotations, ", ")))
+	}
+	if len(parts) > 0 {
+		cav = caveat{ReasonReservedKeysRefused, "the Service is exported without these reserved keys, which are not put onto the ServiceImport (" +
+			clusterset.ReservedPatterns() + "): " + strings.Join(parts, "; ")}
+	}
+	localFirst, err := localClusterFirst(se)
+	if err != nil {
+		cav = cav.and(ReasonAnnotationIgnored, err.Error())
+	}
+	spec = clusterset.ExportedSpec{
+		Type:                  mcsv1beta1.ClusterSetIP,
+		SessionAffinity:       svc.Spec.SessionAffinity,
+		SessionAffinityConfig: svc.Spec.SessionAffinityConfig.DeepCopy(),
+		InternalTrafficPolicy: svc.Spec.InternalTrafficPolicy,
+		TrafficDistribution:   svc.Spec.TrafficDistribution,
+		IPFamilies:            slices.Clone(svc.Spec.IPFamilies),
+		Labels:                labels,
+		Annotations:           annotations,
+		LocalClusterFirst:     localFirst,
+	}
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		spec.Type = mcsv1beta1.Headless
+	}
+	for _, p := range svc.Spec.Ports {
+		spec.Ports = append(spec.Ports, mcsv1beta1.ServicePort{Name: p.Name, Protocol: p.Protocol, AppProtocol: p.AppProtocol, Port: p.Port})
+	}
+	return spec, cav
+}
+
+// localClusterFirst reads the ServiceExport's LocalClusterFirstAnnotation:
+// "true" or "false" (or none: false), as Kubernetes' boolean annotations
+// are written; any other value is an error and counts as false.
+func localClusterFirst(se *mcsv1beta1.ServiceExport) (bool, error) {
+	switch v, ok := se.Annotations[clusterset.LocalClusterFirstAnnotation]; {
+	case !ok || v == "false":
+		return false, nil
+	case v == "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("annotation %s is %q, not \"true\" or \"false\": the local cluster is not put first", clusterset.LocalClusterFirstAnnotation, v)
+	}
+}
+
+// caveat is what the Valid condition says of an export that is valid but
+// not exported exactly as written; the zero caveat says nothing.
+type caveat struct {
+	reason  mcsv1beta1.ServiceExportConditionReason
+	message string
+}
+
+// and adds a problem to c: the first one gives the reason, the message
+// names them all.
+func (c caveat) and(reason mcsv1beta1.ServiceExportConditionReason, problem string) caveat {
+	if c.reason == "" {
+		return caveat{reason, "the Service is exported, but " + problem}
+	}
+	c.message += "; " + problem
+	return c
+}
+
+// ReasonReservedKeysRefused is the reason of Valid=True on an export some
+// of whose exportedLabels or exportedAnnotations keys are reserved: they
+// are left out of the ServiceImport, the rest is exported.
+const ReasonReservedKeysRefused mcsv1beta1.ServiceExportConditionReason = "ReservedKeysRefused"
+
+// ReasonAnnotationIgnored is the reason of Valid=True on an export whose
+// mcs-syncer annotation has a value that means nothing: it is exported as
+// if the annotation were not there.
+const ReasonAnnotationIgnored mcsv1beta1.ServiceExportConditionReason = "AnnotationIgnored"
+
+// newestTriggerTime returns the newest last-change-trigger-time among
+// slices (zero if none carries one).
+func newestTriggerTime(items []discoveryv1.EndpointSlice) time.Time {
+	var newest time.Time
+	for i := range items {
+		if t, ok := triggerTime(&items[i]); ok && t.After(newest) {
+			newest = t
+		}
+	}
+	return newest
+}

@@ -1,0 +1,239 @@
+package imports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// ManagedByLabel marks the ServiceImports and derived Services mcs-syncer
+// owns (value: the managed-by value); others are never modified.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
+
+// Exports is what the controller needs of the Store (clusterset.Store):
+// the exports of a key, whether a member's exports are all known, the
+// changes, and a place to say that an import is blocked.
+type Exports interface {
+	Get(types.NamespacedName) []*clusterset.ExportedService
+	Keys() []types.NamespacedName
+	Synced(clusterset.ClusterID) bool
+	Subscribe(ctx context.Context, sub clusterset.Subscriber)
+	SetImportBlocked(key types.NamespacedName, consumer clusterset.ClusterID, why string)
+}
+
+// Options configure a Controller.
+type Options struct {
+	// Consumer is the cluster the controller writes into. Required.
+	Consumer clusterset.ClusterID
+	// Store holds the exports; Membership tells who the members are and
+	// whether each answers. Both required.
+	Store      Exports
+	Membership clusterset.Membership
+	// ManagedBy labels the slices (endpointslice.kubernetes.io/managed-by)
+	// and the ServiceImports and derived Services (ManagedByLabel). Default
+	// "mcs".
+	ManagedBy string
+	// MaxEndpointsPerSlice, default reconciler.DefaultMaxEndpointsPerSlice.
+	MaxEndpointsPerSlice int
+	// UnreachableGrace is how long a disconnected member keeps its
+	// endpoints in the imports; 0 keeps them forever.
+	UnreachableGrace time.Duration
+	// Metrics receives the import metrics and the reconciler's; nil means
+	// none.
+	Metrics *Metrics
+	// Workers is the number of ServiceImports reconciled at once (default 1).
+	Workers int
+}
+
+// Controller is the import controller of one consumer cluster. Its parts
+// live in one file each: the ServiceImport (serviceimport.go), the derived
+// Service (derivedservice.go), the slices (slices.go), the status
+// (status.go), and which exports count (view.go).
+type Controller struct {
+	opts       Options
+	client     client.Client
+	slices     client.Reader // the imported slices, from a cache of their own
+	recorder   events.EventRecorder
+	controller controller.TypedController[reconcile.Request]
+	sliceCache cache.Cache
+	// zones are the zones of the consumer's nodes (local-first imports
+	// only, localfirst.go), from nodeCache; zonesChanged says they changed.
+	zones        zoneSource
+	nodeCache    cache.Cache
+	zonesChanged chan struct{}
+
+	newReconciler func() (*reconciler.Reconciler, error)
+	own           *ownWrites
+
+	mu sync.Mutex
+	// reconcilers, one per source cluster: each tracks the slices of its
+	// source, so that reconciling one source never sees the others' slices
+	// as missing.
+	reconcilers map[clusterset.ClusterID]*reconciler.Reconciler
+	// settled says which sources' slices need no planning (settled.go).
+	settled *settled
+	// reported holds the problems already logged, see reportOnce.
+	reported map[reportKey]bool
+}
+
+var _ reconcile.Reconciler = (*Controller)(nil)
+
+// New returns the import controller of consumer cl, as an unmanaged
+// controller named "import-<consumer>" that Start runs: it lives as long as
+// the consumer's connection. It registers the informers it needs in cl's
+// cache.
+func New(cl cluster.Cluster, opts Options) (*Controller, error) {
+	if opts.ManagedBy == "" {
+		opts.ManagedBy = "mcs"
+	}
+	// The member's cache leaves imported slices out (the export side must
+	// never read them), so the slices this controller writes get a cache of
+	// their own, holding nothing else.
+	managed, err := labels.NewRequirement(discoveryv1.LabelManagedBy, selection.Equals, []string{opts.ManagedBy})
+	if err != nil {
+		return nil, fmt.Errorf("import: managed-by %q: %w", opts.ManagedBy, err)
+	}
+	imported, _ := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.Exists, nil)
+	sliceCache, err := cache.New(cl.GetConfig(), cache.Options{
+		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread,
+		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed, *imported)}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import %s: slice cache: %w", opts.Consumer, err)
+	}
+	if err := sliceCache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, importedSliceIndex, importedSliceKey); err != nil {
+		return nil, fmt.Errorf("import %s: index slices: %w", opts.Consumer, err)
+	}
+	memberCache := cl.GetCache()
+	for _, obj := range []client.Object{&mcsv1beta1.ServiceImport{}, &corev1.Service{}, &corev1.Namespace{}} {
+		// Registered now, so that the member counts as synced only once
+		// they are.
+		if _, err := memberCache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("import %s: informer of %T: %w", opts.Consumer, obj, err)
+		}
+	}
+	clientset, err := kubernetes.NewForConfig(cl.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
+	}
+	c, err := newController(cl.GetClient(), sliceCache, clientset.DiscoveryV1(), clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")), opts)
+	if err != nil {
+		return nil, err
+	}
+	c.sliceCache = sliceCache
+	// Nodes' metadata, read only once an import puts the local cluster
+	// first (zones.go).
+	c.nodeCache, err = cache.New(cl.GetConfig(), cache.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread})
+	if err != nil {
+		return nil, fmt.Errorf("import %s: node cache: %w", opts.Consumer, err)
+	}
+	c.zonesChanged = make(chan struct{}, 1)
+	c.zones = newNodeZones(c.nodeCache, func() {
+		select {
+		case c.zonesChanged <- struct{}{}:
+		default: // one pending notice is enough
+		}
+	})
+	ctrl, err := clusterset.NewController("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer))
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range c.watches(memberCache, sliceCache, cl.GetScheme(), cl.GetRESTMapper()) {
+		if err := ctrl.Watch(src); err != nil {
+			return nil, err
+		}
+	}
+	c.controller = ctrl
+	return c, nil
+}
+
+// newController is the Controller without its watches and caches: what
+// Reconcile needs. sliceWriter writes the imported slices (the reconciler
+// speaks client-go), sliceReader lists them (indexed by importedSliceIndex).
+func newController(cl client.Client, sliceReader client.Reader, sliceWriter discoveryclient.EndpointSlicesGetter, recorder events.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Consumer == "" || opts.Store == nil || opts.Membership == nil {
+		return nil, errors.New("import: consumer, store and membership are required")
+	}
+	if opts.ManagedBy == "" {
+		opts.ManagedBy = "mcs"
+	}
+	if opts.MaxEndpointsPerSlice == 0 {
+		opts.MaxEndpointsPerSlice = reconciler.DefaultMaxEndpointsPerSlice
+	}
+	c := &Controller{
+		opts: opts, client: cl, slices: sliceReader, recorder: recorder,
+		reconcilers: map[clusterset.ClusterID]*reconciler.Reconciler{},
+		reported:    map[reportKey]bool{},
+		own:         newOwnWrites(),
+		settled:     newSettled(),
+		newReconciler: func() (*reconciler.Reconciler, error) {
+			ro := []reconciler.Option{
+				reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
+				reconciler.WithOwnershipEnforced(true),
+				reconciler.WithEventRecorder(recorder),
+				reconciler.WithTrafficDistribution(true), // hints.go
+			}
+			if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
+				ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))
+			}
+			return reconciler.New(sliceWriter, opts.ManagedBy, ro...)
+		},
+	}
+	if _, err := c.newReconciler(); err != nil { // options are checked once, here
+		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
+	}
+	return c, nil
+}
+
+// Start runs the slice cache and the controller until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	failed := make(chan error, 1)
+	go func() { failed <- c.sliceCache.Start(ctx) }()
+	go func() {
+		if err := c.nodeCache.Start(ctx); err != nil && ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "The cache of Nodes stopped: imports cannot put the local cluster first", "cluster", c.opts.Consumer)
+		}
+	}()
+	if !c.sliceCache.WaitForCacheSync(ctx) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("import %s: slice cache: %w", c.opts.Consumer, <-failed)
+	}
+	return c.controller.Start(ctx)
+}
+
+// reconcilerFor returns the reconciler of the slices from source.
+func (c *Controller) reconcilerFor(source clusterset.ClusterID) *reconciler.Reconciler {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.reconcilers[source]
+	if r == nil {
+		r, _ = c.newReconciler() // cannot fail: newController tried the same options
+		c.reconcilers[source] = r
+	}
+	return r
+}

@@ -1,0 +1,150 @@
+package imports
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// ExportedKeysAnnotation lists, on a ServiceImport, the label and
+// annotation keys it took from the ServiceExports' exportedLabels and
+// exportedAnnotations (JSON: {"labels":[...],"annotations":[...]}), so that
+// a key the exports drop is removed while the keys that other tools set on
+// the ServiceImport stay. Absent when the exports carry none.
+const ExportedKeysAnnotation = "mcs-syncer.io/exported-keys"
+
+// exportedKeys is the value of ExportedKeysAnnotation.
+type exportedKeys struct {
+	Labels      []string `json:"labels,omitempty"`
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// applyServiceImport creates the ServiceImport (si nil) or updates its
+// spec and its metadata from the exports, keeping spec.ips (set from the
+// derived Service by applyIPs) and the labels and annotations of others.
+func (c *Controller) applyServiceImport(ctx context.Context, key types.NamespacedName, si *mcsv1beta1.ServiceImport, merged clusterset.Merged) (*mcsv1beta1.ServiceImport, error) {
+	want := &mcsv1beta1.ServiceImport{}
+	if si != nil {
+		want = si.DeepCopy()
+	}
+	want.Name, want.Namespace = key.Name, key.Namespace
+	c.setMetadata(want, merged)
+	s := merged.Spec
+	want.Spec = mcsv1beta1.ServiceImportSpec{
+		Type: s.Type, Ports: s.Ports, SessionAffinity: s.SessionAffinity, SessionAffinityConfig: s.SessionAffinityConfig,
+		IPFamilies: s.IPFamilies, InternalTrafficPolicy: s.InternalTrafficPolicy, TrafficDistribution: s.TrafficDistribution,
+	}
+	if want.Spec.Ports == nil {
+		want.Spec.Ports = []mcsv1beta1.ServicePort{} // required by the CRD
+	}
+	if si != nil && s.Type == mcsv1beta1.ClusterSetIP {
+		want.Spec.IPs = si.Spec.IPs
+	}
+	if si == nil {
+		if err := c.client.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("create ServiceImport %s: %w", key, err)
+		}
+		c.own.wrote(want)
+		return want, nil
+	}
+	if equality.Semantic.DeepEqual(want.Spec, si.Spec) && maps.Equal(want.Labels, si.Labels) && maps.Equal(want.Annotations, si.Annotations) {
+		return si, nil
+	}
+	if err := c.client.Update(ctx, want); err != nil {
+		return nil, fmt.Errorf("update ServiceImport %s: %w", key, err)
+	}
+	c.own.wrote(want)
+	return want, nil
+}
+
+// setMetadata gives si the labels and annotations of the merged exports
+// and mcs-syncer's own (managed-by, derived-service, local-cluster-first),
+// removes those that
+// the exports carried before and no longer do, and leaves every other key
+// alone.
+func (c *Controller) setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset.Merged) {
+	var before exportedKeys
+	_ = json.Unmarshal([]byte(si.Annotations[ExportedKeysAnnotation]), &before) // unreadable: nothing was ours
+	si.Labels = mergeOwned(si.Labels, before.Labels, merged.Spec.Labels)
+	si.Annotations = mergeOwned(si.Annotations, before.Annotations, merged.Spec.Annotations)
+
+	si.Labels[ManagedByLabel] = c.opts.ManagedBy
+	delete(si.Annotations, DerivedServiceAnnotation)
+	if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
+		si.Annotations[DerivedServiceAnnotation] = DerivedServiceName(client.ObjectKeyFromObject(si))
+	}
+	delete(si.Annotations, clusterset.LocalClusterFirstAnnotation)
+	if merged.Spec.LocalClusterFirst {
+		si.Annotations[clusterset.LocalClusterFirstAnnotation] = "true"
+	}
+	delete(si.Annotations, ExportedKeysAnnotation)
+	now := exportedKeys{Labels: slices.Sorted(maps.Keys(merged.Spec.Labels)), Annotations: slices.Sorted(maps.Keys(merged.Spec.Annotations))}
+	if len(now.Labels)+len(now.Annotations) > 0 {
+		value, _ := json.Marshal(now) // cannot fail: two string slices
+		si.Annotations[ExportedKeysAnnotation] = string(value)
+	}
+	if len(si.Annotations) == 0 {
+		si.Annotations = nil
+	}
+}
+
+// mergeOwned returns current without the keys it owned before and with
+// the keys of want; other keys are kept. Never nil.
+func mergeOwned(current map[string]string, ownedBefore []string, want map[string]string) map[string]string {
+	out := maps.Clone(current)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range ownedBefore {
+		delete(out, k)
+	}
+	maps.Copy(out, want)
+	return out
+}
+
+// applyIPs writes the clusterset IPs into spec.ips where they differ.
+func (c *Controller) applyIPs(ctx context.Context, si *mcsv1beta1.ServiceImport, ips []string) (*mcsv1beta1.ServiceImport, error) {
+	if slices.Equal(si.Spec.IPs, ips) {
+		return si, nil
+	}
+	si = si.DeepCopy()
+	si.Spec.IPs = ips
+	if err := c.client.Update(ctx, si); err != nil {
+		return nil, fmt.Errorf("update ips of ServiceImport %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	c.own.wrote(si)
+	return si, nil
+}
+
+// blockedBy reports a ServiceImport of the import's name that mcs-syncer
+// does not manage (a person's, another controller's): it is left alone,
+// and the user hears of it where they look: an event on it, a log line,
+// and (through the Store) the exporting ServiceExports' Ready message.
+func (c *Controller) blockedBy(ctx context.Context, si *mcsv1beta1.ServiceImport, wanted bool) {
+	key := client.ObjectKeyFromObject(si)
+	if !wanted {
+		c.opts.Store.SetImportBlocked(key, c.opts.Consumer, "")
+		c.cleared(reportNotManaged, key)
+		return
+	}
+	why := fmt.Sprintf("ServiceImport %s in cluster %s is not managed by mcs-syncer (no label %s=%s); delete it so that mcs-syncer can import the Service there",
+		key, c.opts.Consumer, ManagedByLabel, c.opts.ManagedBy)
+	if c.reportOnce(reportNotManaged, key) {
+		log.FromContext(ctx).Info("ServiceImport is not managed by mcs-syncer; leaving it alone", "serviceImport", key)
+		if c.recorder != nil {
+			c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "NotManaged", "Import", "%s", why)
+		}
+	}
+	c.opts.Store.SetImportBlocked(key, c.opts.Consumer, why)
+}

@@ -1,0 +1,273 @@
+package imports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// applySlices reconciles the slices of every source cluster: the
+// endpoints of those exporting, nothing for the others; the slices of an
+// unsettled source stay as they are. It reports whether the import has any
+// slice once done.
+func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (present bool, err error) {
+	var list discoveryv1.EndpointSliceList
+	// Not copied: the reconciler never modifies the slices it is given.
+	if err := c.slices.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return false, fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
+	}
+	// Every member, and every other source that slices name: those of a
+	// cluster that left the clusterset (or was renamed) are withdrawn.
+	sources := slices.Clone(c.opts.Membership.IDs())
+	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		id := sourceOf(s)
+		if _, ok := bySource[id]; !ok && !slices.Contains(sources, id) {
+			sources = append(sources, id)
+		}
+		bySource[id] = append(bySource[id], s)
+	}
+	exportOf := map[clusterset.ClusterID]*clusterset.ExportedService{}
+	for _, es := range v.exports {
+		exportOf[es.Cluster] = es
+	}
+	c.reportDuplicates(si, v.exports)
+	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
+	local, _ := desiredGroups(merged, exportOf[c.opts.Consumer], addressTypes)
+	localFirst := c.localFirstHints(ctx, merged, local)
+	key := client.ObjectKeyFromObject(si)
+	shared := sharedInputs(si, merged, addressTypes)
+	var errs []error
+	for _, source := range sources {
+		existing := bySource[source]
+		if (exportOf[source] == nil && len(existing) == 0) || v.unsettled[source] {
+			present = present || len(existing) > 0 // nothing to do, or not all known yet
+			continue
+		}
+		in := reconciler.Input{
+			Owner: si, OwnerGVK: serviceImportGVK,
+			AddressTypes: addressTypes,
+			Existing:     existing,
+			Labeler:      c.labeler(si, merged, source),
+			// See hints.go: never the source's hints, the import's own.
+			TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
+		}
+		var inputs settledInputs
+		if localFirst != nil {
+			// Hints from the consumer's own zones: not remembered.
+			in.Hints = localFirst(source)
+		} else {
+			inputs = settledInputs{export: exportOf[source], shared: shared, slices: heldSlices(existing)}
+			if c.settled.same(key, source, inputs) {
+				present = present || len(existing) > 0
+				continue
+			}
+		}
+		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, exportOf[source])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
+		}
+		c.settled.record(key, source, inputs, err == nil && !wrote && localFirst == nil)
+		present = present || left > 0
+	}
+	return present, errors.Join(errs...)
+}
+
+// applySourceSlices reconciles the slices of one source (es nil: it
+// exports nothing) from in, which has everything but the desired
+// endpoints, and returns how many slices the import then has from it and
+// whether it wrote any.
+func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, in reconciler.Input, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService) (left int, wrote bool, err error) {
+	existing := in.Existing
+	key := client.ObjectKeyFromObject(si)
+	var dropped int
+	if es != nil {
+		in.TriggerTime = es.LastChangeTriggerTime
+		in.Desired, dropped = desiredGroups(merged, es, in.AddressTypes)
+	}
+	endpoints := 0
+	for _, g := range in.Desired {
+		endpoints += len(g.Endpoints)
+	}
+	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, dropped) && dropped > 0 && c.recorder != nil {
+		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
+			"%d endpoints from %s are not imported: their address types are not among the import's %v (FQDN endpoints, or an IP family the Service does not have)", dropped, source, in.AddressTypes)
+	}
+	r := c.reconcilerFor(source)
+	plan, err := r.Plan(in)
+	wrote = err == nil && !plan.Empty()
+	if err == nil {
+		// Applied even when empty: it writes nothing then, but keeps the
+		// reconciler's metrics true.
+		err = r.Apply(ctx, plan)
+	}
+	if err != nil {
+		// The gauge counts what the consumer holds, not what was meant to
+		// be written: what was there before (the next reconcile recounts).
+		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
+		return len(existing), wrote, err
+	}
+	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
+	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
+	return len(existing) + len(plan.Create) - len(plan.Delete), wrote, nil
+}
+
+// desiredGroups returns the endpoint groups of an export (nil: none) that
+// the import takes: those of its address types, on the ports the export
+// exposes as the import defines them; dropped counts the endpoints left
+// out for their address type.
+func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType) (groups []reconciler.EndpointGroup, dropped int) {
+	if es == nil {
+		return nil, 0
+	}
+	exposed := merged.ExposedPorts(es)
+	for _, g := range es.Endpoints {
+		if !slices.Contains(addressTypes, g.AddressType) {
+			dropped += len(g.Endpoints)
+			continue
+		}
+		if g, ok := onExposedPorts(g, exposed); ok {
+			groups = append(groups, g)
+		}
+	}
+	return groups, dropped
+}
+
+// onExposedPorts returns g with only the ports that its cluster exposes as
+// the import defines them (Merged.ExposedPorts), so that kube-proxy never
+// sends a conflicting port's traffic to a cluster that serves it under
+// another number or protocol. A group left with none of its ports is not
+// imported at all (false); a group that had no ports (a Service without
+// ports) is imported as it is.
+func onExposedPorts(g reconciler.EndpointGroup, exposed map[string]bool) (reconciler.EndpointGroup, bool) {
+	if len(g.Ports) == 0 {
+		return g, true
+	}
+	var ports []discoveryv1.EndpointPort
+	for _, p := range g.Ports {
+		if exposed[ptr.Deref(p.Name, "")] {
+			ports = append(ports, p)
+		}
+	}
+	if len(ports) == 0 {
+		return g, false
+	}
+	g.Ports = ports // g is a copy; the Store's group is not changed
+	return g, true
+}
+
+func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID) reconciler.Labeler {
+	return reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
+		l := map[string]string{
+			mcsv1beta1.LabelServiceName:   si.Name,
+			mcsv1beta1.LabelSourceCluster: string(source),
+		}
+		// Only for ClusterSetIP: kube-proxy then routes the derived
+		// Service's IP to these endpoints. Never the plain Service name,
+		// which would mix them into the local Service.
+		if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
+			l[discoveryv1.LabelServiceName] = DerivedServiceName(client.ObjectKeyFromObject(si))
+		}
+		return l, nil
+	})
+}
+
+// reportDuplicates finds the addresses that more than one source of the
+// import exports (overlapping pod CIDRs: kube-proxy would balance over
+// both entries as if they were two endpoints, and reach only one of
+// them). Both are imported, as the standard has no rule for it; the
+// duplicate_endpoints gauge counts them, and a Warning event on the
+// ServiceImport names the clusters whenever their number changes.
+func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService) {
+	sourcesOf := sourcesByAddress(exports)
+	dups := map[clusterset.ClusterID]int{}
+	duplicated := 0
+	var example string
+	var exampleSources []clusterset.ClusterID
+	for addr, ids := range sourcesOf {
+		if len(ids) < 2 {
+			continue
+		}
+		duplicated++
+		for _, id := range ids {
+			dups[id]++
+		}
+		if example == "" || addr < example {
+			example, exampleSources = addr, ids
+		}
+	}
+	// Every member's share, so that one that stopped exporting drops to 0.
+	sources := c.opts.Membership.IDs()
+	for _, es := range exports {
+		if !slices.Contains(sources, es.Cluster) {
+			sources = append(sources, es.Cluster)
+		}
+	}
+	changed := false
+	for _, id := range sources {
+		changed = c.opts.Metrics.setDuplicate(id, c.opts.Consumer, client.ObjectKeyFromObject(si), dups[id]) || changed
+	}
+	if changed && duplicated > 0 && c.recorder != nil {
+		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "DuplicateAddresses", "Import",
+			"%d addresses are exported by more than one of %v (overlapping pod CIDRs?), e.g. %s by %v: each is imported once per cluster",
+			duplicated, slices.Sorted(maps.Keys(dups)), example, exampleSources)
+	}
+}
+
+// sourcesByAddress lists, for every address the exports carry, the
+// clusters that export it (each once). With fewer than two exports nothing
+// can overlap: nil.
+func sourcesByAddress(exports []*clusterset.ExportedService) map[string][]clusterset.ClusterID {
+	if len(exports) < 2 {
+		return nil
+	}
+	sourcesOf := map[string][]clusterset.ClusterID{}
+	for _, es := range exports {
+		for _, g := range es.Endpoints {
+			for _, ep := range g.Endpoints {
+				for _, addr := range ep.Addresses {
+					if ids := sourcesOf[addr]; len(ids) == 0 || ids[len(ids)-1] != es.Cluster {
+						sourcesOf[addr] = append(ids, es.Cluster)
+					}
+				}
+			}
+		}
+	}
+	return sourcesOf
+}
+
+// endpointsIn counts the endpoints of slices.
+func endpointsIn(held []*discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range held {
+		n += len(s.Endpoints)
+	}
+	return n
+}
+
+// sourceOf returns the source cluster of an imported slice.
+func sourceOf(s *discoveryv1.EndpointSlice) clusterset.ClusterID {
+	return clusterset.ClusterID(s.Labels[mcsv1beta1.LabelSourceCluster])
+}
+
+// addressTypesOf returns the address types of the import's IP families;
+// without families (an export from a cluster without dual-stack fields),
+// both, and the endpoints decide.
+func addressTypesOf(families []corev1.IPFamily) []discoveryv1.AddressType {
+	if types := reconciler.AddressTypesForIPFamilies(families); len(types) > 0 {
+		return types
+	}
+	return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
+}

@@ -1,0 +1,248 @@
+package membership
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// Config is the clusterset membership file:
+//
+//	clusterset: prod            # the clusterset's name (DNS-1123 label)
+//	members:
+//	- id: east                  # cluster ID (DNS-1123 label), unique
+//	  kubeconfig: east.kubeconfig   # relative to this file, or absolute
+//	  context: admin@east       # optional; default: the kubeconfig's current context
+//	- id: west
+//	  inCluster: true           # the cluster mcs-syncer runs in (no kubeconfig)
+//	- id: south                 # hub mode: no connection settings, read through the hub
+//	hub:                        # optional: hub mode (per-cluster mode only)
+//	  kubeconfig: hub.kubeconfig
+//	  context: admin@hub        # optional
+//	publicationNamespace: mcs-system  # optional (the default): where members publish
+//
+// Unknown fields, bad or duplicate IDs, a member with both kubeconfig and
+// inCluster (or with neither, unless there is a hub), and two members
+// reaching the same API server make the file invalid. With a hub, a member
+// without kubeconfig and inCluster is read through the hub
+// (Member.ThroughHub). A member whose kubeconfig cannot be read (missing,
+// unreadable, without the named context) does not: that member is
+// reported and retried while the others run (Member.Err).
+type Config struct {
+	Clusterset string   `json:"clusterset"`
+	Members    []Member `json:"members"`
+	// Hub, if set, is the API server that members publish their exports
+	// into, and through which the members without connection settings of
+	// their own are read (hub mode).
+	Hub *Hub `json:"hub,omitempty"`
+	// PublicationNamespace is the namespace of the publications, in the
+	// hub and in every member (default DefaultPublicationNamespace).
+	PublicationNamespace string `json:"publicationNamespace,omitempty"`
+}
+
+// DefaultPublicationNamespace is where members publish by default: the
+// namespace config/ deploys mcs-syncer into.
+const DefaultPublicationNamespace = "mcs-system"
+
+// Hub is how the hub API server is reached.
+type Hub struct {
+	// Kubeconfig is the path of a kubeconfig file, relative to the config
+	// file's folder unless absolute.
+	Kubeconfig string `json:"kubeconfig"`
+	// Context selects a context of Kubeconfig; empty means its current one.
+	Context string `json:"context,omitempty"`
+}
+
+// RESTConfig reads the hub's kubeconfig anew.
+func (h *Hub) RESTConfig() (*rest.Config, error) {
+	m := Member{ID: "hub", Kubeconfig: h.Kubeconfig, Context: h.Context}
+	return m.RESTConfig()
+}
+
+// Member is one cluster of the clusterset.
+type Member struct {
+	ID clusterset.ClusterID `json:"id"`
+	// Kubeconfig is the path of a kubeconfig file, relative to the config
+	// file's folder unless absolute.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context selects a context of Kubeconfig; empty means its current one.
+	Context string `json:"context,omitempty"`
+	// InCluster uses the service account mcs-syncer runs as, instead of a
+	// kubeconfig.
+	InCluster bool `json:"inCluster,omitempty"`
+	// ThroughHub says the member is read through the hub: Kubeconfig and
+	// Context are the hub's (set by ParseConfig for a member without
+	// connection settings in hub mode).
+	ThroughHub bool `json:"-"`
+}
+
+// LoadConfig reads and validates a clusterset config file.
+func LoadConfig(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("clusterset config: %w", err)
+	}
+	cfg, err := ParseConfig(raw, filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("clusterset config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses and validates a clusterset config; relative kubeconfig
+// paths are taken relative to dir. (Its complexity is a flat list of
+// independent checks, each with its own message: splitting it would only
+// scatter the rules of the file format.)
+func ParseConfig(raw []byte, dir string) (*Config, error) {
+	var cfg Config
+	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if cfg.Clusterset == "" {
+		return nil, errors.New("clusterset: name is missing")
+	}
+	if errs := validation.IsDNS1123Label(cfg.Clusterset); len(errs) > 0 {
+		return nil, fmt.Errorf("clusterset: name %q is not a DNS-1123 label: %v", cfg.Clusterset, errs)
+	}
+	if len(cfg.Members) == 0 {
+		return nil, errors.New("members: no member clusters")
+	}
+	if cfg.PublicationNamespace == "" {
+		cfg.PublicationNamespace = DefaultPublicationNamespace
+	}
+	if errs := validation.IsDNS1123Label(cfg.PublicationNamespace); len(errs) > 0 {
+		return nil, fmt.Errorf("publicationNamespace: %q is not a namespace name: %v", cfg.PublicationNamespace, errs)
+	}
+	if h := cfg.Hub; h != nil {
+		if h.Kubeconfig == "" {
+			return nil, errors.New("hub: kubeconfig is missing")
+		}
+		if !filepath.IsAbs(h.Kubeconfig) {
+			h.Kubeconfig = filepath.Join(dir, h.Kubeconfig)
+		}
+	}
+	byID := map[clusterset.ClusterID]bool{}
+	byServer := map[string]clusterset.ClusterID{}
+	for i := range cfg.Members {
+		m := &cfg.Members[i]
+		if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
+			return nil, fmt.Errorf("members[%d]: %w", i, err)
+		}
+		if byID[m.ID] {
+			return nil, fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
+		}
+		byID[m.ID] = true
+		server := "in-cluster"
+		switch {
+		case m.InCluster && m.Kubeconfig != "":
+			return nil, fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.ID)
+		case m.InCluster && m.Context != "":
+			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+		case m.InCluster:
+		case m.Kubeconfig == "" && m.Context != "":
+			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+		case m.Kubeconfig == "" && cfg.Hub != nil:
+			m.ThroughHub, m.Kubeconfig, m.Context = true, cfg.Hub.Kubeconfig, cfg.Hub.Context
+			continue // many members are read through the one hub
+		case m.Kubeconfig == "":
+			return nil, fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true, or read it through a hub)", m.ID)
+		default:
+			if !filepath.IsAbs(m.Kubeconfig) {
+				m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
+			}
+			rc, err := m.RESTConfig()
+			if err != nil {
+				continue // this member's own problem, reported when it is engaged
+			}
+			server = rc.Host
+		}
+		if other, ok := byServer[server]; ok {
+			if server == "in-cluster" {
+				return nil, fmt.Errorf("member %s: inCluster is already member %s", m.ID, other)
+			}
+			return nil, fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.ID, server, other)
+		}
+		byServer[server] = m.ID
+	}
+	return &cfg, nil
+}
+
+// RESTConfig reads the member's kubeconfig (or the in-cluster config) anew:
+// a kubeconfig that was missing or wrong a moment ago may be fixed now.
+func (m *Member) RESTConfig() (*rest.Config, error) {
+	if m.InCluster {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("member %s: in-cluster config: %w", m.ID, err)
+		}
+		return rc, nil
+	}
+	if _, err := os.Stat(m.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("member %s: kubeconfig %s: %w", m.ID, m.Kubeconfig, err)
+	}
+	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: m.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: m.Context},
+	).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("member %s: kubeconfig %s (context %q): %w", m.ID, m.Kubeconfig, m.Context, err)
+	}
+	return rc, nil
+}
+
+// fingerprint changes when anything that decides how the member is reached
+// changes, the content of its kubeconfig included (rotated credentials).
+func (m *Member) fingerprint() [sha256.Size]byte {
+	conn := m.connectionPrint()
+	return sha256.Sum256(append([]byte(string(m.ID)+"\x00"), conn[:]...))
+}
+
+// connectionPrint is the fingerprint of how the member is reached, its ID
+// aside: the same for every member read through one hub.
+func (m *Member) connectionPrint() [sha256.Size]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%v\x00", m.Kubeconfig, m.Context, m.InCluster, m.ThroughHub)
+	if raw, err := os.ReadFile(m.Kubeconfig); err == nil {
+		h.Write(raw)
+	} else if m.Kubeconfig != "" {
+		fmt.Fprint(h, err)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// Member returns the member with the given ID, or nil.
+func (c *Config) Member(id clusterset.ClusterID) *Member {
+	for i := range c.Members {
+		if c.Members[i].ID == id {
+			return &c.Members[i]
+		}
+	}
+	return nil
+}
+
+// Usable returns an error naming every member's problem when no member's
+// connection settings can be read at all: such a config cannot do
+// anything.
+func (c *Config) Usable() error {
+	var problems []string
+	for i := range c.Members {
+		_, err := c.Members[i].RESTConfig()
+		if err == nil {
+			return nil
+		}
+		problems = append(problems, err.Error())
+	}
+	return fmt.Errorf("no member can be reached: %s", strings.Join(problems, "; "))
+}

@@ -1,0 +1,166 @@
+package membership
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// kubeconfig writes a kubeconfig for server into dir and returns its name.
+func kubeconfig(t *testing.T, dir, name, server string) string {
+	t.Helper()
+	raw := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: %s}
+users:
+- name: u
+  user: {token: abc}
+contexts:
+- name: ctx
+  context: {cluster: c, user: u}
+current-context: ctx
+`, server)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestParseConfig(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	kubeconfig(t, dir, "west.kubeconfig", "https://127.0.0.1:7443")
+	kubeconfig(t, dir, "west-again.kubeconfig", "https://127.0.0.1:7443")
+
+	cfg, err := ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n  kubeconfig: west.kubeconfig\n  context: ctx\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Members) != 2 || cfg.Member("west") == nil || cfg.Member("west").Kubeconfig != filepath.Join(dir, "west.kubeconfig") {
+		t.Errorf("config %+v", cfg)
+	}
+	rc, err := cfg.Member("east").RESTConfig()
+	if err != nil || rc.Host != "https://127.0.0.1:6443" {
+		t.Errorf("east rest config %v, %v", rc, err)
+	}
+
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown field", "clusterset: prod\nmember: []\n", `unknown field "member"`},
+		{"no name", "members:\n- id: east\n  kubeconfig: east.kubeconfig\n", "clusterset: name is missing"},
+		{"bad name", "clusterset: Prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `name "Prod" is not a DNS-1123 label`},
+		{"no members", "clusterset: prod\n", "members: no member clusters"},
+		{"bad id", "clusterset: prod\nmembers:\n- id: East_1\n  kubeconfig: east.kubeconfig\n", `members[0]: cluster ID "East_1" is not a DNS-1123 label`},
+		{"duplicate id", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: east\n  kubeconfig: west.kubeconfig\n", `members[1]: cluster ID "east" appears twice`},
+		{"duplicate target", "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n- id: west2\n  kubeconfig: west-again.kubeconfig\n", "member west2: reaches the same API server (https://127.0.0.1:7443) as member west"},
+		{"no kubeconfig", "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true, or read it through a hub)"},
+		{"both", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  inCluster: true\n", "member east: set kubeconfig or inCluster, not both"},
+		{"hub without kubeconfig", "clusterset: prod\nhub: {context: x}\nmembers:\n- id: east\n", "hub: kubeconfig is missing"},
+		{"context without kubeconfig", "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  context: ctx\n", "member east: context needs a kubeconfig"},
+		{"bad publication namespace", "clusterset: prod\npublicationNamespace: MCS\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `publicationNamespace: "MCS" is not a namespace name`},
+		{"two in-cluster", "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.yaml), dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseHubConfig: with a hub, members without connection settings are
+// read through it (many members may share its address), and the default
+// publication namespace is mcs-system.
+func TestParseHubConfig(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	kubeconfig(t, dir, "hub.kubeconfig", "https://127.0.0.1:9443")
+	cfg, err := ParseConfig([]byte("clusterset: prod\nhub:\n  kubeconfig: hub.kubeconfig\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n- id: north\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PublicationNamespace != DefaultPublicationNamespace {
+		t.Errorf("publication namespace %q", cfg.PublicationNamespace)
+	}
+	if m := cfg.Member("east"); m.ThroughHub {
+		t.Errorf("east has a kubeconfig of its own, yet is read through the hub")
+	}
+	for _, id := range []clusterset.ClusterID{"west", "north"} {
+		m := cfg.Member(id)
+		rc, err := m.RESTConfig()
+		if !m.ThroughHub || err != nil || rc.Host != "https://127.0.0.1:9443" {
+			t.Errorf("%s: through the hub %v, rest config %v, %v", id, m.ThroughHub, rc, err)
+		}
+	}
+	if f := cfg.Member("west").fingerprint(); f == cfg.Member("north").fingerprint() {
+		t.Error("two members through the hub have the same fingerprint")
+	}
+}
+
+func TestLoadConfigNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "clusterset.yaml")
+	if err := os.WriteFile(path, []byte("clusterset: prod\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %v does not name %s", err, path)
+	}
+	if _, err := LoadConfig(path + ".missing"); err == nil {
+		t.Error("no error for a missing file")
+	}
+}
+
+// TestSampleConfigParses: the documented sample is valid apart from its
+// kubeconfig files.
+func TestSampleConfigParses(t *testing.T) {
+	raw, err := os.ReadFile("../../config/samples/clusterset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://east.example:6443")
+	kubeconfig(t, dir, "west.kubeconfig", "https://west.example:6443")
+	if _, err := ParseConfig(raw, dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMemberProblemsAreTheMembers: a member whose kubeconfig is missing or
+// lacks its context does not make the config invalid; the member's
+// RESTConfig says what is wrong, and Usable fails only when no member can
+// be reached at all.
+func TestMemberProblemsAreTheMembers(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	cfg, err := ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  context: nope\n- id: west\n  kubeconfig: nope.kubeconfig\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"east": `member east: kubeconfig ` + filepath.Join(dir, "east.kubeconfig") + ` (context "nope")`,
+		"west": "member west: kubeconfig " + filepath.Join(dir, "nope.kubeconfig"),
+	} {
+		if _, err := cfg.Member(clusterset.ClusterID(id)).RESTConfig(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", id, err, want)
+		}
+	}
+	if err := cfg.Usable(); err == nil || !strings.Contains(err.Error(), "no member can be reached") || !strings.Contains(err.Error(), "member west") {
+		t.Errorf("Usable: %v", err)
+	}
+	// The file appears: the member is usable, and its fingerprint changed.
+	before := cfg.Member("west").fingerprint()
+	kubeconfig(t, dir, "nope.kubeconfig", "https://127.0.0.1:7443")
+	if err := cfg.Usable(); err != nil {
+		t.Error(err)
+	}
+	if cfg.Member("west").fingerprint() == before {
+		t.Error("the fingerprint did not change with the kubeconfig")
+	}
+}

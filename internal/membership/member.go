@@ -1,0 +1,574 @@
+package membership
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+)
+
+// State is where a member is in its lifecycle.
+type State string
+
+const (
+	// Connecting: not tried yet.
+	Connecting State = "connecting"
+	// BadConfig: its kubeconfig (or in-cluster config) cannot be read.
+	BadConfig State = "config-error"
+	// Unreachable: its API server does not answer.
+	Unreachable State = "unreachable"
+	// MissingCRDs: it answers but does not serve the MCS v1beta1 API.
+	MissingCRDs State = "missing-crds"
+	// Forbidden: it refuses a list or watch mcs-syncer needs.
+	Forbidden State = "forbidden"
+	// Failed: mcs-syncer could not set up its controllers for it.
+	Failed State = "failed"
+	// Syncing: it answers; its cache is being built.
+	Syncing State = "syncing"
+	// Engaged: its cache is synced and its controllers run.
+	Engaged State = "engaged"
+)
+
+// states are all States, for the one-hot state metric.
+var states = []State{Connecting, BadConfig, Unreachable, MissingCRDs, Forbidden, Failed, Syncing, Engaged}
+
+// connected reports whether a member in state s answers.
+func (s State) connected() bool { return s == Syncing || s == Engaged }
+
+// Status is a member's state, since when it holds, and why (for the states
+// that are problems).
+type Status struct {
+	State State
+	Since time.Time
+	Cause string
+}
+
+// probeTimeout bounds one probe of a member.
+const probeTimeout = 5 * time.Second
+
+// stopTimeout bounds the wait for a disengaged member's controllers to
+// stop; past it they are left to finish in the background. It is shorter
+// than the manager's graceful shutdown (30 s): a controller whose worker
+// hangs must not turn a SIGTERM into a failed exit. (Seen in CI: a SIGTERM
+// within a second of the controllers' start left one worker of a
+// controller that had just started its workers running past 30 s.)
+const stopTimeout = 15 * time.Second
+
+// deps is what a member needs of its Set: the settings, where it reports,
+// and the seams that the unit tests replace (the cluster factory and the
+// health check).
+type deps struct {
+	opts    Options
+	metrics *metrics
+	// changed is called when a member becomes connected or disconnected.
+	changed func()
+	// identified is called when a member's cluster identity is first known.
+	identified func(id clusterset.ClusterID, uid types.UID)
+	// newCluster builds a member's client and cache; onWatchError gets
+	// every failed list or watch of the cache.
+	newCluster func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
+	// newProber returns a member's health check, which asks for api.
+	newProber func(rc *rest.Config, api requiredAPI) (prober, error)
+	// stopTimeout bounds the wait for a disengaged member's controllers.
+	stopTimeout time.Duration
+	// hubs are the connections shared by the members read through a hub.
+	hubs *hubs
+}
+
+// prober asks a member's API server whether the member can be engaged.
+type prober interface {
+	// probe returns Engaged when it can be, else the member's state and why.
+	probe(ctx context.Context) (State, error)
+	// identity returns the UID of the cluster's kube-system namespace (the
+	// cluster's identity, as KEP-2149 recommends), or "" when it cannot be
+	// read: then the cluster is known by its API server's address only.
+	identity(ctx context.Context) types.UID
+}
+
+// member is one member's lifecycle.
+type member struct {
+	deps   *deps
+	config Member
+	print  [32]byte
+	// host is the API server's address in the member's settings ("" when
+	// they cannot be read): how a member not identified yet is recognised.
+	host   string
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu     sync.Mutex
+	status Status
+	// connectedSince is when the member last became connected or
+	// disconnected (the import side's grace counts from it).
+	connectedSince time.Time
+	// engaged says whether the member was ever engaged; uid is its
+	// cluster's identity once read.
+	engaged bool
+	uid     types.UID
+}
+
+func newMember(d *deps, config Member, now time.Time) *member {
+	m := &member{deps: d, config: config, print: config.fingerprint(), done: make(chan struct{}),
+		status: Status{State: Connecting, Since: now}, connectedSince: now}
+	if rc, err := config.RESTConfig(); err == nil && !config.ThroughHub {
+		m.host = rc.Host // the hub's address says nothing of the member's cluster
+	}
+	return m
+}
+
+func (m *member) id() clusterset.ClusterID { return m.config.ID }
+
+func (m *member) getStatus() Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status
+}
+
+func (m *member) connected() (bool, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status.State.connected(), m.connectedSince
+}
+
+// identity returns the member's cluster identity, as far as it is known,
+// and whether it was ever engaged.
+func (m *member) identity() (uid types.UID, everEngaged bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.uid, m.engaged
+}
+
+// sameCluster reports whether m's cluster is the one with identity uid
+// (when both are known) or API server address host.
+func (m *member) sameCluster(uid types.UID, host string) bool {
+	mine, _ := m.identity()
+	if mine != "" && uid != "" {
+		return mine == uid
+	}
+	return host != "" && m.host == host
+}
+
+// setState records a new state; a change of connectedness is announced.
+func (m *member) setState(ctx context.Context, state State, cause error) {
+	now := time.Now()
+	m.mu.Lock()
+	old := m.status
+	status := Status{State: state, Since: old.Since}
+	if cause != nil {
+		status.Cause = cause.Error()
+	}
+	if old.State != state {
+		status.Since = now
+	}
+	flipped := old.State.connected() != state.connected()
+	if flipped {
+		m.connectedSince = now
+	}
+	if state == Engaged {
+		m.engaged = true
+	}
+	m.status = status
+	m.mu.Unlock()
+	if old.State == state && old.Cause == status.Cause {
+		return
+	}
+	logger := log.FromContext(ctx).WithValues("cluster", m.id(), "state", state)
+	switch {
+	case cause != nil && old.Cause != status.Cause:
+		logger.Info("Member cannot be engaged; retrying", "cause", status.Cause)
+	case old.State != state:
+		logger.Info("Member state changed", "was", old.State)
+	}
+	m.deps.metrics.setState(m.id(), state)
+	if flipped && m.deps.changed != nil {
+		m.deps.changed()
+	}
+}
+
+// run engages the member, again and again, until ctx ends. The waits
+// between tries double up to MaxRetryInterval, with jitter, so that members
+// that went away together are not all tried at the same instant.
+func (m *member) run(ctx context.Context) {
+	defer close(m.done)
+	delay := m.deps.opts.RetryInterval
+	for ctx.Err() == nil {
+		if m.engage(ctx) {
+			delay = m.deps.opts.RetryInterval // it was up: look again at once
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait.Jitter(delay, retryJitter)):
+		}
+		delay = min(2*delay, m.deps.opts.MaxRetryInterval)
+	}
+}
+
+// retryJitter is the largest share of a retry's wait added at random.
+const retryJitter = 0.25
+
+// connect reads the member's kubeconfig and probes its API server; on
+// failure the member's state says why. The first probe that succeeds also
+// reads the cluster's identity.
+func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
+	rc, err := m.config.RESTConfig()
+	if err != nil {
+		m.setState(ctx, BadConfig, err)
+		return nil, nil, false
+	}
+	rc.QPS, rc.Burst = m.deps.opts.QPS, m.deps.opts.Burst
+	api := mcsAPI
+	if m.deps.opts.ReadsPublications != nil && m.deps.opts.ReadsPublications(m.id()) {
+		api = publicationAPI
+	}
+	var check prober
+	if m.config.ThroughHub {
+		check, err = m.deps.hubs.prober(m.config, rc, api)
+	} else {
+		check, err = m.deps.newProber(rc, api)
+	}
+	if err != nil {
+		m.setState(ctx, BadConfig, err)
+		return nil, nil, false
+	}
+	if state, err := check.probe(ctx); err != nil {
+		log.FromContext(ctx).V(1).Info("Member probe failed", "cluster", m.id(), "err", err.Error())
+		m.setState(ctx, state, err)
+		return nil, nil, false
+	}
+	if uid, _ := m.identity(); uid == "" && !m.config.ThroughHub {
+		if uid = check.identity(ctx); uid != "" {
+			m.mu.Lock()
+			m.uid = uid
+			m.mu.Unlock()
+			if m.deps.identified != nil {
+				m.deps.identified(m.id(), uid)
+			}
+		}
+	}
+	return rc, check, true
+}
+
+// newCluster builds a real client and cache of a member (deps.newCluster).
+func newCluster(opts Options) func(clusterset.ClusterID, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+	return func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+		return cluster.New(rc, func(o *cluster.Options) {
+			o.Scheme = opts.Scheme
+			o.Cache.DefaultTransform = clusterset.StripUnread
+			if opts.ConfigureCache != nil {
+				opts.ConfigureCache(id, &o.Cache)
+			}
+			o.Cache.DefaultWatchErrorHandler = func(ctx context.Context, _ *toolscache.Reflector, err error) {
+				onWatchError(ctx, err)
+			}
+		})
+	}
+}
+
+// engage connects to the member, builds its cache, runs its controllers
+// and watches its health until it fails or ctx ends. It reports whether
+// the member was engaged at all.
+func (m *member) engage(ctx context.Context) (wasEngaged bool) {
+	rc, check, ok := m.connect(ctx)
+	if !ok {
+		return false
+	}
+	e, err := m.start(ctx, rc)
+	if err != nil {
+		m.setState(ctx, Failed, err)
+		return false
+	}
+	defer e.stop(ctx)
+	return e.supervise(ctx, check)
+}
+
+// engagement is one engagement of a member: its cache, its controllers,
+// and what they report.
+type engagement struct {
+	m         *member
+	ctx       context.Context // ends when the member is disengaged
+	cancel    context.CancelFunc
+	runnables []func(context.Context) error
+	// refused receives the API server's refusals of a list or watch (403,
+	// or 404 for a resource it stopped serving); lost a watch failure that
+	// calls for a probe; exited the error of a controller or cache that
+	// ended; synced the outcome of the cache's first sync.
+	refused chan error
+	lost    chan struct{}
+	exited  chan error
+	synced  chan bool
+	// controllers are waited for when the member is disengaged, so that
+	// the next engagement's never run beside them. Its cache is not: an
+	// informer whose request hangs on a dead connection took ~10 s to stop,
+	// and the member's return would wait for it.
+	controllers sync.WaitGroup
+	// release lets go of the member's share of a hub's connection.
+	release func()
+}
+
+// start builds the member's cache and what runs on it (Options.Engage),
+// and starts the cache.
+func (m *member) start(ctx context.Context, rc *rest.Config) (*engagement, error) {
+	e := &engagement{m: m, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
+	e.ctx, e.cancel = context.WithCancel(ctx)
+	onWatchError := func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) }
+	var cl cluster.Cluster
+	var err error
+	e.release = func() {}
+	if m.config.ThroughHub {
+		cl, e.release, err = m.deps.hubs.attach(ctx, m.config, rc, onWatchError)
+	} else {
+		cl, err = m.deps.newCluster(m.id(), rc, onWatchError)
+	}
+	if err != nil {
+		e.cancel()
+		return nil, err
+	}
+	if e.runnables, err = m.deps.opts.Engage(m.id(), cl); err != nil {
+		e.release()
+		e.cancel()
+		return nil, err
+	}
+	e.exited = make(chan error, len(e.runnables)+1)
+	m.setState(ctx, Syncing, nil)
+	go e.run(cl.Start)
+	go func() { e.synced <- cl.GetCache().WaitForCacheSync(e.ctx) }()
+	return e, nil
+}
+
+// run runs f until the member is disengaged; an error before then is
+// reported.
+func (e *engagement) run(f func(context.Context) error) {
+	if err := f(e.ctx); err != nil && e.ctx.Err() == nil {
+		e.exited <- err
+	}
+}
+
+// stop disengages the member and waits (bounded) for its controllers.
+func (e *engagement) stop(ctx context.Context) {
+	e.cancel()
+	defer e.release()
+	if !waitTimeout(&e.controllers, e.m.deps.stopTimeout) {
+		// The stacks say which worker did not return (a hang seen
+		// when SIGTERM came right after the controllers started).
+		log.FromContext(ctx).Info("Member's controllers still stopping; going on", "cluster", e.m.id(), "workerStacks", workerStacks())
+	}
+}
+
+// supervise waits for the cache's first sync, then starts the controllers.
+// Until the cache has synced, and then while engaged, it probes the member
+// now and then, and at once when a watch fails; a probe that fails, a
+// refusal or a controller that ends disengages it (a member that goes away
+// while its cache syncs would otherwise be waited for forever). It reports
+// whether the member was engaged.
+func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bool) {
+	m := e.m
+	synced := e.synced
+	for {
+		interval := m.deps.opts.HealthInterval
+		if synced != nil {
+			interval = min(interval, syncingProbeInterval)
+		}
+		timer := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return wasEngaged
+		case err := <-e.refused:
+			timer.Stop()
+			m.setState(ctx, refusal(err), err)
+			return wasEngaged
+		case err := <-e.exited:
+			timer.Stop()
+			m.setState(ctx, Failed, err)
+			return wasEngaged
+		case ok := <-synced:
+			timer.Stop()
+			if !ok {
+				return wasEngaged // stopping
+			}
+			synced = nil
+			for _, r := range e.runnables {
+				e.controllers.Add(1)
+				go func() {
+					defer e.controllers.Done()
+					e.run(r)
+				}()
+			}
+			m.setState(ctx, Engaged, nil)
+			wasEngaged = true
+			continue
+		case <-e.lost:
+		case <-timer.C:
+		}
+		timer.Stop()
+		if state, err := check.probe(ctx); err != nil && ctx.Err() == nil {
+			m.setState(ctx, state, err)
+			return wasEngaged
+		}
+	}
+}
+
+// syncingProbeInterval is how often a member whose cache is syncing is
+// probed.
+const syncingProbeInterval = 2 * time.Second
+
+// watchFailed sorts a failed list or watch of the member's cache: a
+// refusal disengages the member; a failure to reach it calls for a probe.
+func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan<- struct{}) {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return // stopping
+	}
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) {
+		select {
+		case refused <- err:
+		default:
+		}
+		return
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return // the API server answered (an expired resourceVersion): it is reachable
+	}
+	select {
+	case lost <- struct{}{}:
+	default:
+	}
+}
+
+// refusal is the state of a member that refused a list or watch.
+func refusal(err error) State {
+	if apierrors.IsNotFound(err) {
+		return MissingCRDs
+	}
+	return Forbidden
+}
+
+// workerStacks returns the stacks of the goroutines that run a controller's
+// worker or mcs-syncer's own code.
+func workerStacks() string {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var stacks []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if (strings.Contains(g, "processNextWorkItem") || strings.Contains(g, "mcs-syncer/mcs-syncer/pkg/")) &&
+			!strings.Contains(g, "membership.workerStacks") {
+			stacks = append(stacks, g)
+		}
+	}
+	return strings.Join(stacks, "\n\n")
+}
+
+func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// requiredAPI is an API a member must serve to be engaged.
+type requiredAPI struct {
+	groupVersion string
+	resources    []string
+	// what names it in messages; install says how to get it.
+	what, install string
+}
+
+var (
+	// mcsAPI is read from the members whose ServiceExports are read or
+	// into which mcs-syncer imports.
+	mcsAPI = requiredAPI{
+		groupVersion: mcsv1beta1.SchemeGroupVersion.String(), resources: []string{"serviceexports", "serviceimports"},
+		what: "the MCS API", install: "install sigs.k8s.io/mcs-api's config/crd",
+	}
+	// publicationAPI is read from the members (or the hub) whose
+	// publications are read.
+	publicationAPI = requiredAPI{
+		groupVersion: publish.GroupVersion.String(), resources: []string{publish.Resource},
+		what: "mcs-syncer's publications", install: "install config/crd/mcs-syncer.io_publishedexports.yaml",
+	}
+)
+
+// healthCheck asks a member's API server whether it can be engaged.
+type healthCheck struct {
+	rest      rest.Interface
+	discovery discovery.DiscoveryInterface
+	api       requiredAPI
+}
+
+func newHealthCheck(rc *rest.Config, api requiredAPI) (prober, error) {
+	// A bounded request: one on a connection to a server that died can
+	// otherwise wait for HTTP/2's ping timeouts (seen: two minutes).
+	rc = rest.CopyConfig(rc)
+	rc.Timeout = probeTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &healthCheck{rest: dc.RESTClient(), discovery: dc, api: api}, nil
+}
+
+// probe probes the member's /readyz, then whether it serves the MCS API; on
+// failure it returns the member's state and why.
+func (h *healthCheck) probe(ctx context.Context) (State, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	if _, err := h.rest.Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
+			return Forbidden, fmt.Errorf("probe /readyz: %w", err)
+		}
+		return Unreachable, fmt.Errorf("probe /readyz: %w", err)
+	}
+	resources, err := h.discovery.ServerResourcesForGroupVersion(h.api.groupVersion)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Unreachable, fmt.Errorf("discover %s: %w", h.api.groupVersion, err)
+	}
+	var missing []string
+	group, _, _ := strings.Cut(h.api.groupVersion, "/")
+	for _, want := range h.api.resources {
+		if resources == nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == want }) {
+			missing = append(missing, want+"."+group)
+		}
+	}
+	if len(missing) > 0 {
+		return MissingCRDs, fmt.Errorf("%s %s is not served: CRDs %v are missing (%s)", h.api.what, h.api.groupVersion, missing, h.api.install)
+	}
+	return Engaged, nil
+}
+
+// identity reads the UID of the kube-system namespace (credentials that
+// may not read it leave the cluster known by its address only).
+func (h *healthCheck) identity(ctx context.Context) types.UID {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	raw, err := h.rest.Get().AbsPath("/api/v1/namespaces/kube-system").DoRaw(ctx)
+	var ns corev1.Namespace
+	if err != nil || json.Unmarshal(raw, &ns) != nil {
+		return ""
+	}
+	return ns.UID
+}

@@ -1,0 +1,675 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// The member's lifecycle against fakes: a prober whose answers the test
+// sets, and a cluster whose cache syncs, and whose watches fail, when the
+// test says. Each state transition takes milliseconds.
+
+// fakeProber answers probes as the test sets it.
+type fakeProber struct {
+	mu     sync.Mutex
+	state  State // Engaged: the probe succeeds
+	err    error
+	uid    types.UID
+	probes int
+}
+
+func (p *fakeProber) set(state State, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state, p.err = state, err
+}
+
+func (p *fakeProber) probe(context.Context) (State, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probes++
+	if p.state == Engaged {
+		return Engaged, nil
+	}
+	return p.state, p.err
+}
+
+func (p *fakeProber) identity(context.Context) types.UID { return p.uid }
+
+func (p *fakeProber) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.probes
+}
+
+// fakeCluster is a cluster whose cache syncs when sync is closed and whose
+// Start returns startErr, or blocks until its context ends or an error
+// comes on fail (if set); then it closes stopped (if set).
+type fakeCluster struct {
+	cluster.Cluster // only Start and GetCache are used
+	sync            chan struct{}
+	startErr        error
+	onWatchError    func(context.Context, error)
+	fail            chan error
+	stopped         chan struct{}
+}
+
+func (c *fakeCluster) Start(ctx context.Context) error {
+	if c.startErr != nil {
+		return c.startErr
+	}
+	if c.stopped != nil {
+		defer close(c.stopped)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-c.fail:
+		return err
+	}
+}
+
+func (c *fakeCluster) GetCache() cache.Cache { return fakeCache{sync: c.sync} }
+
+type fakeCache struct {
+	cache.Cache // only WaitForCacheSync is used
+	sync        chan struct{}
+}
+
+func (c fakeCache) WaitForCacheSync(ctx context.Context) bool {
+	select {
+	case <-c.sync:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// lifecycle is one member with fake seams, and what it reported.
+type lifecycle struct {
+	t       *testing.T
+	m       *member
+	prober  *fakeProber
+	cluster *fakeCluster
+	// clusterErr and engageErr, if set, fail the cluster's creation and
+	// Options.Engage.
+	clusterErr, engageErr error
+	// runnable is what Options.Engage returns to run while engaged.
+	runnable func(context.Context) error
+
+	mu         sync.Mutex
+	changes    int
+	identified []types.UID
+	running    int // runnables running now
+}
+
+func newLifecycle(t *testing.T) *lifecycle {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	l := &lifecycle{t: t, prober: &fakeProber{state: Engaged}, cluster: &fakeCluster{sync: make(chan struct{})}}
+	l.runnable = func(ctx context.Context) error { <-ctx.Done(); return nil }
+	metrics, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Scheme: runtime.NewScheme(), RetryInterval: time.Millisecond, MaxRetryInterval: 5 * time.Millisecond,
+		HealthInterval: time.Hour, // probes come from lost watches, or from the test
+		Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
+			if l.engageErr != nil {
+				return nil, l.engageErr
+			}
+			return []func(context.Context) error{func(ctx context.Context) error {
+				l.mu.Lock()
+				l.running++
+				l.mu.Unlock()
+				defer func() { l.mu.Lock(); l.running--; l.mu.Unlock() }()
+				return l.runnable(ctx)
+			}}, nil
+		}}
+	d := &deps{opts: opts, metrics: metrics, stopTimeout: time.Second,
+		changed: func() { l.mu.Lock(); l.changes++; l.mu.Unlock() },
+		identified: func(_ clusterset.ClusterID, uid types.UID) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.identified = append(l.identified, uid)
+		},
+		newCluster: func(_ clusterset.ClusterID, _ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+			if l.clusterErr != nil {
+				return nil, l.clusterErr
+			}
+			l.cluster.onWatchError = onWatchError
+			return l.cluster, nil
+		},
+		newProber: func(*rest.Config, requiredAPI) (prober, error) { return l.prober, nil },
+	}
+	l.m = newMember(d, Member{ID: "east", Kubeconfig: filepath.Join(dir, "east.kubeconfig")}, time.Now())
+	return l
+}
+
+// engage runs one engagement in the background; its result arrives on the
+// returned channel.
+func (l *lifecycle) engage(ctx context.Context) <-chan bool {
+	done := make(chan bool, 1)
+	go func() { done <- l.m.engage(ctx) }()
+	return done
+}
+
+func (l *lifecycle) wantState(state State, cause string) {
+	l.t.Helper()
+	poll(l.t, fmt.Sprintf("state %s", state), func() error {
+		st := l.m.getStatus()
+		if st.State != state || !strings.Contains(st.Cause, cause) {
+			return fmt.Errorf("state %s (%q), want %s with %q", st.State, st.Cause, state, cause)
+		}
+		return nil
+	})
+}
+
+func (l *lifecycle) changed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changes
+}
+
+func (l *lifecycle) runningNow() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running
+}
+
+func result(t *testing.T, done <-chan bool) bool {
+	t.Helper()
+	select {
+	case ok := <-done:
+		return ok
+	case <-time.After(30 * time.Second):
+		t.Fatal("engage did not return")
+		return false
+	}
+}
+
+// TestEngageCannotConnect: each reason a member cannot be connected to is
+// its state, with the cause; engage returns at once, not engaged.
+func TestEngageCannotConnect(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*lifecycle)
+		state State
+		cause string
+	}{
+		{"kubeconfig missing", func(l *lifecycle) { l.m.config.Kubeconfig = "/nonexistent/kubeconfig" }, BadConfig, "/nonexistent/kubeconfig"},
+		{"health check cannot be built", func(l *lifecycle) {
+			l.m.deps.newProber = func(*rest.Config, requiredAPI) (prober, error) { return nil, errors.New("bad TLS settings") }
+		}, BadConfig, "bad TLS settings"},
+		{"unreachable", func(l *lifecycle) { l.prober.set(Unreachable, errors.New("connection refused")) }, Unreachable, "connection refused"},
+		{"missing CRDs", func(l *lifecycle) { l.prober.set(MissingCRDs, errors.New("CRDs missing")) }, MissingCRDs, "CRDs missing"},
+		{"forbidden", func(l *lifecycle) { l.prober.set(Forbidden, errors.New("forbidden")) }, Forbidden, "forbidden"},
+		{"cluster cannot be built", func(l *lifecycle) { l.clusterErr = errors.New("no REST mapper") }, Failed, "no REST mapper"},
+		{"Engage fails", func(l *lifecycle) { l.engageErr = errors.New("index conflict") }, Failed, "index conflict"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLifecycle(t)
+			tc.setup(l)
+			if result(t, l.engage(t.Context())) {
+				t.Error("engaged")
+			}
+			l.wantState(tc.state, tc.cause)
+			if l.changed() != 0 {
+				t.Errorf("%d changes announced for a member that never connected", l.changed())
+			}
+		})
+	}
+}
+
+// TestEngageSyncingThenEngaged: a member that answers is syncing until its
+// cache has synced; then its controllers run and it is engaged, its
+// identity read once and announced; a probe that fails then disengages it
+// and stops its controllers.
+func TestEngageSyncingThenEngaged(t *testing.T) {
+	l := newLifecycle(t)
+	l.prober.uid = "uid-east"
+	done := l.engage(t.Context())
+	l.wantState(Syncing, "")
+	if n := l.runningNow(); n != 0 {
+		t.Fatalf("%d controllers run before the cache synced", n)
+	}
+	if connected, _ := l.m.connected(); !connected || l.changed() != 1 {
+		t.Errorf("syncing: connected %v, %d changes", connected, l.changed())
+	}
+	close(l.cluster.sync)
+	l.wantState(Engaged, "")
+	poll(t, "controller running", func() error {
+		if n := l.runningNow(); n != 1 {
+			return fmt.Errorf("%d running", n)
+		}
+		return nil
+	})
+	l.mu.Lock()
+	identified := l.identified
+	l.mu.Unlock()
+	if uid, engaged := l.m.identity(); uid != "uid-east" || !engaged || len(identified) != 1 {
+		t.Errorf("identity %q, engaged %v, announced %v", uid, engaged, identified)
+	}
+
+	// A watch that fails to reach the server calls for a probe at once.
+	l.prober.set(Unreachable, errors.New("i/o timeout"))
+	l.cluster.onWatchError(t.Context(), errors.New("dial tcp: i/o timeout"))
+	if !result(t, done) {
+		t.Error("engage says the member was never engaged")
+	}
+	l.wantState(Unreachable, "i/o timeout")
+	if n := l.runningNow(); n != 0 {
+		t.Errorf("%d controllers still running after the member was disengaged", n)
+	}
+	if n := l.changed(); n != 2 {
+		t.Errorf("%d changes, want 2 (connected, disconnected)", n)
+	}
+}
+
+// TestEngageRefusals: a list or watch that the API server refuses (403,
+// or 404 for a resource it no longer serves) disengages the member with
+// that cause, while it syncs as well as while engaged; an expired
+// resourceVersion (the server answered) does not.
+func TestEngageRefusals(t *testing.T) {
+	gr := schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "serviceexports"}
+	for _, tc := range []struct {
+		name    string
+		engaged bool
+		err     error
+		state   State
+	}{
+		{"forbidden while syncing", false, apierrors.NewForbidden(gr, "", errors.New("no RBAC")), Forbidden},
+		{"unauthorized while engaged", true, apierrors.NewUnauthorized("token expired"), Forbidden},
+		{"CRDs removed while engaged", true, apierrors.NewNotFound(gr, ""), MissingCRDs},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLifecycle(t)
+			done := l.engage(t.Context())
+			l.wantState(Syncing, "")
+			if tc.engaged {
+				close(l.cluster.sync)
+				l.wantState(Engaged, "")
+			}
+			// The server answered: not a reason to probe or disengage.
+			l.cluster.onWatchError(t.Context(), apierrors.NewResourceExpired("too old resource version"))
+			l.cluster.onWatchError(t.Context(), tc.err)
+			if got := result(t, done); got != tc.engaged {
+				t.Errorf("engage returned %v", got)
+			}
+			l.wantState(tc.state, "")
+			if n := l.prober.count(); n != 1 {
+				t.Errorf("%d probes, want only the first", n)
+			}
+		})
+	}
+}
+
+// TestEngageFailures: the cache or a controller that ends with an error
+// disengages the member as failed; a probe failing while the cache syncs
+// disengages it as unreachable.
+func TestEngageFailures(t *testing.T) {
+	t.Run("cache ends", func(t *testing.T) {
+		l := newLifecycle(t)
+		l.cluster.startErr = errors.New("informer died")
+		if result(t, l.engage(t.Context())) {
+			t.Error("engaged")
+		}
+		l.wantState(Failed, "informer died")
+	})
+	t.Run("controller ends", func(t *testing.T) {
+		l := newLifecycle(t)
+		l.runnable = func(context.Context) error { return errors.New("controller crashed") }
+		close(l.cluster.sync)
+		if !result(t, l.engage(t.Context())) {
+			t.Error("never engaged")
+		}
+		l.wantState(Failed, "controller crashed")
+	})
+	t.Run("unreachable while syncing", func(t *testing.T) {
+		l := newLifecycle(t)
+		l.m.deps.opts.HealthInterval = 10 * time.Millisecond
+		done := l.engage(t.Context())
+		l.wantState(Syncing, "")
+		l.prober.set(Unreachable, errors.New("no route to host"))
+		if result(t, done) {
+			t.Error("engaged")
+		}
+		l.wantState(Unreachable, "no route to host")
+	})
+}
+
+// TestEngageStops: when its context ends, engage returns whether the
+// member was engaged; a controller that does not stop is left behind after
+// the stop timeout, and engage returns all the same.
+func TestEngageStops(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced=%v", synced), func(t *testing.T) {
+			l := newLifecycle(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := l.engage(ctx)
+			if synced {
+				close(l.cluster.sync)
+				l.wantState(Engaged, "")
+			} else {
+				l.wantState(Syncing, "")
+			}
+			cancel()
+			if got := result(t, done); got != synced {
+				t.Errorf("engage returned %v", got)
+			}
+		})
+	}
+	t.Run("hung controller", func(t *testing.T) {
+		l := newLifecycle(t)
+		l.m.deps.stopTimeout = 10 * time.Millisecond
+		release := make(chan struct{})
+		defer close(release)
+		l.runnable = func(context.Context) error { <-release; return nil }
+		ctx, cancel := context.WithCancel(t.Context())
+		close(l.cluster.sync)
+		done := l.engage(ctx)
+		l.wantState(Engaged, "")
+		cancel()
+		if !result(t, done) {
+			t.Error("engage says never engaged")
+		}
+		if n := l.runningNow(); n != 1 {
+			t.Errorf("%d controllers running, want the hung one", n)
+		}
+	})
+}
+
+// TestRunReturns: run tries a member that cannot be reached again and
+// again; when it answers, it is engaged again (it returned), and a probe
+// while engaged (the health interval) sees it go.
+func TestRunReturns(t *testing.T) {
+	l := newLifecycle(t)
+	l.m.deps.opts.HealthInterval = 10 * time.Millisecond
+	l.prober.set(Unreachable, errors.New("connection refused"))
+	close(l.cluster.sync)
+	ctx, cancel := context.WithCancel(t.Context())
+	go l.m.run(ctx)
+	l.wantState(Unreachable, "connection refused")
+	poll(t, "retried", func() error {
+		if n := l.prober.count(); n < 3 {
+			return fmt.Errorf("%d probes", n)
+		}
+		return nil
+	})
+	l.prober.set(Engaged, nil)
+	l.wantState(Engaged, "")
+	l.prober.set(Unreachable, errors.New("connection reset"))
+	l.wantState(Unreachable, "connection reset")
+	l.prober.set(Engaged, nil)
+	l.wantState(Engaged, "")
+	cancel()
+	select {
+	case <-l.m.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not end")
+	}
+	if n := l.changed(); n != 3 {
+		t.Errorf("%d changes, want 3 (up, down, up)", n)
+	}
+}
+
+// TestWatchFailedSorts: refusals go to refused (one at a time, never
+// blocking), failures to reach the server to lost, answers and a stopping
+// cache to neither.
+func TestWatchFailedSorts(t *testing.T) {
+	refused, lost := make(chan error, 1), make(chan struct{}, 1)
+	gr := schema.GroupResource{Resource: "services"}
+	watchFailed(t.Context(), apierrors.NewForbidden(gr, "", errors.New("no")), refused, lost)
+	watchFailed(t.Context(), apierrors.NewForbidden(gr, "", errors.New("again")), refused, lost) // dropped: one is pending
+	watchFailed(t.Context(), errors.New("connection refused"), refused, lost)
+	watchFailed(t.Context(), errors.New("connection refused"), refused, lost)
+	watchFailed(t.Context(), apierrors.NewResourceExpired("expired"), refused, lost)
+	watchFailed(t.Context(), context.Canceled, refused, lost)
+	stopped, cancel := context.WithCancel(t.Context())
+	cancel()
+	watchFailed(stopped, apierrors.NewForbidden(gr, "", errors.New("late")), refused, lost)
+	if len(refused) != 1 || len(lost) != 1 {
+		t.Fatalf("refused %d, lost %d", len(refused), len(lost))
+	}
+	if err := <-refused; !strings.Contains(err.Error(), "no") {
+		t.Errorf("refused %v", err)
+	}
+}
+
+// testSet is a Set on a config file of the test's, whose members' API
+// servers are fake probers (by address) and whose caches sync at once.
+type testSet struct {
+	t       *testing.T
+	dir     string
+	set     *Set
+	probers map[string]*fakeProber // by API server address
+
+	mu         sync.Mutex
+	departures []Departure
+	// onStop, if set, runs in a member's controller when it is stopped.
+	onStop func(id clusterset.ClusterID)
+}
+
+// newTestSet starts a Set with members id=address (each a kubeconfig of
+// its own, named after the ID).
+func newTestSet(t *testing.T, probers map[string]*fakeProber, members ...string) *testSet {
+	t.Helper()
+	ts := &testSet{t: t, dir: t.TempDir(), probers: probers}
+	ts.write(members...)
+	cfg, err := LoadConfig(filepath.Join(ts.dir, "clusterset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.set, err = NewSet(filepath.Join(ts.dir, "clusterset.yaml"), cfg, Options{
+		Scheme: runtime.NewScheme(), RetryInterval: time.Millisecond, MaxRetryInterval: 5 * time.Millisecond,
+		HealthInterval: time.Hour, ConfigPollInterval: 5 * time.Millisecond,
+		Engage: func(id clusterset.ClusterID, _ cluster.Cluster) ([]func(context.Context) error, error) {
+			return []func(context.Context) error{func(ctx context.Context) error {
+				<-ctx.Done()
+				if ts.onStop != nil {
+					ts.onStop(id)
+				}
+				return nil
+			}}, nil
+		},
+		Departed: func(d Departure) {
+			ts.mu.Lock()
+			defer ts.mu.Unlock()
+			ts.departures = append(ts.departures, d)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.set.deps.newCluster = func(clusterset.ClusterID, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+		synced := make(chan struct{})
+		close(synced)
+		return &fakeCluster{sync: synced}, nil
+	}
+	ts.set.deps.newProber = func(rc *rest.Config, _ requiredAPI) (prober, error) {
+		if p := probers[rc.Host]; p != nil {
+			return p, nil
+		}
+		return &fakeProber{state: Unreachable, err: errors.New("connection refused")}, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ts.set.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ts
+}
+
+// write writes the config: members as "id=address" (a kubeconfig named
+// after the address, so that a renamed member keeps its file).
+func (ts *testSet) write(members ...string) {
+	ts.t.Helper()
+	raw := "clusterset: prod\nmembers:\n"
+	for _, m := range members {
+		id, addr, _ := strings.Cut(m, "=")
+		file := strings.NewReplacer(":", "_", "/", "_").Replace(addr) + ".kubeconfig"
+		kubeconfig(ts.t, ts.dir, file, addr)
+		raw += fmt.Sprintf("- id: %s\n  kubeconfig: %s\n", id, file)
+	}
+	path := filepath.Join(ts.dir, "clusterset.yaml")
+	if err := writeFileAtomic(path, raw); err != nil {
+		ts.t.Fatal(err)
+	}
+}
+
+// departed waits for the departure of id and returns it.
+func (ts *testSet) departed(id clusterset.ClusterID) Departure {
+	ts.t.Helper()
+	var d Departure
+	poll(ts.t, "departure of "+string(id), func() error {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		for _, x := range ts.departures {
+			if x.ID == id {
+				d = x
+				return nil
+			}
+		}
+		return fmt.Errorf("departures %v", ts.departures)
+	})
+	return d
+}
+
+func ended(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	default:
+		return errors.New("still going on")
+	}
+}
+
+// TestDepartures: a renamed member (same API server, new ID) departs
+// naming the member its cluster still is, and its clean-up context ends at
+// once; a member removed, then added back, ends the clean-up of the first
+// departure (by its address, and by its identity under another address);
+// a member that was never engaged departs saying so.
+func TestDepartures(t *testing.T) {
+	const a, b, c = "https://10.0.0.1:6443", "https://10.0.0.2:6443", "https://10.0.0.3:6443"
+	probers := map[string]*fakeProber{a: {state: Engaged, uid: "uid-a"}, b: {state: Engaged, uid: "uid-b"}, "https://b.example:443": {state: Engaged, uid: "uid-b"}}
+	ts := newTestSet(t, probers, "east="+a, "north="+b, "south="+c)
+	wantState := func(id clusterset.ClusterID, state State) {
+		t.Helper()
+		poll(t, string(id)+" "+string(state), wantState(ts.set, id, state, ""))
+	}
+	wantState("north", Engaged)
+	wantState("south", Unreachable)
+
+	// Rename north to polar.
+	ts.write("east="+a, "polar="+b, "south="+c)
+	d := ts.departed("north")
+	if d.SameClusterAs != "polar" || !d.Engaged || d.Client == nil {
+		t.Errorf("rename: %+v", d)
+	}
+	poll(t, "north's clean-up context ends", func() error { return ended(d.Context) })
+	if cause := context.Cause(d.Context); !errors.Is(cause, ErrRejoined) {
+		t.Errorf("cause %v", cause)
+	}
+	wantState("polar", Engaged)
+
+	// Remove polar: a real departure, whose clean-up may go on...
+	ts.write("east="+a, "south="+c)
+	d = ts.departed("polar")
+	if d.SameClusterAs != "" || !d.Engaged {
+		t.Errorf("removal: %+v", d)
+	}
+	if err := ended(d.Context); err == nil {
+		t.Fatal("the clean-up context of a member that really left ended")
+	}
+	// ...until the cluster is back, here under another address: known by
+	// its identity once it is engaged.
+	ts.write("east="+a, "south="+c, "north=https://b.example:443")
+	poll(t, "polar's clean-up context ends when its cluster is back", func() error { return ended(d.Context) })
+	if cause := context.Cause(d.Context); !errors.Is(cause, ErrRejoined) {
+		t.Errorf("cause %v", cause)
+	}
+
+	// South never answered.
+	ts.write("east="+a, "north=https://b.example:443")
+	if d := ts.departed("south"); d.Engaged || d.SameClusterAs != "" {
+		t.Errorf("south: %+v", d)
+	}
+}
+
+// TestApplyStopsAllThenWaits: members whose settings changed together are
+// all told to stop before any is waited for (each one's stop waits here
+// for the other's).
+func TestApplyStopsAllThenWaits(t *testing.T) {
+	const a, b = "https://10.0.0.1:6443", "https://10.0.0.2:6443"
+	probers := map[string]*fakeProber{a: {state: Engaged}, b: {state: Engaged}}
+	ts := newTestSet(t, probers, "east="+a, "west="+b)
+	for _, id := range []clusterset.ClusterID{"east", "west"} {
+		poll(t, string(id)+" engaged", wantState(ts.set, id, Engaged, ""))
+	}
+	var stopping sync.WaitGroup
+	stopping.Add(2)
+	together := make(chan bool, 2)
+	var stops atomic.Int32
+	ts.onStop = func(clusterset.ClusterID) {
+		// Only the stops of the change count: the restarted members stop
+		// again when the test ends.
+		if stops.Add(1) > 2 {
+			return
+		}
+		stopping.Done()
+		done := make(chan struct{})
+		go func() { stopping.Wait(); close(done) }()
+		select {
+		case <-done:
+			together <- true
+		case <-time.After(5 * time.Second):
+			together <- false
+		}
+	}
+	// New kubeconfig contents for both (rotated credentials): the
+	// addresses gain a path, the probers stay.
+	ts.set.deps.newProber = func(*rest.Config, requiredAPI) (prober, error) { return &fakeProber{state: Engaged}, nil }
+	ts.write("east="+a+"/", "west="+b+"/")
+	for range 2 {
+		select {
+		case ok := <-together:
+			if !ok {
+				t.Fatal("a member was waited for before the other was told to stop")
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the members were not stopped")
+		}
+	}
+}
+
+// writeFileAtomic writes a file aside and renames it, as a Secret volume
+// is updated.
+func writeFileAtomic(path, raw string) error {
+	if err := os.WriteFile(path+".tmp", []byte(raw), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}

@@ -1,0 +1,441 @@
+package membership
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// Options configure a Set.
+type Options struct {
+	// Scheme of every member's client and cache. Required.
+	Scheme *runtime.Scheme
+	// ConfigureCache, if set, adjusts each member's cache options; it is
+	// called with the empty ID for a hub's cache, which every member read
+	// through the hub shares (so it must not select one member's objects).
+	ConfigureCache func(clusterset.ClusterID, *cache.Options)
+	// ReadsPublications, if set, says which members are read through their
+	// publications only (internal/publish): their probe asks for the
+	// PublishedExport API instead of the MCS API.
+	ReadsPublications func(clusterset.ClusterID) bool
+	// Engage is called each time a member's connection is up, before its
+	// cache starts: it registers in cl what the member's controllers read
+	// (informers, indexes) and returns what runs while the member is
+	// engaged; those start once the cache has synced, and stop when the
+	// member is disengaged. One that returns an error disengages the
+	// member, which is then retried. Required.
+	Engage func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error)
+	// Departed, if set, is called when a member left the config, once its
+	// lifecycle has ended: to forget its exports, and to remove what
+	// mcs-syncer wrote into it unless its cluster is still (or again) a
+	// member. It must not block: slow work goes to a goroutine.
+	Departed func(Departure)
+	// Changed, if set, is called when a member becomes connected or
+	// disconnected, joins or leaves.
+	Changed func()
+	// Required names a member that every reloaded config must keep (the
+	// local cluster in per-cluster mode); a config without it is refused.
+	Required clusterset.ClusterID
+	// Registerer receives the membership metrics; nil means none.
+	Registerer prometheus.Registerer
+	// QPS and Burst limit each member's client (rest.Config's fields).
+	QPS   float32
+	Burst int
+	// RetryInterval is the first wait before a member that could not be
+	// engaged is tried again (default 1s); it doubles up to
+	// MaxRetryInterval (default 3s), so that a member that returns is seen
+	// within seconds.
+	RetryInterval, MaxRetryInterval time.Duration
+	// HealthInterval is how often an engaged member is probed (default
+	// 10s); a failed watch probes it at once. (client-go retries a refused
+	// connection inside its reflectors without reporting it, so watches
+	// alone miss a dead API server.)
+	HealthInterval time.Duration
+	// ConfigPollInterval is how often the config file, and the kubeconfigs
+	// it names, are read again (default 2s).
+	ConfigPollInterval time.Duration
+}
+
+// Departure is a member that left the config.
+type Departure struct {
+	ID clusterset.ClusterID
+	// Client is a client of it, nil if its settings cannot be read.
+	Client client.Client
+	// Engaged says whether this process ever engaged it; if not, this
+	// process wrote nothing into it.
+	Engaged bool
+	// SameClusterAs names a current member that is the same cluster (a
+	// renamed member): the same kube-system namespace UID or, for a member
+	// not identified yet, the same API server address. What mcs-syncer
+	// wrote into the cluster is that member's now, and must stay.
+	SameClusterAs clusterset.ClusterID
+	// Context is for removing what mcs-syncer wrote into it. It ends after
+	// DepartureTimeout, or with ErrRejoined as its cause as soon as the
+	// cluster is a member again (under any ID): a clean-up that went on
+	// would delete the new member's imports.
+	Context context.Context
+}
+
+// DepartureTimeout bounds the clean-up of a member that left.
+const DepartureTimeout = time.Minute
+
+// DepartureSettle is how long the clean-up of a member that left waits
+// before it removes anything: a member removed and added back meanwhile
+// (a config written in two steps, an entry moved) keeps its imports and
+// their clusterset IPs.
+const DepartureSettle = 10 * time.Second
+
+// ErrRejoined is the cause of a Departure's Context when the cluster
+// became a member again.
+var ErrRejoined = errors.New("the cluster is a member again")
+
+// Set is the clusterset's membership while mcs-syncer runs. Add it to a
+// manager (it needs leader election: only the leader engages members).
+type Set struct {
+	opts    Options
+	path    string
+	metrics *metrics
+	deps    *deps
+
+	mu      sync.Mutex
+	members map[clusterset.ClusterID]*member
+	ids     []clusterset.ClusterID
+	// raw is the config file as last read; cfg the config in force.
+	raw    []byte
+	cfg    *Config
+	reload reloadOutcome
+	// run is the context of Start, nil before.
+	run context.Context
+	// departures are the members that left and whose clean-up may still
+	// be under way.
+	departures map[*departure]bool
+}
+
+// departure is a member that left, until its clean-up's context ends.
+type departure struct {
+	uid    types.UID
+	host   string
+	cancel context.CancelCauseFunc
+}
+
+var _ clusterset.Membership = (*Set)(nil)
+
+// reloadOutcome is what became of the config file when it last changed.
+type reloadOutcome struct {
+	at time.Time
+	// refusal says why it was refused; empty when it was applied.
+	refusal string
+}
+
+// NewSet returns the membership of cfg, read from the file at path (which
+// Start polls). It engages nothing before Start.
+func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
+	if opts.Scheme == nil || opts.Engage == nil {
+		return nil, errors.New("membership: scheme and engage are required")
+	}
+	opts.RetryInterval = cmp.Or(opts.RetryInterval, time.Second)
+	opts.MaxRetryInterval = max(opts.RetryInterval, cmp.Or(opts.MaxRetryInterval, 3*time.Second))
+	opts.HealthInterval = cmp.Or(opts.HealthInterval, 10*time.Second)
+	opts.ConfigPollInterval = cmp.Or(opts.ConfigPollInterval, 2*time.Second)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("clusterset config: %w", err)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
+		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}}
+	s.deps = &deps{opts: opts, metrics: m, changed: s.changed, identified: s.rejoined,
+		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout}
+	s.deps.hubs = newHubs(s.deps)
+	if err := s.checkRequired(cfg); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for _, mc := range cfg.Members {
+		s.members[mc.ID] = newMember(s.deps, mc, now)
+		m.setState(mc.ID, Connecting)
+	}
+	s.ids = sortedIDs(s.members)
+	m.reloaded(true)
+	return s, nil
+}
+
+// Clusterset returns the clusterset's name.
+func (s *Set) Clusterset() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.Clusterset
+}
+
+// IDs returns the current members' IDs, sorted.
+func (s *Set) IDs() []clusterset.ClusterID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids
+}
+
+// Connected reports whether a member answers, and since when its
+// connectedness last changed.
+func (s *Set) Connected(id clusterset.ClusterID) (bool, time.Time) {
+	s.mu.Lock()
+	m := s.members[id]
+	s.mu.Unlock()
+	if m == nil {
+		return false, time.Time{}
+	}
+	return m.connected()
+}
+
+// Status returns a member's status, and whether it is a member.
+func (s *Set) Status(id clusterset.ClusterID) (Status, bool) {
+	s.mu.Lock()
+	m := s.members[id]
+	s.mu.Unlock()
+	if m == nil {
+		return Status{}, false
+	}
+	return m.getStatus(), true
+}
+
+// Start engages every member and follows the config file until ctx ends;
+// then it waits for every member's lifecycle to end.
+func (s *Set) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.run = ctx
+	for _, m := range s.members {
+		s.startMember(ctx, m)
+	}
+	s.mu.Unlock()
+	ticker := time.NewTicker(s.opts.ConfigPollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			members := slices.Collect(maps.Values(s.members))
+			s.mu.Unlock()
+			for _, m := range members {
+				<-m.done
+			}
+			return nil
+		case <-ticker.C:
+			s.poll(ctx)
+		}
+	}
+}
+
+func (s *Set) startMember(ctx context.Context, m *member) {
+	ctx, m.cancel = context.WithCancel(ctx)
+	go m.run(ctx)
+}
+
+// poll reads the config file (and the kubeconfigs it names) again and
+// applies what changed.
+func (s *Set) poll(ctx context.Context) {
+	logger := log.FromContext(ctx)
+	raw, err := os.ReadFile(s.path)
+	s.mu.Lock()
+	cfg, same := s.cfg, err == nil && bytes.Equal(raw, s.raw)
+	s.mu.Unlock()
+	if !same {
+		next, err := s.parse(raw, err)
+		if err != nil {
+			s.mu.Lock()
+			first := s.reload.refusal != err.Error()
+			s.reload = reloadOutcome{at: time.Now(), refusal: err.Error()}
+			s.raw = raw
+			s.mu.Unlock()
+			s.metrics.reloaded(false)
+			if first {
+				logger.Error(err, "Clusterset config not reloaded; keeping the last good membership", "path", s.path)
+			}
+			return
+		}
+		s.mu.Lock()
+		s.raw, s.cfg, cfg = raw, next, next
+		s.reload = reloadOutcome{at: time.Now()}
+		s.mu.Unlock()
+		s.metrics.reloaded(true)
+		logger.Info("Clusterset config reloaded", "path", s.path)
+	}
+	s.apply(ctx, cfg)
+}
+
+func (s *Set) parse(raw []byte, readErr error) (*Config, error) {
+	if readErr != nil {
+		return nil, fmt.Errorf("clusterset config: %w", readErr)
+	}
+	cfg, err := ParseConfig(raw, filepath.Dir(s.path))
+	if err != nil {
+		return nil, fmt.Errorf("clusterset config %s: %w", s.path, err)
+	}
+	if cfg.Clusterset != s.Clusterset() {
+		return nil, fmt.Errorf("clusterset config %s: the clusterset's name changed from %s to %s; restart mcs-syncer to change it", s.path, s.Clusterset(), cfg.Clusterset)
+	}
+	if err := s.checkRequired(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (s *Set) checkRequired(cfg *Config) error {
+	if s.opts.Required != "" && cfg.Member(s.opts.Required) == nil {
+		return fmt.Errorf("clusterset config %s: member %s (the local cluster) is missing", s.path, s.opts.Required)
+	}
+	return nil
+}
+
+// apply engages the members of cfg that are new or whose settings
+// changed, and lets go of those that left. Every member that stops is
+// stopped first, all at once, and waited for; then those that left are
+// handed to Departed, and the new ones start, so that an old and a new
+// lifecycle of one cluster (a renamed member) never write beside each
+// other.
+func (s *Set) apply(ctx context.Context, cfg *Config) {
+	logger := log.FromContext(ctx)
+	var left, restarted, started []*member
+	joined := false
+	s.mu.Lock()
+	wanted := map[clusterset.ClusterID]bool{}
+	now := time.Now()
+	for _, mc := range cfg.Members {
+		wanted[mc.ID] = true
+		old := s.members[mc.ID]
+		if old != nil && old.print == mc.fingerprint() {
+			continue
+		}
+		if old != nil {
+			restarted = append(restarted, old)
+		} else {
+			joined = true
+			logger.Info("Member joined", "cluster", mc.ID)
+		}
+		m := newMember(s.deps, mc, now)
+		s.members[mc.ID] = m
+		started = append(started, m)
+	}
+	for id, m := range s.members {
+		if !wanted[id] {
+			left = append(left, m)
+			delete(s.members, id)
+		}
+	}
+	s.ids = sortedIDs(s.members)
+	s.mu.Unlock()
+
+	for _, m := range restarted {
+		logger.Info("Member's settings changed; connecting anew", "cluster", m.id())
+	}
+	for _, m := range left {
+		logger.Info("Member left the clusterset", "cluster", m.id())
+	}
+	stopping := append(slices.Clone(restarted), left...)
+	for _, m := range stopping {
+		m.cancel()
+	}
+	for _, m := range stopping {
+		<-m.done
+	}
+	for _, m := range left {
+		s.metrics.forget(m.id())
+		if s.opts.Departed != nil {
+			s.opts.Departed(s.departure(ctx, m))
+		}
+	}
+	for _, m := range started {
+		s.metrics.setState(m.id(), Connecting)
+		s.rejoined(m.id(), "")
+		s.startMember(s.run, m)
+	}
+	if len(left) > 0 || len(restarted) > 0 || joined {
+		s.changed()
+	}
+}
+
+// departure describes member m that left to Options.Departed, with a
+// client of it, and registers it until its context ends, so that its
+// cluster's return ends that context.
+func (s *Set) departure(ctx context.Context, m *member) Departure {
+	uid, engaged := m.identity()
+	d := Departure{ID: m.id(), Engaged: engaged}
+	if rc, err := m.config.RESTConfig(); err == nil {
+		rc.QPS, rc.Burst = s.opts.QPS, s.opts.Burst
+		if c, err := client.New(rc, client.Options{Scheme: s.opts.Scheme}); err == nil {
+			d.Client = c
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.ids {
+		if s.members[id].sameCluster(uid, m.host) {
+			d.SameClusterAs = id
+			break
+		}
+	}
+	timed, cancelTimeout := context.WithTimeout(ctx, DepartureTimeout)
+	dctx, cancel := context.WithCancelCause(timed)
+	entry := &departure{uid: uid, host: m.host, cancel: cancel}
+	s.departures[entry] = true
+	context.AfterFunc(dctx, func() {
+		cancelTimeout()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.departures, entry)
+	})
+	d.Context = dctx
+	return d
+}
+
+// rejoined ends the departures of member id's cluster, now that it is a
+// member again: by its address when it starts, by its identity (uid) once
+// that is read.
+func (s *Set) rejoined(id clusterset.ClusterID, uid types.UID) {
+	s.mu.Lock()
+	m := s.members[id]
+	var ended []*departure
+	for d := range s.departures {
+		if m != nil && m.sameCluster(d.uid, d.host) || uid != "" && d.uid == uid {
+			ended = append(ended, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range ended {
+		d.cancel(ErrRejoined)
+	}
+}
+
+func (s *Set) changed() {
+	if s.opts.Changed != nil {
+		s.opts.Changed()
+	}
+}
+
+func sortedIDs(members map[clusterset.ClusterID]*member) []clusterset.ClusterID {
+	ids := make([]clusterset.ClusterID, 0, len(members))
+	for id := range members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,224 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// ObjectName is the name of cluster's publication of key:
+// <cluster>.<namespace>.<name>, unique in a namespace that every member
+// publishes into (the three parts are DNS labels, so the name is a valid
+// DNS subdomain of at most 191 characters).
+func ObjectName(cluster clusterset.ClusterID, key types.NamespacedName) string {
+	return string(cluster) + "." + key.Namespace + "." + key.Name
+}
+
+// MarkerName is the name of cluster's marker.
+func MarkerName(cluster clusterset.ClusterID) string { return string(cluster) }
+
+// IsMarker reports whether p is a member's marker rather than an export:
+// named after its cluster, without a Service. (A publication without a
+// Service under another name is neither: Decode refuses it.)
+func IsMarker(p *PublishedExport) bool {
+	return p.Spec.Namespace == "" && p.Spec.Name == "" && p.Name == MarkerName(clusterset.ClusterID(p.Spec.Cluster))
+}
+
+// Encode returns the publication of an export into namespace.
+func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
+	s := &es.Spec
+	p := &PublishedExport{
+		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: ObjectName(es.Cluster, es.Key),
+			Labels: map[string]string{mcsv1beta1.LabelSourceCluster: string(es.Cluster)},
+		},
+		Spec: PublishedExportSpec{
+			Cluster: string(es.Cluster), Namespace: es.Key.Namespace, Name: es.Key.Name,
+			ExportCreated: es.ExportCreated, Type: s.Type, Ports: s.Ports,
+			SessionAffinity: s.SessionAffinity, SessionAffinityConfig: s.SessionAffinityConfig,
+			InternalTrafficPolicy: s.InternalTrafficPolicy, TrafficDistribution: s.TrafficDistribution,
+			IPFamilies: s.IPFamilies, ExportedLabels: s.Labels, ExportedAnnotations: s.Annotations,
+			LocalClusterFirst: s.LocalClusterFirst,
+		},
+	}
+	for _, g := range es.Endpoints {
+		p.Spec.Endpoints = append(p.Spec.Endpoints, EndpointGroup(g))
+	}
+	if !es.LastChangeTriggerTime.IsZero() {
+		p.Spec.LastChangeTriggerTime = es.LastChangeTriggerTime.UTC().Format(time.RFC3339Nano)
+	}
+	return p
+}
+
+// Marker returns cluster's marker in namespace.
+func Marker(cluster clusterset.ClusterID, namespace string) *PublishedExport {
+	return &PublishedExport{
+		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: MarkerName(cluster),
+			Labels: map[string]string{mcsv1beta1.LabelSourceCluster: string(cluster)},
+		},
+		Spec: PublishedExportSpec{Cluster: string(cluster)},
+	}
+}
+
+// Decode turns a publication read from a publication server back into an
+// export, checking every field a consumer uses: a publication is another
+// cluster's input. The export shares p's slices and maps; neither may be
+// modified afterwards. A marker is refused (check IsMarker first).
+func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
+	s := &p.Spec
+	cluster, err := clusterset.ParseClusterID(s.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("spec.cluster: %w", err)
+	}
+	if got := p.Labels[mcsv1beta1.LabelSourceCluster]; got != s.Cluster {
+		return nil, fmt.Errorf("label %s is %q, spec.cluster %q", mcsv1beta1.LabelSourceCluster, got, s.Cluster)
+	}
+	if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("spec.namespace %q: %s", s.Namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1035Label(s.Name); len(errs) > 0 {
+		return nil, fmt.Errorf("spec.name %q: %s", s.Name, strings.Join(errs, "; "))
+	}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	if want := ObjectName(cluster, key); p.Name != want {
+		return nil, fmt.Errorf("name %q: the publication of %s from %s is named %q", p.Name, key, cluster, want)
+	}
+	if err := errors.Join(checkSpec(s), checkEndpoints(s.Endpoints)); err != nil {
+		return nil, err
+	}
+	es := &clusterset.ExportedService{
+		Cluster: cluster, Key: key, ExportCreated: s.ExportCreated,
+		Spec: clusterset.ExportedSpec{
+			Type: s.Type, Ports: s.Ports, SessionAffinity: s.SessionAffinity,
+			SessionAffinityConfig: s.SessionAffinityConfig, InternalTrafficPolicy: s.InternalTrafficPolicy,
+			TrafficDistribution: s.TrafficDistribution, IPFamilies: s.IPFamilies,
+			Labels: s.ExportedLabels, Annotations: s.ExportedAnnotations, LocalClusterFirst: s.LocalClusterFirst,
+		},
+	}
+	if len(s.Endpoints) > 0 {
+		es.Endpoints = make([]reconciler.EndpointGroup, len(s.Endpoints))
+		for i, g := range s.Endpoints {
+			es.Endpoints[i] = reconciler.EndpointGroup(g)
+		}
+	}
+	if s.LastChangeTriggerTime != "" {
+		if es.LastChangeTriggerTime, err = time.Parse(time.RFC3339Nano, s.LastChangeTriggerTime); err != nil {
+			return nil, fmt.Errorf("spec.lastChangeTriggerTime %q is not an RFC 3339 time", s.LastChangeTriggerTime)
+		}
+	}
+	return es, nil
+}
+
+// checkSpec checks the exported Service's properties.
+func checkSpec(s *PublishedExportSpec) error {
+	var errs []error
+	if s.Type != mcsv1beta1.ClusterSetIP && s.Type != mcsv1beta1.Headless {
+		errs = append(errs, fmt.Errorf("spec.type %q is neither %s nor %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless))
+	}
+	for i, p := range s.Ports {
+		if err := checkPort(p.Name, p.Port, p.Protocol); err != nil {
+			errs = append(errs, fmt.Errorf("spec.ports[%d]: %w", i, err))
+		}
+	}
+	switch s.SessionAffinity {
+	case "", corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP:
+	default:
+		errs = append(errs, fmt.Errorf("spec.sessionAffinity %q is unknown", s.SessionAffinity))
+	}
+	if p := s.InternalTrafficPolicy; p != nil && *p != corev1.ServiceInternalTrafficPolicyCluster && *p != corev1.ServiceInternalTrafficPolicyLocal {
+		errs = append(errs, fmt.Errorf("spec.internalTrafficPolicy %q is unknown", *p))
+	}
+	if len(s.IPFamilies) > 2 {
+		errs = append(errs, fmt.Errorf("spec.ipFamilies: %d families", len(s.IPFamilies)))
+	}
+	for _, f := range s.IPFamilies {
+		if f != corev1.IPv4Protocol && f != corev1.IPv6Protocol {
+			errs = append(errs, fmt.Errorf("spec.ipFamilies: %q is unknown", f))
+		}
+	}
+	for k, v := range s.ExportedLabels {
+		if bad := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(bad) > 0 || clusterset.Reserved(k) {
+			errs = append(errs, fmt.Errorf("spec.exportedLabels[%q]: not a label of its own (%s)", k, strings.Join(bad, "; ")))
+		}
+	}
+	for k := range s.ExportedAnnotations {
+		if bad := validation.IsQualifiedName(strings.ToLower(k)); len(bad) > 0 || clusterset.Reserved(k) {
+			errs = append(errs, fmt.Errorf("spec.exportedAnnotations[%q]: not an annotation of its own (%s)", k, strings.Join(bad, "; ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkEndpoints checks the endpoint groups' address types, ports and
+// addresses (the rest is checked by the consumer's API server when the
+// slices are written).
+func checkEndpoints(groups []EndpointGroup) error {
+	var errs []error
+	for i, g := range groups {
+		var family func(netip.Addr) bool
+		switch g.AddressType {
+		case discoveryv1.AddressTypeIPv4:
+			family = netip.Addr.Is4
+		case discoveryv1.AddressTypeIPv6:
+			family = func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
+		default:
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d].addressType %q is neither IPv4 nor IPv6", i, g.AddressType))
+			continue
+		}
+		for j, p := range g.Ports {
+			if p.Port == nil || p.Protocol == nil {
+				errs = append(errs, fmt.Errorf("spec.endpoints[%d].ports[%d]: port and protocol are required", i, j))
+				continue
+			}
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			if err := checkPort(name, *p.Port, *p.Protocol); err != nil {
+				errs = append(errs, fmt.Errorf("spec.endpoints[%d].ports[%d]: %w", i, j, err))
+			}
+		}
+		for j, e := range g.Endpoints {
+			if len(e.Addresses) == 0 {
+				errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: no address", i, j))
+			}
+			for _, a := range e.Addresses {
+				if ip, err := netip.ParseAddr(a); err != nil || !family(ip) || ip.Zone() != "" {
+					errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: %q is not an %s address", i, j, a, g.AddressType))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkPort(name string, port int32, protocol corev1.Protocol) error {
+	if name != "" {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("name %q: %s", name, strings.Join(errs, "; "))
+		}
+	}
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("port %d is outside 1..65535", port)
+	}
+	switch protocol {
+	case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		return nil
+	}
+	return fmt.Errorf("protocol %q is unknown", protocol)
+}

@@ -1,0 +1,493 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	sigsjson "sigs.k8s.io/json"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// Unit tests: a fake client in place of the publication server. What
+// depends on a real API server (the CRD's schema, label-selected watches,
+// the hub's admission) is in test/e2e.
+
+var webKey = types.NamespacedName{Namespace: "ns", Name: "web"}
+
+// export is east's export of ns/web with two endpoints, one of them
+// terminating, every field set.
+func export() *clusterset.ExportedService {
+	td := "PreferClose"
+	return &clusterset.ExportedService{
+		Cluster: "east", Key: webKey, ExportCreated: metav1.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Spec: clusterset.ExportedSpec{
+			Type:                  mcsv1beta1.ClusterSetIP,
+			Ports:                 []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, AppProtocol: ptr.To("http")}},
+			SessionAffinity:       corev1.ServiceAffinityClientIP,
+			SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](30)}},
+			InternalTrafficPolicy: ptr.To(corev1.ServiceInternalTrafficPolicyLocal), TrafficDistribution: &td,
+			IPFamilies:  []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol},
+			Labels:      map[string]string{"team": "a"},
+			Annotations: map[string]string{"example.com/x": "y"}, LocalClusterFirst: true,
+		},
+		Endpoints: []reconciler.EndpointGroup{{
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(corev1.ProtocolTCP)}},
+			Endpoints: []discoveryv1.Endpoint{
+				{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+					NodeName: ptr.To("n1"), Zone: ptr.To("z1"), Hostname: ptr.To("web-0"),
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "web-0", UID: "u0"}},
+				{Addresses: []string{"10.0.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}},
+			},
+		}, {
+			AddressType: discoveryv1.AddressTypeIPv6,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}},
+		}},
+		// Nanoseconds: the latency metric needs them (a metav1.Time on the
+		// wire cut them off).
+		LastChangeTriggerTime: time.Date(2026, 1, 2, 3, 5, 7, 123456789, time.UTC),
+	}
+}
+
+// TestRoundTrip: an export survives Encode, JSON (as the API server
+// stores it) and Decode with every field, and the name and label say whose
+// it is.
+func TestRoundTrip(t *testing.T) {
+	want := export()
+	p := Encode(want, "mcs-system")
+	if p.Name != "east.ns.web" || p.Namespace != "mcs-system" || p.Labels[mcsv1beta1.LabelSourceCluster] != "east" {
+		t.Fatalf("publication %s/%s labels %v", p.Namespace, p.Name, p.Labels)
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back PublishedExport
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(want) {
+		t.Errorf("decoded\n%+v\nwant\n%+v", got, want)
+	}
+	if cp := back.DeepCopy(); !cp.Spec.ExportCreated.Equal(&back.Spec.ExportCreated) || len(cp.Spec.Endpoints[0].Endpoints) != 2 {
+		t.Errorf("deep copy %+v", cp.Spec)
+	}
+}
+
+// TestDecodeRefuses: every field a consumer relies on is checked; a
+// publication that fails says which field.
+func TestDecodeRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		mutate     func(*PublishedExport)
+	}{
+		{"bad cluster", `spec.cluster: cluster ID "East"`, func(p *PublishedExport) { p.Spec.Cluster = "East" }},
+		{"label is another cluster", `label multicluster.kubernetes.io/source-cluster is "west", spec.cluster "east"`, func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }},
+		{"name of another export", `the publication of ns/web from east is named "east.ns.web"`, func(p *PublishedExport) { p.Name = "east.ns.db" }},
+		{"bad namespace", `spec.namespace "NS"`, func(p *PublishedExport) { p.Spec.Namespace = "NS" }},
+		{"bad type", `spec.type "LoadBalancer"`, func(p *PublishedExport) { p.Spec.Type = "LoadBalancer" }},
+		{"bad port", "spec.ports[0]: port 70000", func(p *PublishedExport) { p.Spec.Ports[0].Port = 70000 }},
+		{"bad protocol", `spec.ports[0]: protocol "ICMP"`, func(p *PublishedExport) { p.Spec.Ports[0].Protocol = "ICMP" }},
+		{"bad affinity", `spec.sessionAffinity "Sticky"`, func(p *PublishedExport) { p.Spec.SessionAffinity = "Sticky" }},
+		{"bad policy", `spec.internalTrafficPolicy "Node"`, func(p *PublishedExport) {
+			p.Spec.InternalTrafficPolicy = ptr.To[corev1.ServiceInternalTrafficPolicy]("Node")
+		}},
+		{"bad family", `spec.ipFamilies: "IPv5"`, func(p *PublishedExport) { p.Spec.IPFamilies = []corev1.IPFamily{"IPv5"} }},
+		{"reserved label", `spec.exportedLabels["multicluster.kubernetes.io/service-name"]`, func(p *PublishedExport) {
+			p.Spec.ExportedLabels = map[string]string{mcsv1beta1.LabelServiceName: "x"}
+		}},
+		{"reserved annotation", `spec.exportedAnnotations["mcs-syncer.io/local-cluster-first"]`, func(p *PublishedExport) {
+			p.Spec.ExportedAnnotations = map[string]string{clusterset.LocalClusterFirstAnnotation: "true"}
+		}},
+		{"FQDN", `spec.endpoints[0].addressType "FQDN"`, func(p *PublishedExport) { p.Spec.Endpoints[0].AddressType = discoveryv1.AddressTypeFQDN }},
+		{"IPv6 in IPv4", `spec.endpoints[1].endpoints[0]: "fd00::1" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[1].AddressType = discoveryv1.AddressTypeIPv4 }},
+		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
+		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},
+		{"bad trigger time", `spec.lastChangeTriggerTime "yesterday"`, func(p *PublishedExport) { p.Spec.LastChangeTriggerTime = "yesterday" }},
+		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Encode(export(), "mcs-system").DeepCopy()
+			tc.mutate(p)
+			_, err := Decode(p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func scheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// publisherOf returns a publisher of east into a fake publication server.
+func publisherOf(t *testing.T, store *clusterset.Store, objs ...client.Object) (*Publisher, client.Client) {
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}, cl
+}
+
+func publications(t *testing.T, cl client.Client) map[string]*PublishedExport {
+	var list PublishedExportList
+	if err := cl.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*PublishedExport{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+// TestPublisher: a new export is published, a change updates it, an
+// unchanged one writes nothing, and the marker is written once everything
+// is published and nothing stale is left; a withdrawal waits for the
+// member's first pass.
+func TestPublisher(t *testing.T) {
+	ctx := context.Background()
+	store := clusterset.NewStore()
+	stale := Encode(&clusterset.ExportedService{Cluster: "east", Key: types.NamespacedName{Namespace: "ns", Name: "gone"}, Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP}}, "mcs-system")
+	west := Encode(&clusterset.ExportedService{Cluster: "west", Key: webKey, Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP}}, "mcs-system")
+	p, cl := publisherOf(t, store, stale, west)
+	store.BeginResync("east")
+	store.Put(export())
+
+	reconcileOK(t, p, webKey)
+	got := publications(t, cl)["east.ns.web"]
+	if got == nil {
+		t.Fatal("not published")
+	}
+	if es, err := Decode(got); err != nil || !es.Equal(export()) {
+		t.Errorf("published %+v, %v", es, err)
+	}
+	rv := got.ResourceVersion
+	reconcileOK(t, p, webKey)
+	if publications(t, cl)["east.ns.web"].ResourceVersion != rv {
+		t.Error("an unchanged export was written again")
+	}
+
+	// Before the first pass: nothing withdrawn, no marker.
+	gone := types.NamespacedName{Namespace: "ns", Name: "gone"}
+	if res := reconcileOK(t, p, gone); res.RequeueAfter == 0 {
+		t.Error("a withdrawal on a partial view is not looked at again")
+	}
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	pubs := publications(t, cl)
+	if pubs["east.ns.gone"] == nil || pubs["east"] != nil {
+		t.Fatalf("before the first pass: stale withdrawn %v, marker %v", pubs["east.ns.gone"] == nil, pubs["east"] != nil)
+	}
+
+	// After it: the stale one goes (west's stays), then the marker comes.
+	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	if publications(t, cl)["east"] != nil {
+		t.Fatal("marker written while a stale publication is left")
+	}
+	reconcileOK(t, p, gone)
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	pubs = publications(t, cl)
+	if pubs["east.ns.gone"] != nil || pubs["west.ns.web"] == nil || pubs["east"] == nil || !IsMarker(pubs["east"]) {
+		t.Fatalf("after the first pass: %v", keys(pubs))
+	}
+	misnamed := Marker("east", "mcs-system")
+	misnamed.Name = "east.x"
+	if IsMarker(misnamed) {
+		t.Error("a publication without a Service under another name than its cluster's counts as the marker")
+	}
+
+	// A change updates; a withdrawal deletes.
+	changed := export()
+	changed.Endpoints = changed.Endpoints[:1]
+	store.Put(changed)
+	reconcileOK(t, p, webKey)
+	if es, _ := Decode(publications(t, cl)["east.ns.web"]); len(es.Endpoints) != 1 {
+		t.Errorf("update not published: %+v", es.Endpoints)
+	}
+	store.Delete("east", webKey)
+	reconcileOK(t, p, webKey)
+	if _, ok := publications(t, cl)["east.ns.web"]; ok {
+		t.Error("withdrawn export still published")
+	}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: "mcs-system", Name: "east"}, &PublishedExport{}); apierrors.IsNotFound(err) {
+		t.Error("the marker went with the last export")
+	}
+}
+
+func reconcileOK(t *testing.T, p *Publisher, key types.NamespacedName) reconcile.Result {
+	t.Helper()
+	res, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func keys(m map[string]*PublishedExport) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestReader: the reader puts what it reads into the Store, refuses what
+// is invalid or published as another cluster (withdrawing the last good
+// version), and marks the member synced only once both the first list
+// and the marker are in; then what the first list lacks is withdrawn.
+func TestReader(t *testing.T) {
+	store := clusterset.NewStore()
+	old := export()
+	old.Key.Name = "old"
+	store.Put(old) // read before a reconnection; gone since
+	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+	store.BeginResync("east")
+
+	r.put(Encode(export(), "mcs-system"))
+	if got := store.Get(webKey); len(got) != 1 || !got[0].Equal(export()) {
+		t.Fatalf("store %+v", got)
+	}
+	r.mu.Lock()
+	r.listed = true
+	r.markSyncedLocked()
+	r.mu.Unlock()
+	if store.Synced("east") {
+		t.Fatal("synced without the marker")
+	}
+	r.put(Marker("east", "mcs-system"))
+	if !store.Synced("east") || len(store.Get(types.NamespacedName{Namespace: "ns", Name: "old"})) != 0 {
+		t.Fatalf("after the marker: synced %v, old export %v", store.Synced("east"), store.Get(types.NamespacedName{Namespace: "ns", Name: "old"}))
+	}
+
+	// Published as west in east's publications: refused, the export withdrawn.
+	impostor := export()
+	impostor.Cluster = "west"
+	bad := Encode(impostor, "mcs-system")
+	bad.Name = ObjectName("west", webKey)
+	before := refusedCount(t, "east")
+	r.put(bad)
+	r.put(func() *PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
+	if got := store.Get(webKey); len(got) != 0 {
+		t.Errorf("refused publication left %+v", got)
+	}
+	if n := refusedCount(t, "east") - before; n != 2 {
+		t.Errorf("refusals counted %v, want 2", n)
+	}
+
+	// Deleted (also as a tombstone): withdrawn; a marker deleted changes nothing.
+	r.put(Encode(export(), "mcs-system"))
+	r.remove(Encode(export(), "mcs-system"))
+	r.remove(Marker("east", "mcs-system"))
+	if got := store.Get(webKey); len(got) != 0 || !store.Synced("east") {
+		t.Errorf("after delete: %+v, synced %v", got, store.Synced("east"))
+	}
+}
+
+// TestDemux: the readers of several members share one informer (a hub's):
+// each gets its own cluster's publications and no other's, including those
+// seen before it came and those that change cluster; a deletion reaches
+// the reader it belongs to, and a reader that left gets nothing more.
+func TestDemux(t *testing.T) {
+	store := clusterset.NewStore()
+	inf := controllertest.NewFakeInformer()
+	newReader := func(id clusterset.ClusterID) *Reader {
+		return &Reader{cluster: id, store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+	}
+	publication := func(cluster clusterset.ClusterID, name string) *PublishedExport {
+		es := export()
+		es.Cluster, es.Key.Name = cluster, name
+		return Encode(es, "mcs-system")
+	}
+	sources := func(name string) []clusterset.ClusterID {
+		var ids []clusterset.ClusterID
+		for _, es := range store.Get(types.NamespacedName{Namespace: "ns", Name: name}) {
+			ids = append(ids, es.Cluster)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+
+	east, west := newReader("east"), newReader("west")
+	d, err := attach(inf, inf, east)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d2, _ := attach(inf, inf, west); d2 != d {
+		t.Fatal("a second reader of the informer got a demux of its own")
+	}
+	inf.Add(publication("east", "web"))
+	inf.Add(publication("west", "web"))
+	inf.Add(publication("north", "web")) // no reader yet
+	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "west"}) {
+		t.Fatalf("web from %v, want east and west", got)
+	}
+	north := newReader("north")
+	if _, err := attach(inf, inf, north); err != nil {
+		t.Fatal(err)
+	}
+	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north", "west"}) {
+		t.Fatalf("after north's reader came: web from %v", got)
+	}
+
+	// A publication whose label moves from west to east is west's no more;
+	// east's reader refuses it (its spec says west) and withdraws nothing of
+	// its own.
+	moved := publication("west", "db")
+	inf.Add(moved)
+	relabelled := moved.DeepCopy()
+	relabelled.Labels[mcsv1beta1.LabelSourceCluster] = "east"
+	inf.Update(moved, relabelled)
+	if got := sources("db"); len(got) != 0 {
+		t.Errorf("db from %v after its label moved to a cluster its spec does not name", got)
+	}
+
+	inf.Delete(publication("west", "web"))
+	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north"}) {
+		t.Errorf("after west's web was deleted: web from %v", got)
+	}
+	d.detach(east)
+	inf.Add(publication("east", "api"))
+	if got := sources("api"); len(got) != 0 {
+		t.Errorf("a reader that left got %v", got)
+	}
+}
+
+// wrappingCache hands out a new wrapper of its one informer on every
+// GetInformer, as controller-runtime's cache limited to namespaces does.
+type wrappingCache struct {
+	cache.Cache
+	inf      *controllertest.FakeInformer
+	handlers atomic.Int32
+}
+
+type informerWrapper struct {
+	*controllertest.FakeInformer
+	c *wrappingCache
+}
+
+func (c *wrappingCache) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return &informerWrapper{FakeInformer: c.inf, c: c}, nil
+}
+
+func (w *informerWrapper) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	w.c.handlers.Add(1)
+	return w.FakeInformer.AddEventHandler(h)
+}
+
+// TestReadersShareOneHandler: the readers of every member on one cache
+// share one handler, though each GetInformer returns another wrapper (254
+// readers of a hub each added a handler, and each handler's buffer and
+// copy of what it saw made an importer 4 KB per imported endpoint).
+func TestReadersShareOneHandler(t *testing.T) {
+	inf := controllertest.NewFakeInformer(controllertest.Synced)
+	c := &wrappingCache{inf: inf}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := clusterset.NewStore()
+	var done []chan struct{}
+	for _, id := range []clusterset.ClusterID{"east", "west"} {
+		r := &Reader{cluster: id, store: store, cache: c, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+		ch := make(chan struct{})
+		done = append(done, ch)
+		go func() { defer close(ch); _ = r.Start(ctx) }()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		demuxes.Lock()
+		d := demuxes.m[c]
+		n := 0
+		if d != nil {
+			d.mu.Lock()
+			n = len(d.readers)
+			d.mu.Unlock()
+		}
+		demuxes.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d readers on the cache's demux, want 2", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := c.handlers.Load(); got != 1 {
+		t.Errorf("%d handlers on the informer, want 1", got)
+	}
+	cancel()
+	for _, ch := range done {
+		<-ch
+	}
+}
+
+func refusedCount(t *testing.T, source string) float64 {
+	t.Helper()
+	c, err := refused.GetMetricWithLabelValues(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &dto.Metric{}
+	if err := c.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetCounter().GetValue()
+}
+
+// TestPublisherCacheBehind: a publication that the publisher's cache has
+// not seen yet (its own create, just made) is no error: the create's
+// AlreadyExists is looked at again shortly, and nothing is overwritten.
+func TestPublisherCacheBehind(t *testing.T) {
+	store := clusterset.NewStore()
+	store.BeginResync("east")
+	store.Put(export())
+	mine := Encode(export(), "mcs-system")
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			return apierrors.NewNotFound(GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
+		},
+	}).Build()
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl,
+		apiReader: fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine.DeepCopy()).Build()}
+	if res := reconcileOK(t, p, webKey); res.RequeueAfter == 0 {
+		t.Error("a publication the cache has not seen is not looked at again")
+	}
+
+	// Not ours, under our publication's name: an error that says so.
+	foreign := mine.DeepCopy()
+	foreign.Labels = map[string]string{"app": "other"}
+	p.apiReader = fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(foreign).Build()
+	_, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey})
+	if err == nil || !strings.Contains(err.Error(), "in the way") {
+		t.Errorf("an object in the way that is not ours: %v", err)
+	}
+}

@@ -1,0 +1,262 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// ConfigureCache makes a cache hold only the PublishedExports of cluster
+// in namespace: a reader's of one member, or a publisher's of its own. With
+// no cluster it holds every member's (a hub's, which the readers of all
+// members read through it share).
+func ConfigureCache(o *cache.Options, namespace string, cluster clusterset.ClusterID) {
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	selector := labels.SelectorFromSet(labels.Set{mcsv1beta1.LabelSourceCluster: string(cluster)})
+	if cluster == "" {
+		exists, _ := labels.NewRequirement(mcsv1beta1.LabelSourceCluster, selection.Exists, nil)
+		selector = labels.NewSelector().Add(*exists)
+	}
+	o.ByObject[&PublishedExport{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}, Label: selector}
+}
+
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	// Cluster is the member whose exports are published (the local one).
+	Cluster clusterset.ClusterID
+	// Namespace is where the publications go.
+	Namespace string
+	// Store holds the member's exports (its export watcher's).
+	Store *clusterset.Store
+	// Workers reconcile that many exports at once (default 1).
+	Workers int
+}
+
+// Publisher keeps the publications of one member in a publication server
+// equal to the member's exports in the Store, and writes the member's
+// marker once they first are.
+type Publisher struct {
+	opts   PublisherOptions
+	client client.Client
+	cache  cache.Cache
+	// apiReader reads past the cache: what a create found in its way.
+	apiReader  client.Reader
+	controller controller.TypedController[reconcile.Request]
+	// markerDone is set once the marker is known to exist.
+	markerDone atomic.Bool
+}
+
+// markerRequest is the work item of the marker.
+var markerRequest = reconcile.Request{}
+
+// NewPublisher returns a Publisher that writes through target's client; its
+// cache must be set up with ConfigureCache for opts.Cluster.
+func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, error) {
+	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil {
+		return nil, fmt.Errorf("publish: cluster, namespace and store are required")
+	}
+	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache(), apiReader: target.GetAPIReader()}
+	// Registered now, so that Start waits for it (and a member's own
+	// cache counts as synced only once it is).
+	if _, err := p.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("informer of publications: %w", err)
+	}
+	c, err := clusterset.NewController("publish-"+string(opts.Cluster), p, opts.Workers, log.Log.WithValues("cluster", opts.Cluster))
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range []source.TypedSource[reconcile.Request]{
+		// The marker, once at the start: the member's first pass may have
+		// been announced before this controller subscribed to the Store
+		// (seen: a member without exports never got its marker).
+		source.TypedFunc[reconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(markerRequest)
+			return nil
+		}),
+		// Every change of the member's exports; and, when the Store
+		// announces everything (its first pass is done), the marker.
+		clusterset.StoreSource(opts.Store, func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(markerRequest)
+		}),
+		// A publication changed or removed by someone else is put back; a
+		// stale one (of an export gone while the publisher was away) is
+		// seen and removed. Until the marker is written, every write of
+		// ours looks at it again.
+		source.Kind(p.cache, &PublishedExport{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *PublishedExport) []reconcile.Request {
+			if IsMarker(o) {
+				return []reconcile.Request{markerRequest}
+			}
+			reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.Spec.Namespace, Name: o.Spec.Name}}}
+			if !p.markerDone.Load() {
+				reqs = append(reqs, markerRequest)
+			}
+			return reqs
+		})),
+	} {
+		if err := c.Watch(src); err != nil {
+			return nil, err
+		}
+	}
+	p.controller = c
+	return p, nil
+}
+
+// Start runs the publisher until ctx ends, once its cache has synced
+// (however long that takes: a hub that does not answer delays the
+// publications, it is no error of the member's).
+func (p *Publisher) Start(ctx context.Context) error {
+	if !p.cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	return p.controller.Start(ctx)
+}
+
+// Reconcile publishes, updates or withdraws the publication of one export,
+// or writes the marker.
+func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req == markerRequest {
+		return p.syncMarker(ctx)
+	}
+	return p.sync(ctx, req.NamespacedName)
+}
+
+// partialViewRecheck is how soon a withdrawal or the marker is looked at
+// again while the member's exports are not all in the Store (its first
+// pass is under way; the Store announces its end, this is the fallback).
+const partialViewRecheck = time.Second
+
+func (p *Publisher) mine(key types.NamespacedName) *clusterset.ExportedService {
+	for _, es := range p.opts.Store.Get(key) {
+		if es.Cluster == p.opts.Cluster {
+			return es
+		}
+	}
+	return nil
+}
+
+func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	mine := p.mine(key)
+	name := types.NamespacedName{Namespace: p.opts.Namespace, Name: ObjectName(p.opts.Cluster, key)}
+	existing := &PublishedExport{}
+	err := p.client.Get(ctx, name, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("get publication %s: %w", name, err)
+	}
+	if mine == nil {
+		if existing == nil {
+			return reconcile.Result{}, nil
+		}
+		if !p.opts.Store.Synced(p.opts.Cluster) {
+			return reconcile.Result{RequeueAfter: partialViewRecheck}, nil // never withdraw on a partial view
+		}
+		err := p.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
+		}
+		log.FromContext(ctx).V(2).Info("Publication withdrawn", "publication", name)
+		return reconcile.Result{}, nil
+	}
+	want := Encode(mine, p.opts.Namespace)
+	if existing == nil {
+		if err := p.client.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return p.inTheWay(ctx, name)
+			}
+			return retry(ctx, fmt.Errorf("publish %s: %w", name, err))
+		}
+		return reconcile.Result{}, nil
+	}
+	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) {
+		return reconcile.Result{}, nil
+	}
+	want.ResourceVersion, want.UID = existing.ResourceVersion, existing.UID
+	if err := p.client.Update(ctx, want); err != nil {
+		return retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// retry turns a write that lost a race (or a shutdown) into a short
+// requeue, and returns other errors for the controller's backoff.
+func retry(ctx context.Context, err error) (reconcile.Result, error) {
+	if after, routine := clusterset.Routine(ctx, err); routine {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// inTheWay handles a create that found an object of the publication's
+// name: our own create that the cache has not seen yet is looked at again
+// once it has; an object that is not this member's publication (the cache
+// never shows it: it selects ours) is an error that names it, retried
+// with backoff, rather than a quiet requeue for ever.
+func (p *Publisher) inTheWay(ctx context.Context, name types.NamespacedName) (reconcile.Result, error) {
+	var there PublishedExport
+	if err := p.apiReader.Get(ctx, name, &there); err == nil && there.Labels[mcsv1beta1.LabelSourceCluster] != string(p.opts.Cluster) {
+		return reconcile.Result{}, fmt.Errorf("publish %s: an object of that name is in the way, and it is not %s's publication (source-cluster label %q): remove it",
+			name, p.opts.Cluster, there.Labels[mcsv1beta1.LabelSourceCluster])
+	}
+	return reconcile.Result{RequeueAfter: clusterset.ConflictRetry}, nil
+}
+
+// syncMarker writes the marker once every export of the member is
+// published as it is in the Store and no stale publication is left.
+func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
+	if p.markerDone.Load() {
+		return reconcile.Result{}, nil
+	}
+	if !p.opts.Store.Synced(p.opts.Cluster) {
+		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil
+	}
+	var list PublishedExportList
+	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace),
+		client.MatchingLabels{mcsv1beta1.LabelSourceCluster: string(p.opts.Cluster)}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list publications: %w", err)
+	}
+	published := 0
+	for i := range list.Items {
+		pub := &list.Items[i]
+		if IsMarker(pub) {
+			p.markerDone.Store(true)
+			return reconcile.Result{}, nil // written by an earlier run, or just now
+		}
+		mine := p.mine(types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name})
+		if mine == nil || !equality.Semantic.DeepEqual(pub.Spec, Encode(mine, p.opts.Namespace).Spec) {
+			return reconcile.Result{}, nil // not there yet: the publication's next event looks again
+		}
+		published++
+	}
+	if published != p.opts.Store.Count(p.opts.Cluster) {
+		return reconcile.Result{}, nil
+	}
+	if err := p.client.Create(ctx, Marker(p.opts.Cluster, p.opts.Namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return retry(ctx, fmt.Errorf("write the marker of %s: %w", p.opts.Cluster, err))
+	}
+	log.FromContext(ctx).Info("Every export published", "cluster", p.opts.Cluster, "exports", published)
+	p.markerDone.Store(true)
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,256 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// refused counts the publications a reader refused, by source cluster.
+var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mcs_syncer_publications_refused_total",
+	Help: "Publications of another member that were refused because a field is invalid; their export is withdrawn until a valid one replaces it (the log says what was wrong).",
+}, []string{"source"})
+
+// RegisterMetrics registers the package's metrics.
+func RegisterMetrics(reg prometheus.Registerer) error { return reg.Register(refused) }
+
+// Reader puts one member's publications into the Store, read from a
+// publication server through a cache set up with ConfigureCache: for that
+// member alone (its own API server), or for every member (the hub, whose
+// one informer the readers of all members share: see demux).
+type Reader struct {
+	cluster clusterset.ClusterID
+	store   *clusterset.Store
+	cache   cache.Cache
+	logger  logr.Logger
+
+	mu sync.Mutex
+	// keys are the member's exports the reader put into the Store.
+	keys map[types.NamespacedName]bool
+	// listed says the informer's first list went through the handler;
+	// marked that the Store was told the member is synced.
+	markerSeen, listed, marked bool
+}
+
+// NewReader returns the Reader of member's publications in cl, registers
+// its informer, and marks the member's exports in the Store as being read
+// anew until the member's marker and the first list are in.
+func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store) (*Reader, error) {
+	r := &Reader{cluster: member, store: store, cache: cl.GetCache(), keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+	if _, err := r.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("informer of publications: %w", err)
+	}
+	store.BeginResync(member)
+	return r, nil
+}
+
+// Start feeds the Store until ctx ends.
+func (r *Reader) Start(ctx context.Context) error {
+	inf, err := r.cache.GetInformer(ctx, &PublishedExport{})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.logger = log.FromContext(ctx).WithValues("cluster", r.cluster)
+	r.mu.Unlock()
+	d, err := attach(r.cache, inf, r)
+	if err != nil {
+		return err
+	}
+	defer d.detach(r)
+	if !toolscache.WaitForCacheSync(ctx.Done(), d.reg.HasSynced) {
+		return nil
+	}
+	r.mu.Lock()
+	r.listed = true
+	r.markSyncedLocked()
+	r.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// demux is the one event handler of an informer of publications, shared by
+// the readers of every member read through it: it hands each publication
+// to the reader of the cluster its source-cluster label names, and keeps
+// what it saw of every cluster for a reader that comes later. Through a hub
+// of 255 members, a process holds one watch and one handler (with one
+// buffer of pending events) rather than 254 of each: 254 watches per
+// importer left the hub unable to keep up (make bench-scale).
+type demux struct {
+	owner any
+	inf   cache.Informer
+	reg   toolscache.ResourceEventHandlerRegistration
+
+	mu      sync.Mutex
+	readers map[clusterset.ClusterID]*Reader
+	// seen holds each cluster's publications, by object name.
+	seen map[clusterset.ClusterID]map[string]*PublishedExport
+}
+
+// demuxes are the demuxes in use, by cache (not by informer: a cache
+// limited to namespaces hands out a new wrapper of the same informers on
+// every GetInformer); one leaves with its last reader.
+var demuxes = struct {
+	sync.Mutex
+	m map[any]*demux
+}{m: map[any]*demux{}}
+
+// attach hands r the publications of its cluster from inf, the informer
+// of cache owner: those seen so far at once, then every change.
+func attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
+	demuxes.Lock()
+	defer demuxes.Unlock()
+	d := demuxes.m[owner]
+	if d == nil {
+		d = &demux{owner: owner, inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*PublishedExport{}}
+		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(o any) { d.put(o) },
+			UpdateFunc: func(old, o any) {
+				if sourceOf(old) != sourceOf(o) {
+					d.remove(old)
+				}
+				d.put(o)
+			},
+			DeleteFunc: d.remove,
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.reg = reg
+		demuxes.m[owner] = d
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.readers[r.cluster] = r
+	for _, pub := range d.seen[r.cluster] {
+		r.put(pub)
+	}
+	return d, nil
+}
+
+// detach stops handing r publications; the last reader to leave removes
+// the handler.
+func (d *demux) detach(r *Reader) {
+	demuxes.Lock()
+	defer demuxes.Unlock()
+	d.mu.Lock()
+	if d.readers[r.cluster] == r {
+		delete(d.readers, r.cluster)
+	}
+	last := len(d.readers) == 0
+	d.mu.Unlock()
+	if last {
+		delete(demuxes.m, d.owner)
+		_ = d.inf.RemoveEventHandler(d.reg)
+	}
+}
+
+func (d *demux) put(o any) {
+	pub, ok := o.(*PublishedExport)
+	if !ok {
+		return
+	}
+	id := sourceOf(pub)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen[id] == nil {
+		d.seen[id] = map[string]*PublishedExport{}
+	}
+	d.seen[id][pub.Name] = pub
+	if r := d.readers[id]; r != nil {
+		r.put(pub)
+	}
+}
+
+func (d *demux) remove(o any) {
+	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	pub, ok := o.(*PublishedExport)
+	if !ok {
+		return
+	}
+	id := sourceOf(pub)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.seen[id], pub.Name)
+	if len(d.seen[id]) == 0 {
+		delete(d.seen, id)
+	}
+	if r := d.readers[id]; r != nil {
+		r.remove(pub)
+	}
+}
+
+// sourceOf is the cluster a publication's source-cluster label names: the
+// reader it goes to, which then checks that its spec says the same.
+func sourceOf(o any) clusterset.ClusterID {
+	if pub, ok := o.(*PublishedExport); ok {
+		return clusterset.ClusterID(pub.Labels[mcsv1beta1.LabelSourceCluster])
+	}
+	return ""
+}
+
+func (r *Reader) put(pub *PublishedExport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if IsMarker(pub) {
+		if pub.Spec.Cluster == string(r.cluster) {
+			r.markerSeen = true
+			r.markSyncedLocked()
+		}
+		return
+	}
+	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+	es, err := Decode(pub)
+	if err == nil && es.Cluster != r.cluster {
+		err = fmt.Errorf("published as %s, read from the publications of %s", es.Cluster, r.cluster)
+	}
+	if err != nil {
+		refused.WithLabelValues(string(r.cluster)).Inc()
+		r.logger.Error(err, "Publication refused; the export is withdrawn until a valid one replaces it", "publication", pub.Namespace+"/"+pub.Name)
+		if r.keys[key] {
+			delete(r.keys, key)
+			r.store.Delete(r.cluster, key)
+		}
+		return
+	}
+	r.keys[key] = true
+	r.store.Put(es)
+}
+
+func (r *Reader) remove(pub *PublishedExport) {
+	if IsMarker(pub) {
+		return // a marker removed changes nothing: what was read stays complete
+	}
+	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys[key] {
+		delete(r.keys, key)
+		r.store.Delete(r.cluster, key)
+	}
+}
+
+// markSyncedLocked tells the Store that the member is synced once both its
+// marker and the first list are in; r.mu must be held.
+func (r *Reader) markSyncedLocked() {
+	if r.marked || !r.markerSeen || !r.listed {
+		return
+	}
+	r.marked = true
+	r.store.MarkSynced(r.cluster, maps.Clone(r.keys))
+}
