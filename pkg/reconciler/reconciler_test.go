@@ -138,14 +138,16 @@ func TestPlaceholderKeptOrReplaced(t *testing.T) {
 }
 
 // TestPublishNotReadyAddresses: not-ready pods are ready endpoints when the
-// Service publishes not-ready addresses.
+// Service publishes not-ready addresses, and still not serving: serving is
+// the pod's readiness alone (upstream's podToEndpoint; the differential
+// test against kube-controller-manager found our old serving=true).
 func TestPublishNotReadyAddresses(t *testing.T) {
 	svc := service()
 	svc.Spec.PublishNotReadyAddresses = true
 	_, eps := podEndpoints(t, svc, []*corev1.Pod{pod("p", "10.0.0.1", false)})
 	c := eps[0].Conditions
-	if !ptr.Deref(c.Ready, false) || !ptr.Deref(c.Serving, false) || ptr.Deref(c.Terminating, true) {
-		t.Errorf("conditions %+v, want ready, serving, not terminating", c)
+	if !ptr.Deref(c.Ready, false) || ptr.Deref(c.Serving, true) || ptr.Deref(c.Terminating, true) {
+		t.Errorf("conditions %+v, want ready, not serving, not terminating", c)
 	}
 }
 
@@ -827,5 +829,45 @@ func TestGroupSlicesDuplicates(t *testing.T) {
 	}
 	if wantEps := []string{"10.0.0.1 ready=true", "10.0.0.2 ready=true", "10.0.0.3 ready=false"}; !slices.Equal(got, wantEps) {
 		t.Errorf("endpoints %v, want %v", got, wantEps)
+	}
+}
+
+// TestHostnameWithClusterIP: a pod whose subdomain is the Service's name
+// gets its hostname on the Service's endpoints whether or not the Service
+// is headless (upstream's ShouldSetHostname).
+func TestHostnameWithClusterIP(t *testing.T) {
+	p := pod("p", "10.0.0.1", true)
+	p.Spec.Hostname, p.Spec.Subdomain = "web-0", "svc"
+	_, eps := podEndpoints(t, service(), []*corev1.Pod{p})
+	if got := ptr.Deref(eps[0].Hostname, ""); got != "web-0" {
+		t.Errorf("hostname %q, want web-0", got)
+	}
+}
+
+// TestNamedPortOfSidecar: a named targetPort resolves in the containers
+// first, then in sidecars (init containers with restartPolicy Always);
+// ordinary init containers' ports are not served.
+func TestNamedPortOfSidecar(t *testing.T) {
+	svc := service()
+	svc.Spec.Ports[0].TargetPort = intstr.FromString("proxy")
+	withPort := func(restart *corev1.ContainerRestartPolicy, number int32) *corev1.Pod {
+		p := pod("p", "10.0.0.1", true)
+		p.Spec.InitContainers = []corev1.Container{{Name: "init", RestartPolicy: restart,
+			Ports: []corev1.ContainerPort{{Name: "proxy", ContainerPort: number, Protocol: corev1.ProtocolTCP}}}}
+		return p
+	}
+	ports, _ := podEndpoints(t, svc, []*corev1.Pod{withPort(ptr.To(corev1.ContainerRestartPolicyAlways), 15001)})
+	if len(ports) != 1 || *ports[0].Port != 15001 {
+		t.Errorf("sidecar's port: %+v, want 15001", ports)
+	}
+	ports, _ = podEndpoints(t, svc, []*corev1.Pod{withPort(nil, 15001)})
+	if len(ports) != 0 {
+		t.Errorf("an ordinary init container's port was resolved: %+v", ports)
+	}
+	p := withPort(ptr.To(corev1.ContainerRestartPolicyAlways), 15001)
+	p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{Name: "proxy", ContainerPort: 9000, Protocol: corev1.ProtocolTCP})
+	ports, _ = podEndpoints(t, svc, []*corev1.Pod{p})
+	if len(ports) != 1 || *ports[0].Port != 9000 {
+		t.Errorf("a container's port must win over a sidecar's: %+v", ports)
 	}
 }

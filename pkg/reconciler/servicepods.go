@@ -68,11 +68,11 @@ func AddressTypesForIPFamilies(families []corev1.IPFamily) []discoveryv1.Address
 //     looked up in the pod's container ports with the same protocol); pods
 //     whose ports resolve differently land in different groups, and a port
 //     that does not resolve is left out for that pod;
-//   - conditions per KEP-1672: serving = publishNotReadyAddresses or pod
-//     Ready; terminating = deletion timestamp set; ready =
-//     publishNotReadyAddresses or (serving and not terminating);
-//   - hostname when the pod's hostname is set, its subdomain is the
-//     Service's name and the Service is headless; nodeName; zone from the
+//   - conditions per KEP-1672: serving = pod Ready; terminating =
+//     deletion timestamp set; ready = publishNotReadyAddresses or (serving
+//     and not terminating);
+//   - hostname when the pod's hostname is set and its subdomain is the
+//     Service's name (headless or not); nodeName; zone from the
 //     node's topology.kubernetes.io/zone label; targetRef to the pod.
 //
 // A pod whose node is unknown is left out and reported in an error
@@ -171,27 +171,31 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) []discoveryv1.EndpointP
 	return ports
 }
 
-// resolveTargetPort returns the pod port a service port sends to.
+// resolveTargetPort returns the pod port a service port sends to. A named
+// targetPort is looked up in the containers' ports, then in those of the
+// sidecars (init containers with restartPolicy Always), as upstream's
+// FindPort does.
 func resolveTargetPort(pod *corev1.Pod, sp *corev1.ServicePort) (int32, bool) {
-	switch sp.TargetPort.Type {
-	case intstr.String:
-		name := sp.TargetPort.StrVal
-		for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-			for _, c := range containers {
-				for _, p := range c.Ports {
-					if p.Name == name && protocolOrTCP(p.Protocol) == protocolOrTCP(sp.Protocol) {
-						return p.ContainerPort, true
-					}
-				}
-			}
-		}
-		return 0, false
-	default:
+	if sp.TargetPort.Type != intstr.String {
 		if sp.TargetPort.IntVal == 0 {
 			return sp.Port, true
 		}
 		return sp.TargetPort.IntVal, true
 	}
+	containers := slices.Clone(pod.Spec.Containers)
+	for _, c := range pod.Spec.InitContainers {
+		if ptr.Deref(c.RestartPolicy, "") == corev1.ContainerRestartPolicyAlways {
+			containers = append(containers, c)
+		}
+	}
+	for _, c := range containers {
+		for _, p := range c.Ports {
+			if p.Name == sp.TargetPort.StrVal && protocolOrTCP(p.Protocol) == protocolOrTCP(sp.Protocol) {
+				return p.ContainerPort, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // protocolOrTCP applies the API's default protocol.
@@ -203,7 +207,7 @@ func protocolOrTCP(p corev1.Protocol) corev1.Protocol {
 }
 
 func podEndpoint(svc *corev1.Service, pod *corev1.Pod, node *corev1.Node, ip string) discoveryv1.Endpoint {
-	serving := svc.Spec.PublishNotReadyAddresses || podReady(pod)
+	serving := podReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
 	ep := discoveryv1.Endpoint{
@@ -217,7 +221,7 @@ func podEndpoint(svc *corev1.Service, pod *corev1.Pod, node *corev1.Node, ip str
 	if node != nil && node.Labels[corev1.LabelTopologyZone] != "" {
 		ep.Zone = ptr.To(node.Labels[corev1.LabelTopologyZone])
 	}
-	if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && pod.Namespace == svc.Namespace && svc.Spec.ClusterIP == corev1.ClusterIPNone {
+	if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && pod.Namespace == svc.Namespace {
 		ep.Hostname = ptr.To(pod.Spec.Hostname)
 	}
 	return ep
