@@ -44,6 +44,7 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 		AuditPolicy:    cs.opts.AuditPolicy,
 		Zones:          cs.opts.Zones,
 		NodesPerZone:   cs.opts.NodesPerZone,
+		ZoneCPU:        cs.opts.ZoneCPU,
 	})}
 	if cs.opts.RealNodes {
 		c.RealNode = realnode.New(cs.StateDir, name, index, cs.opts.DualStack)

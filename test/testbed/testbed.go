@@ -64,6 +64,9 @@ type Options struct {
 	// NodesPerZone the number of fake nodes in each (default 1).
 	Zones        int
 	NodesPerZone int
+	// ZoneCPU is the allocatable CPU of each zone's nodes, in zone order
+	// (default "32" each).
+	ZoneCPU []string
 	// AuditPolicy, if set, is the path of a kube-apiserver audit policy; each
 	// kube-apiserver then writes its audit log to Cluster.AuditLogPath.
 	AuditPolicy string

@@ -48,6 +48,9 @@ type Spec struct {
 	// Zones is the number of zones (at least 1), NodesPerZone the number of
 	// fake nodes in each.
 	Zones, NodesPerZone int
+	// ZoneCPU is the allocatable CPU of the nodes of each zone, in order
+	// (a resource quantity such as "8"); zones past its end have "32".
+	ZoneCPU []string
 	// Hub starts an API server and etcd only, no controllers and no nodes:
 	// a hub for hub mode (Zones and NodesPerZone are ignored).
 	Hub bool
@@ -87,6 +90,7 @@ type ControlPlane struct {
 	binDir       string
 	auditPolicy  string
 	nodesPerZone int
+	zoneCPU      []string
 	hub          bool
 	restConfig   *rest.Config
 }
@@ -104,6 +108,7 @@ func New(spec Spec) *ControlPlane {
 		binDir:         spec.BinDir,
 		auditPolicy:    spec.AuditPolicy,
 		nodesPerZone:   spec.NodesPerZone,
+		zoneCPU:        spec.ZoneCPU,
 		hub:            spec.Hub,
 	}
 	if spec.Hub {

@@ -20,12 +20,19 @@ func (cp *ControlPlane) createNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
 	for i, name := range cp.Nodes {
+		cpu := resource.MustParse("32")
+		if z := i / cp.nodesPerZone; z < len(cp.zoneCPU) {
+			var err error
+			if cpu, err = resource.ParseQuantity(cp.zoneCPU[z]); err != nil {
+				return fmt.Errorf("testbed: CPU of zone %s: %w", cp.Zones[z], err)
+			}
+		}
+		capacity := corev1.ResourceList{
+			corev1.ResourceCPU:    cpu,
+			corev1.ResourceMemory: resource.MustParse("256Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name,

@@ -1,0 +1,229 @@
+package diffkcm
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	ours = "endpointslice.example.com"
+	kcm  = "endpointslice-controller.k8s.io"
+)
+
+// TestEndpointSliceControllerMatchesKCM runs the seeded random workload
+// and, after every step, compares each Service's slices of the example
+// controller with kube-controller-manager's.
+func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
+	needTestbed(t)
+	steps, seed := envInt(t, "DIFFKCM_STEPS", 150), uint64(envInt(t, "DIFFKCM_SEED", int(time.Now().UnixNano()%1e9)))
+	t.Logf("seed %d, %d steps; replay with DIFFKCM_SEED=%d DIFFKCM_STEPS=%d", seed, steps, seed, steps)
+	cluster := bed.Clusters[0]
+	kube, err := cluster.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	startOurs(t, cluster.KubeconfigPath)
+
+	w := &workload{kube: kube, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), nodes: cluster.Nodes}
+	if err := w.setUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	explained := map[string]int{}
+	compared := 0 // endpoints compared, summed over the steps
+	barrierReady := false
+	for i := 1; i <= steps; i++ {
+		what, err := w.step(ctx)
+		if apierrors.IsConflict(err) {
+			i-- // kwok wrote the pod in between: draw another step
+			continue
+		}
+		if err != nil {
+			t.Fatalf("seed %d step %d (%s): %v", seed, i, what, err)
+		}
+		barrierReady = !barrierReady
+		n, err := settle(ctx, kube, barrierReady, explained)
+		if err != nil {
+			t.Fatalf("seed %d step %d (%s): %v", seed, i, what, err)
+		}
+		compared += n
+		if i%50 == 0 {
+			t.Logf("step %d of %d: no unexplained difference; explained so far %v", i, steps, explained)
+		}
+	}
+	if steps > 0 && compared/steps < 10 {
+		t.Fatalf("only %d endpoints compared in %d steps: the workload does not exercise the controllers", compared, steps)
+	}
+	t.Logf("%d steps, %d endpoints compared, 0 unexplained differences; explained: %v", steps, compared, explained)
+}
+
+// startOurs runs the example controller beside kube-controller-manager
+// until the test ends; its log is printed if the test fails.
+func startOurs(t *testing.T, kubeconfig string) {
+	logPath := filepath.Join(t.TempDir(), "endpointslice.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(ourBinary, "--kubeconfig", kubeconfig, "--managed-by", ours)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		log.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("the example controller's log (last 4 KB):\n%s", tail(b, 4096))
+		}
+	})
+}
+
+// settle flips the barrier pod's readiness, waits until both controllers
+// show it (both have then seen the step), then until every Service's
+// slices of the two agree and hold still for a moment. It returns the diff
+// of the first Service that still differs after a minute, else the
+// number of endpoints compared.
+func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, explained map[string]int) (int, error) {
+	if err := flipBarrier(ctx, kube, barrierReady); err != nil {
+		return 0, err
+	}
+	compared := 0
+	var lastDiff, lastRVs string
+	var lastExplained []string
+	stable := 0
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		byController, rvs, err := listSlices(ctx, kube)
+		if err != nil {
+			return false, nil
+		}
+		if !barrierShows(byController[ours][barrier], barrierReady) || !barrierShows(byController[kcm][barrier], barrierReady) {
+			lastDiff = "the barrier's readiness has not reached both controllers' slices"
+			return false, nil
+		}
+		svcs, err := kube.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		lastDiff, lastExplained, compared = "", nil, 0
+		for _, s := range svcs.Items {
+			for _, slice := range byController[kcm][s.Name] {
+				compared += len(slice.Endpoints)
+			}
+			name, diff := compare(topologyAuto(&s), byController[ours][s.Name], byController[kcm][s.Name])
+			if diff != "" {
+				lastDiff = fmt.Sprintf("service %s differs (ours, then kube-controller-manager's):\n%s", s.Name, diff)
+				return false, nil
+			}
+			if name != "" {
+				lastExplained = append(lastExplained, name)
+			}
+		}
+		if rvs != lastRVs {
+			lastRVs, stable = rvs, 0
+			return false, nil
+		}
+		stable++
+		return stable >= 2, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("not settled after a minute: %s", lastDiff)
+	}
+	for _, name := range lastExplained {
+		explained[name]++
+	}
+	return compared, nil
+}
+
+func topologyAuto(s *corev1.Service) bool {
+	v := s.Annotations[corev1.AnnotationTopologyMode]
+	return v == "Auto" || v == "auto"
+}
+
+// listSlices returns both controllers' slices by Service name, and a
+// fingerprint of all their resourceVersions.
+func listSlices(ctx context.Context, kube kubernetes.Interface) (map[string]map[string][]discoveryv1.EndpointSlice, string, error) {
+	list, err := kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: fmt.Sprintf("%s in (%s,%s)", discoveryv1.LabelManagedBy, ours, kcm),
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	by := map[string]map[string][]discoveryv1.EndpointSlice{ours: {}, kcm: {}}
+	var rvs []string
+	for _, s := range list.Items {
+		m := s.Labels[discoveryv1.LabelManagedBy]
+		svc := s.Labels[discoveryv1.LabelServiceName]
+		by[m][svc] = append(by[m][svc], s)
+		rvs = append(rvs, s.Name+"@"+s.ResourceVersion)
+	}
+	slices.Sort(rvs)
+	return by, strings.Join(rvs, ","), nil
+}
+
+func barrierShows(slices_ []discoveryv1.EndpointSlice, ready bool) bool {
+	for _, s := range slices_ {
+		for _, ep := range s.Endpoints {
+			if ptr.Deref(ep.Conditions.Ready, false) == ready {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// flipBarrier waits for kwok to run the barrier pod, then sets its
+// readiness.
+func flipBarrier(ctx context.Context, kube kubernetes.Interface, ready bool) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := kube.CoreV1().Pods(namespace).Get(ctx, barrier, metav1.GetOptions{})
+		if err != nil || p.Status.PodIP == "" {
+			return false, nil
+		}
+		w := &workload{kube: kube}
+		if err := w.setReady(ctx, p, ready); apierrors.IsConflict(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		return true, nil
+	})
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("%s=%q: want a non-negative integer", name, s)
+	}
+	return n
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

@@ -1,0 +1,85 @@
+package diffkcm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// bed is the cluster both controllers run on; nil when the testbed's
+// binaries are missing (the test then skips).
+var bed *testbed.Clusterset
+
+// ourBinary is the example controller, built for this run.
+var ourBinary string
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	stateDir, err := os.MkdirTemp("", "mcs-diffkcm-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	started, err := testbed.Start(ctx, testbed.Options{
+		Clusters:       []string{"diff"},
+		StateDir:       stateDir,
+		Zones:          3,
+		NodesPerZone:   2,
+		ZoneCPU:        []string{"32", "32", "8"},
+		DualStack:      true,
+		TeardownOnExit: true,
+	})
+	if errors.Is(err, testbed.ErrNoBinaries) {
+		fmt.Fprintln(os.Stderr, "SKIP: the differential test needs the testbed:", err)
+		return m.Run()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "diffkcm: start the testbed:", err)
+		return 1
+	}
+	code := 1
+	if ourBinary, err = buildExample(ctx, stateDir); err != nil {
+		fmt.Fprintln(os.Stderr, "diffkcm:", err)
+	} else {
+		bed = started
+		code = m.Run()
+	}
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stopCancel()
+	if err := started.Stop(stopCtx); err != nil {
+		fmt.Fprintln(os.Stderr, "diffkcm:", err)
+		return 1
+	}
+	return code
+}
+
+// buildExample builds the example controller from the library's module.
+func buildExample(ctx context.Context, stateDir string) (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	lib := filepath.Join(filepath.Dir(file), "..", "..", "..", "pkg", "reconciler")
+	out := filepath.Join(stateDir, "endpointslice")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./examples/endpointslice")
+	cmd.Dir = lib
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the example controller: %w\n%s", err, b)
+	}
+	return out, nil
+}
+
+func needTestbed(t *testing.T) {
+	t.Helper()
+	if bed == nil {
+		t.Skip("the testbed's binaries are missing (make tools)")
+	}
+}
