@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+var endpointsGVK = schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}
+
+// controller mirrors the Endpoints of Services without a selector into
+// EndpointSlices, as kube-controller-manager's
+// endpointslicemirroring-controller does, under its own managed-by value.
+type controller struct {
+	client    kubernetes.Interface
+	r         *reconciler.Reconciler
+	endpoints corelisters.EndpointsLister
+	services  corelisters.ServiceLister
+	slices    discoverylisters.EndpointSliceLister
+	queue     workqueue.TypedRateLimitingInterface[string]
+	synced    []cache.InformerSynced
+}
+
+func newController(client kubernetes.Interface, all, slices informers.SharedInformerFactory, managedBy string) (*controller, error) {
+	r, err := reconciler.New(client.DiscoveryV1(), managedBy)
+	if err != nil {
+		return nil, err
+	}
+	epInf, svcInf := all.Core().V1().Endpoints(), all.Core().V1().Services()
+	sliceInf := slices.Discovery().V1().EndpointSlices()
+	c := &controller{
+		client: client, r: r, endpoints: epInf.Lister(), services: svcInf.Lister(), slices: sliceInf.Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "mirroring"}),
+		synced: []cache.InformerSynced{epInf.Informer().HasSynced, svcInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
+	}
+	// An Endpoints object, its Service and our slices share one key:
+	// namespace/name of the Service.
+	enqueue := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o, ok := obj.(metav1.Object)
+		if !ok {
+			return
+		}
+		name := o.GetName()
+		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
+			name = s.Labels[discoveryv1.LabelServiceName]
+		}
+		c.queue.Add(o.GetNamespace() + "/" + name)
+	}
+	for _, inf := range []cache.SharedIndexInformer{epInf.Informer(), svcInf.Informer(), sliceInf.Informer()} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *controller) run(ctx context.Context, workers int) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return errors.New("caches did not sync")
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.next(ctx) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "sync failed", "endpoints", key)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// sync mirrors one Endpoints object, or deletes its mirrored slices when
+// it must not be mirrored: it is gone, carries the skip-mirror label or a
+// leader-election record, or its Service is gone or has a selector.
+func (c *controller) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	existing, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}))
+	if err != nil {
+		return err
+	}
+	ep, err := c.endpoints.Endpoints(ns).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	svc, svcErr := c.services.Services(ns).Get(name)
+	if svcErr != nil && !apierrors.IsNotFound(svcErr) {
+		return svcErr
+	}
+	if ep == nil || svc == nil || svc.Spec.Selector != nil || !mirrored(ep) {
+		return c.deleteAll(ctx, existing)
+	}
+	return c.r.Reconcile(ctx, reconciler.Input{
+		Owner: ep, OwnerGVK: endpointsGVK,
+		Desired:      desired(ep),
+		AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6},
+		Existing:     existing,
+		Labeler: reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
+			l := maps.Clone(ep.Labels)
+			if l == nil {
+				l = map[string]string{}
+			}
+			l[discoveryv1.LabelServiceName] = ep.Name
+			a := maps.Clone(ep.Annotations)
+			delete(a, corev1.EndpointsLastChangeTriggerTime)
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			return l, a
+		}),
+	})
+}
+
+func mirrored(ep *corev1.Endpoints) bool {
+	_, leader := ep.Annotations[resourcelock.LeaderElectionRecordAnnotationKey]
+	return ep.Labels[discoveryv1.LabelSkipMirror] != "true" && !leader
+}
+
+func (c *controller) deleteAll(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
+	var errs []error
+	for _, s := range slices {
+		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s/%s: %w", s.Namespace, s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+const managedBy = "mirroring.example.com"
+
+func endpoints(labels map[string]string, subsets ...corev1.EndpointSubset) *corev1.Endpoints {
+	return &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "ep-uid", Labels: labels,
+		Annotations: map[string]string{"note": "kept", corev1.EndpointsLastChangeTriggerTime: "2026-01-01T00:00:00Z"}},
+		Subsets: subsets}
+}
+
+func port(name string, n int32) corev1.EndpointPort {
+	return corev1.EndpointPort{Name: name, Port: n, Protocol: corev1.ProtocolTCP}
+}
+
+func addrs(ips ...string) []corev1.EndpointAddress {
+	var out []corev1.EndpointAddress
+	for _, ip := range ips {
+		out = append(out, corev1.EndpointAddress{IP: ip})
+	}
+	return out
+}
+
+// TestMirror: the Endpoints of a selector-less Service are mirrored with
+// its labels and annotations (the trigger time aside), one group per
+// address family, ready from the subset; the skip-mirror label removes them.
+func TestMirror(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	ep := endpoints(map[string]string{"team": "a"}, corev1.EndpointSubset{
+		Addresses: addrs("10.0.0.1", "fd00::1"), NotReadyAddresses: addrs("10.0.0.2", "not-an-ip"), Ports: []corev1.EndpointPort{port("sql", 5432)}})
+	client := fake.NewClientset(svc, ep)
+	named := 0
+	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
+		if s.Name == "" {
+			named++
+			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named) // the fake has no generateName
+		}
+		return false, nil, nil
+	})
+	all, ours := informers.NewSharedInformerFactory(client, 0), informers.NewSharedInformerFactory(client, 0)
+	c, err := newController(client, all, ours, managedBy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	all.Start(ctx.Done())
+	ours.Start(ctx.Done())
+	go func() { _ = c.run(ctx, 1) }()
+
+	got := waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 2 })
+	for _, s := range got {
+		if s.Labels["team"] != "a" || s.Labels[discoveryv1.LabelServiceName] != "db" || s.Labels[discoveryv1.LabelManagedBy] != managedBy {
+			t.Errorf("labels %v", s.Labels)
+		}
+		if s.Annotations["note"] != "kept" || s.Annotations[corev1.EndpointsLastChangeTriggerTime] != "" {
+			t.Errorf("annotations %v", s.Annotations)
+		}
+		want := map[discoveryv1.AddressType]int{discoveryv1.AddressTypeIPv4: 2, discoveryv1.AddressTypeIPv6: 1}[s.AddressType]
+		if len(s.Endpoints) != want {
+			t.Errorf("%s: %d endpoints, want %d", s.AddressType, len(s.Endpoints), want)
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Serving != nil || e.Conditions.Terminating != nil || *e.Conditions.Ready != (e.Addresses[0] != "10.0.0.2") {
+				t.Errorf("%s: conditions %+v", e.Addresses[0], e.Conditions)
+			}
+		}
+	}
+
+	ep.Labels[discoveryv1.LabelSkipMirror] = "true"
+	if _, err := client.CoreV1().Endpoints("ns").Update(ctx, ep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 0 })
+}
+
+func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
+	t.Helper()
+	var got []discoveryv1.EndpointSlice
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.DiscoveryV1().EndpointSlices("ns").List(ctx, metav1.ListOptions{})
+		got = list.Items
+		return err == nil && ok(got), nil
+	}); err != nil {
+		t.Fatalf("slices: %v; last seen %+v", err, got)
+	}
+	return got
+}
+
+// TestRepackAndCap: an address in two subsets gets both ports; one not
+// ready for a port is not ready; past 1,000 addresses per subset (ready
+// ones first) nothing is mirrored.
+func TestRepackAndCap(t *testing.T) {
+	groups := desired(endpoints(nil,
+		corev1.EndpointSubset{Addresses: addrs("10.0.0.1"), Ports: []corev1.EndpointPort{port("a", 1)}},
+		corev1.EndpointSubset{Addresses: addrs("10.0.0.1"), Ports: []corev1.EndpointPort{port("b", 2)}},
+		corev1.EndpointSubset{Addresses: addrs("10.0.0.2"), Ports: []corev1.EndpointPort{port("c", 3)}},
+		corev1.EndpointSubset{NotReadyAddresses: addrs("10.0.0.2"), Ports: []corev1.EndpointPort{port("c", 3)}}))
+	summary := map[string]string{}
+	for _, g := range groups {
+		for _, e := range g.Endpoints {
+			summary[e.Addresses[0]] += fmt.Sprintf("%d ports ready=%v;", len(g.Ports), *e.Conditions.Ready)
+		}
+	}
+	if summary["10.0.0.1"] != "2 ports ready=true;" || summary["10.0.0.2"] != "1 ports ready=false;" {
+		t.Errorf("repacked: %v, want 10.0.0.1 once with both ports, 10.0.0.2 once not ready", summary)
+	}
+
+	var ready, notReady []string
+	for i := range 1001 {
+		ready = append(ready, fmt.Sprintf("10.1.%d.%d", i/256, i%256))
+	}
+	notReady = append(notReady, "10.2.0.1")
+	groups = desired(endpoints(nil, corev1.EndpointSubset{Addresses: addrs(ready...), NotReadyAddresses: addrs(notReady...)}))
+	n := 0
+	for _, g := range groups {
+		for _, e := range g.Endpoints {
+			n++
+			if !*e.Conditions.Ready {
+				t.Errorf("a not-ready address was mirrored past the cap: %s", e.Addresses[0])
+			}
+		}
+	}
+	if n != maxPerSubset {
+		t.Errorf("%d endpoints mirrored, want %d", n, maxPerSubset)
+	}
+}
