@@ -53,7 +53,12 @@ test: tools ## Unit and integration tests (the race detector on).
 
 .PHONY: e2e
 e2e: tools ## End-to-end tests on a local 3-cluster testbed.
-	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -p 1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
+
+DIFFKCM_STEPS ?= 2000
+.PHONY: diff-kcm
+diff-kcm: tools ## The long differential test: the library's EndpointSlice and mirroring examples against kube-controller-manager for DIFFKCM_STEPS (2,000) seeded random steps (DIFFKCM_SEED=n replays one).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) DIFFKCM_STEPS=$(DIFFKCM_STEPS) $(GO_TEST) -v -timeout 4h -run TestEndpointSliceControllerMatchesKCM ./test/e2e/diffkcm/
 
 .PHONY: bench
 bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/endpointslice (bench/).

@@ -316,7 +316,7 @@ func (b *planner) placeRest(t *typePlan, g *group, toPlace []*discoveryv1.Endpoi
 	for len(toPlace) > 0 {
 		var target *pending
 		if len(toPlace) < max {
-			target = closestToFull(t.unchanged, len(toPlace), max)
+			target = closestToFull(t.unchanged, g.portKey, len(toPlace), max)
 		}
 		var s *discoveryv1.EndpointSlice
 		if target != nil {
@@ -508,13 +508,16 @@ func (b *planner) remove(s *discoveryv1.EndpointSlice) {
 	b.plan.removed += len(s.Endpoints)
 }
 
-// closestToFull returns the slice among candidates that n more endpoints
-// fill closest to max without exceeding it, or nil.
-func closestToFull(candidates []*pending, n, max int) *pending {
+// closestToFull returns the slice of port set portKey among candidates
+// that n more endpoints fill closest to max without exceeding it, or nil.
+// (Candidates hold the unchanged slices of every port set planned so far:
+// the differential test against kube-controller-manager caught endpoints
+// placed into a slice of another port set.)
+func closestToFull(candidates []*pending, portKey string, n, max int) *pending {
 	var best *pending
 	for _, p := range candidates {
 		size := len(p.slice.Endpoints)
-		if size+n > max {
+		if p.portKey != portKey || size+n > max {
 			continue
 		}
 		if best == nil || size > len(best.slice.Endpoints) {

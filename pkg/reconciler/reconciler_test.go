@@ -871,3 +871,42 @@ func TestNamedPortOfSidecar(t *testing.T) {
 		t.Errorf("a container's port must win over a sidecar's: %+v", ports)
 	}
 }
+
+// TestNewEndpointsStayInTheirPortSet: an endpoint added to an unchanged
+// slice goes to a slice of its own port set, never to a fuller one of
+// another (found by the differential test against kube-controller-manager).
+func TestNewEndpointsStayInTheirPortSet(t *testing.T) {
+	svc := service()
+	svc.Spec.Ports[0].TargetPort = intstr.FromString("http")
+	// Pods 0-2 and 5 on 8080, 3 and 4 on 8443; one port set gets a new
+	// endpoint while the other's slice stays unchanged (both orders).
+	pods := readyPods(6)
+	for _, i := range []int{3, 4} {
+		pods[i].Spec.Containers[0].Ports[0].ContainerPort = 8443
+	}
+	portOf := map[string]int32{}
+	for _, p := range pods {
+		portOf[p.Name] = p.Spec.Containers[0].Ports[0].ContainerPort
+	}
+	for _, tc := range []struct{ before, after []int }{{[]int{0, 1, 2, 3}, []int{0, 1, 2, 3, 4}}, {[]int{0, 3, 4}, []int{0, 3, 4, 5}}} {
+		pick := func(idx []int) []*corev1.Pod {
+			var out []*corev1.Pod
+			for _, i := range idx {
+				out = append(out, pods[i])
+			}
+			return out
+		}
+		client := newFakeClient(t)
+		r := newReconciler(t, client)
+		reconcileService(t, r, client, svc, pick(tc.before))
+		reconcileService(t, r, client, svc, pick(tc.after))
+		for _, s := range listSlices(t, client, "ns") {
+			for _, ep := range s.Endpoints {
+				if want := portOf[ep.TargetRef.Name]; *s.Ports[0].Port != want {
+					t.Errorf("pods %v then %v: %s (port %d) placed in the slice of port %d", tc.before, tc.after, ep.TargetRef.Name, want, *s.Ports[0].Port)
+				}
+			}
+		}
+		assertIdempotent(t, r, client, svc, pick(tc.after))
+	}
+}

@@ -22,10 +22,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// The managed-by values of the two pairs compared: the example and
+// kube-controller-manager's controller of the same job.
 const (
-	ours = "endpointslice.example.com"
-	kcm  = "endpointslice-controller.k8s.io"
+	ours          = "endpointslice.example.com"
+	kcm           = "endpointslice-controller.k8s.io"
+	oursMirroring = "mirroring.example.com"
+	kcmMirroring  = "endpointslicemirroring-controller.k8s.io"
 )
+
+var pairs = [][2]string{{ours, kcm}, {oursMirroring, kcmMirroring}}
 
 // TestEndpointSliceControllerMatchesKCM runs the seeded random workload
 // and, after every step, compares each Service's slices of the example
@@ -40,7 +46,8 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	startOurs(t, cluster.KubeconfigPath)
+	startOurs(t, "endpointslice", cluster.KubeconfigPath, ours)
+	startOurs(t, "mirroring", cluster.KubeconfigPath, oursMirroring)
 
 	w := &workload{kube: kube, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), nodes: cluster.Nodes}
 	if err := w.setUp(ctx); err != nil {
@@ -61,7 +68,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 		barrierReady = !barrierReady
 		n, err := settle(ctx, kube, barrierReady, explained)
 		if err != nil {
-			t.Fatalf("seed %d step %d (%s): %v", seed, i, what, err)
+			t.Fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
 		}
 		compared += n
 		if i%50 == 0 {
@@ -74,15 +81,15 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 	t.Logf("%d steps, %d endpoints compared, 0 unexplained differences; explained: %v", steps, compared, explained)
 }
 
-// startOurs runs the example controller beside kube-controller-manager
+// startOurs runs an example controller beside kube-controller-manager
 // until the test ends; its log is printed if the test fails.
-func startOurs(t *testing.T, kubeconfig string) {
-	logPath := filepath.Join(t.TempDir(), "endpointslice.log")
+func startOurs(t *testing.T, example, kubeconfig, managedBy string) {
+	logPath := filepath.Join(t.TempDir(), example+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(ourBinary, "--kubeconfig", kubeconfig, "--managed-by", ours)
+	cmd := exec.Command(examples[example], "--kubeconfig", kubeconfig, "--managed-by", managedBy)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -93,7 +100,7 @@ func startOurs(t *testing.T, kubeconfig string) {
 		log.Close()
 		if t.Failed() {
 			b, _ := os.ReadFile(logPath)
-			t.Logf("the example controller's log (last 4 KB):\n%s", tail(b, 4096))
+			t.Logf("%s's log (last 4 KB):\n%s", example, tail(b, 4096))
 		}
 	})
 }
@@ -126,16 +133,18 @@ func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, e
 		}
 		lastDiff, lastExplained, compared = "", nil, 0
 		for _, s := range svcs.Items {
-			for _, slice := range byController[kcm][s.Name] {
-				compared += len(slice.Endpoints)
-			}
-			name, diff := compare(topologyAuto(&s), byController[ours][s.Name], byController[kcm][s.Name])
-			if diff != "" {
-				lastDiff = fmt.Sprintf("service %s differs (ours, then kube-controller-manager's):\n%s", s.Name, diff)
-				return false, nil
-			}
-			if name != "" {
-				lastExplained = append(lastExplained, name)
+			for _, pair := range pairs {
+				for _, slice := range byController[pair[1]][s.Name] {
+					compared += len(slice.Endpoints)
+				}
+				name, diff := compare(topologyAuto(&s), byController[pair[0]][s.Name], byController[pair[1]][s.Name])
+				if diff != "" {
+					lastDiff = fmt.Sprintf("service %s differs (%s, then %s):\n%s", s.Name, pair[0], pair[1], diff)
+					return false, nil
+				}
+				if name != "" {
+					lastExplained = append(lastExplained, name)
+				}
 			}
 		}
 		if rvs != lastRVs {
@@ -154,6 +163,24 @@ func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, e
 	return compared, nil
 }
 
+// describePods prints the pods that a diff names, for the replay.
+func describePods(ctx context.Context, kube kubernetes.Interface, diff string) string {
+	pods, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		if !strings.Contains(diff, `"name":"`+p.Name+`"`) {
+			continue
+		}
+		p.ManagedFields = nil
+		fmt.Fprintf(&b, "pod %s: labels %v, deleting %v, containers %+v, init containers %+v, status %+v\n",
+			p.Name, p.Labels, p.DeletionTimestamp != nil, p.Spec.Containers, p.Spec.InitContainers, p.Status)
+	}
+	return b.String()
+}
+
 func topologyAuto(s *corev1.Service) bool {
 	v := s.Annotations[corev1.AnnotationTopologyMode]
 	return v == "Auto" || v == "auto"
@@ -163,12 +190,12 @@ func topologyAuto(s *corev1.Service) bool {
 // fingerprint of all their resourceVersions.
 func listSlices(ctx context.Context, kube kubernetes.Interface) (map[string]map[string][]discoveryv1.EndpointSlice, string, error) {
 	list, err := kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: fmt.Sprintf("%s in (%s,%s)", discoveryv1.LabelManagedBy, ours, kcm),
+		LabelSelector: fmt.Sprintf("%s in (%s,%s,%s,%s)", discoveryv1.LabelManagedBy, ours, kcm, oursMirroring, kcmMirroring),
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	by := map[string]map[string][]discoveryv1.EndpointSlice{ours: {}, kcm: {}}
+	by := map[string]map[string][]discoveryv1.EndpointSlice{ours: {}, kcm: {}, oursMirroring: {}, kcmMirroring: {}}
 	var rvs []string
 	for _, s := range list.Items {
 		m := s.Labels[discoveryv1.LabelManagedBy]

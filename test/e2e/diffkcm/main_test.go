@@ -18,8 +18,9 @@ import (
 // binaries are missing (the test then skips).
 var bed *testbed.Clusterset
 
-// ourBinary is the example controller, built for this run.
-var ourBinary string
+// examples are the example controllers' binaries by name, built for this
+// run.
+var examples = map[string]string{}
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -49,7 +50,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := 1
-	if ourBinary, err = buildExample(ctx, stateDir); err != nil {
+	if err = buildExamples(ctx, stateDir); err != nil {
 		fmt.Fprintln(os.Stderr, "diffkcm:", err)
 	} else {
 		bed = started
@@ -64,17 +65,20 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildExample builds the example controller from the library's module.
-func buildExample(ctx context.Context, stateDir string) (string, error) {
+// buildExamples builds the example controllers from the library's module.
+func buildExamples(ctx context.Context, stateDir string) error {
 	_, file, _, _ := runtime.Caller(0)
 	lib := filepath.Join(filepath.Dir(file), "..", "..", "..", "pkg", "reconciler")
-	out := filepath.Join(stateDir, "endpointslice")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./examples/endpointslice")
-	cmd.Dir = lib
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the example controller: %w\n%s", err, b)
+	for _, name := range []string{"endpointslice", "mirroring"} {
+		out := filepath.Join(stateDir, name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./examples/"+name)
+		cmd.Dir = lib
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build the example %s: %w\n%s", name, err, b)
+		}
+		examples[name] = out
 	}
-	return out, nil
+	return nil
 }
 
 func needTestbed(t *testing.T) {

@@ -78,6 +78,7 @@ func services() []*corev1.Service {
 				corev1.ServicePort{Name: "dns", Port: 53, TargetPort: intstr.FromInt32(53), Protocol: corev1.ProtocolUDP})
 		}),
 		svc("manual", nil, nil),
+		svc("manual-dual", nil, nil),
 		svc(barrier, map[string]string{"app": barrier}, nil),
 	}
 }
@@ -170,6 +171,8 @@ func (w *workload) step(ctx context.Context) (string, error) {
 	case roll < 80 && len(running) > 0:
 		p := pick(w.rng, running)
 		return fmt.Sprintf("pod %s gets an IPv6 address", p.Name), w.addIPv6(ctx, p)
+	case roll < 92:
+		return w.changeEndpoints(ctx)
 	default:
 		return w.changeService(ctx)
 	}
@@ -178,7 +181,7 @@ func (w *workload) step(ctx context.Context) (string, error) {
 // changeService changes one thing of one Service with a selector.
 func (w *workload) changeService(ctx context.Context) (string, error) {
 	shapes := services()
-	shape := shapes[w.rng.IntN(len(shapes)-2)] // neither manual nor the barrier
+	shape := shapes[w.rng.IntN(len(shapes)-3)] // neither the selector-less ones nor the barrier
 	s, err := w.kube.CoreV1().Services(namespace).Get(ctx, shape.Name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
@@ -277,4 +280,88 @@ func ignoreNotFound(err error) error {
 		return nil
 	}
 	return err
+}
+
+// changeEndpoints rewrites the Endpoints of a selector-less Service, or
+// toggles its skip-mirror label, or gives "manual" a selector or takes it
+// away (kube-controller-manager's endpoints controller then owns the
+// Endpoints, and neither mirroring controller mirrors them).
+func (w *workload) changeEndpoints(ctx context.Context) (string, error) {
+	name := pick(w.rng, []string{"manual", "manual-dual"})
+	switch w.rng.IntN(10) {
+	case 0:
+		ep, err := w.kube.CoreV1().Endpoints(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", ignoreNotFound(err)
+		}
+		if ep.Labels == nil {
+			ep.Labels = map[string]string{}
+		}
+		if ep.Labels["endpointslice.kubernetes.io/skip-mirror"] == "true" {
+			delete(ep.Labels, "endpointslice.kubernetes.io/skip-mirror")
+		} else {
+			ep.Labels["endpointslice.kubernetes.io/skip-mirror"] = "true"
+		}
+		_, err = w.kube.CoreV1().Endpoints(namespace).Update(ctx, ep, metav1.UpdateOptions{})
+		return fmt.Sprintf("endpoints %s skip-mirror=%s", name, ep.Labels["endpointslice.kubernetes.io/skip-mirror"]), err
+	case 1:
+		s, err := w.kube.CoreV1().Services(namespace).Get(ctx, "manual", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if s.Spec.Selector == nil {
+			s.Spec.Selector = map[string]string{"app": "a"}
+		} else {
+			s.Spec.Selector = nil
+		}
+		_, err = w.kube.CoreV1().Services(namespace).Update(ctx, s, metav1.UpdateOptions{})
+		return fmt.Sprintf("service manual selector=%v", s.Spec.Selector), err
+	}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+		Labels: map[string]string{}, Annotations: map[string]string{}}}
+	if w.rng.IntN(2) == 0 {
+		ep.Labels["tier"] = pick(w.rng, []string{"db", "cache"})
+	}
+	if w.rng.IntN(2) == 0 {
+		ep.Annotations["note"] = pick(w.rng, []string{"one", "two"})
+	}
+	ports := [][]corev1.EndpointPort{
+		{{Name: "sql", Port: 5432, Protocol: corev1.ProtocolTCP}},
+		{{Name: "sql", Port: 5432, Protocol: corev1.ProtocolTCP}, {Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}},
+		{{Port: 80, Protocol: corev1.ProtocolTCP}},
+		nil,
+	}
+	for range 1 + w.rng.IntN(3) {
+		subset := corev1.EndpointSubset{Ports: pick(w.rng, ports)}
+		for range w.rng.IntN(6) {
+			i := w.rng.IntN(12)
+			a := corev1.EndpointAddress{IP: fmt.Sprintf("10.250.0.%d", i)}
+			if name == "manual-dual" && w.rng.IntN(2) == 0 {
+				a.IP = fmt.Sprintf("fd00:250::%x", i)
+			}
+			if w.rng.IntN(3) == 0 {
+				a.Hostname = fmt.Sprintf("host-%d", i)
+			}
+			if w.rng.IntN(3) == 0 {
+				a.NodeName = ptr.To(pick(w.rng, w.nodes))
+			}
+			if w.rng.IntN(3) == 0 {
+				subset.NotReadyAddresses = append(subset.NotReadyAddresses, a)
+			} else {
+				subset.Addresses = append(subset.Addresses, a)
+			}
+		}
+		if len(subset.Addresses)+len(subset.NotReadyAddresses) > 0 {
+			ep.Subsets = append(ep.Subsets, subset)
+		}
+	}
+	old, err := w.kube.CoreV1().Endpoints(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = w.kube.CoreV1().Endpoints(namespace).Create(ctx, ep, metav1.CreateOptions{})
+	case err == nil:
+		ep.ResourceVersion = old.ResourceVersion
+		_, err = w.kube.CoreV1().Endpoints(namespace).Update(ctx, ep, metav1.UpdateOptions{})
+	}
+	return fmt.Sprintf("endpoints %s: %d subsets, labels %v, annotations %v", name, len(ep.Subsets), ep.Labels, ep.Annotations), err
 }
