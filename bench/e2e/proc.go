@@ -6,32 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times (100 on
-// every Linux architecture Go supports).
-const clockTicks = 100
-
 // cpuTime returns the CPU time (user + system) a process has used.
-func cpuTime(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; the fields after it
-	// start behind the last ')'.
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
-}
+func cpuTime(pid int) (time.Duration, error) { return host.CPUTime(pid) }
 
 // cpuTimes returns the CPU time of processes, summed.
 func cpuTimes(pids []int) (time.Duration, error) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -56,40 +57,74 @@ func normalise(slices_ []discoveryv1.EndpointSlice, hintsAside bool) view {
 	return v
 }
 
-// hintCounts counts, per address type, the ready endpoints of each zone
-// hinted to each zone ("IPv4 a->b": 2).
-func hintCounts(slices_ []discoveryv1.EndpointSlice) map[string]int {
-	counts := map[string]int{}
+// zoneCPU is the testbed's CPU per zone (main_test.go: 2 nodes of 32,
+// 32 and 8 CPUs), in millicores.
+var zoneCPU = map[string]float64{"diff-a": 64000, "diff-b": 64000, "diff-c": 16000}
+
+// validHints reports whether slices carry a valid topology-aware
+// allocation by upstream's rules, per address type: no hints at all, or
+// every ready endpoint hinted to one zone and each zone hinted between its
+// minimum (its CPU share less the 20 % overload threshold, rounded up) and
+// its maximum (the minimum plus what the other minimums leave).
+func validHints(slices_ []discoveryv1.EndpointSlice) bool {
+	ready, hinted := map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}
+	hintedAny := false
 	for _, s := range slices_ {
 		for _, ep := range s.Endpoints {
+			if !ptr.Deref(ep.Conditions.Ready, false) {
+				continue
+			}
+			ready[s.AddressType]++
 			if ep.Hints == nil {
 				continue
 			}
-			for _, z := range ep.Hints.ForZones {
-				counts[fmt.Sprintf("%s %s->%s", s.AddressType, ptr.Deref(ep.Zone, ""), z.Name)]++
+			hintedAny = true
+			if len(ep.Hints.ForZones) != 1 {
+				return false
 			}
+			if hinted[s.AddressType] == nil {
+				hinted[s.AddressType] = map[string]int{}
+			}
+			hinted[s.AddressType][ep.Hints.ForZones[0].Name]++
 		}
 	}
-	return counts
-}
-
-// hintedPerZone counts the hints per hinted zone and address type.
-func hintedPerZone(slices_ []discoveryv1.EndpointSlice) map[string]int {
-	counts := map[string]int{}
-	for k, n := range hintCounts(slices_) {
-		typ, arrow, _ := strings.Cut(k, " ")
-		_, to, _ := strings.Cut(arrow, "->")
-		counts[typ+" "+to] += n
+	if !hintedAny {
+		return true
 	}
-	return counts
+	var total float64
+	for _, c := range zoneCPU {
+		total += c
+	}
+	for typ, n := range ready {
+		minimum, sum := map[string]int{}, 0
+		for z, c := range zoneCPU {
+			minimum[z] = int(math.Ceil(c / total * float64(n) / 1.2))
+			sum += minimum[z]
+		}
+		count := 0
+		for z := range zoneCPU {
+			h := hinted[typ][z]
+			count += h
+			if h < minimum[z] || h > minimum[z]+n-sum {
+				return false
+			}
+		}
+		if count != n {
+			return false
+		}
+	}
+	return true
 }
 
 // explainedTopologyHints is the one known difference: for a Service with
 // topology-mode Auto, kube-controller-manager keeps the hints of slices it
-// does not rewrite and moves hints between zones in the order of its
-// slices, the library in the order of the addresses, so the two may hint
-// different endpoints of a zone to another zone. Both give every zone the
-// same number of hints; that is what is compared for such Services.
+// does not rewrite, moves hints in the order of its slices and picks among
+// equally short zones in map order (at random); the library computes them
+// from the desired endpoints alone, in address and name order. The two may
+// then hint different endpoints, or different numbers per zone. For such
+// Services everything but the hints is compared exactly, and both sides'
+// hints must be valid allocations by upstream's rules (validHints), both
+// or neither hinting.
 const explainedTopologyHints = "topology-hints-which-endpoints"
 
 // compare returns "" when ours matches theirs, the name of the explained
@@ -100,7 +135,7 @@ func compare(topology bool, ours, theirs []discoveryv1.EndpointSlice) (explained
 		return "", ""
 	}
 	if topology && reflect.DeepEqual(normalise(ours, true), normalise(theirs, true)) &&
-		reflect.DeepEqual(hintedPerZone(ours), hintedPerZone(theirs)) {
+		validHints(ours) && validHints(theirs) && hasHints(ours) == hasHints(theirs) {
 		return explainedTopologyHints, ""
 	}
 	return "", diffViews(o, t)
@@ -147,4 +182,15 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+func hasHints(slices_ []discoveryv1.EndpointSlice) bool {
+	for _, s := range slices_ {
+		for _, ep := range s.Endpoints {
+			if ep.Hints != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

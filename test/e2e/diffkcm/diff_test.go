@@ -46,11 +46,25 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	startOurs(t, "endpointslice", cluster.KubeconfigPath, ours)
-	startOurs(t, "mirroring", cluster.KubeconfigPath, oursMirroring)
+	pids, err := cluster.Pids()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids = map[string]int{
+		"kube-controller-manager (all its controllers)": pids["kube-controller-manager"],
+		"examples/endpointslice":                        startOurs(t, "endpointslice", cluster.KubeconfigPath, ours),
+		"examples/mirroring":                            startOurs(t, "mirroring", cluster.KubeconfigPath, oursMirroring),
+	}
+	sbs := &sideBySide{}
+	if err := sbs.watchBarrier(ctx, kube); err != nil {
+		t.Fatal(err)
+	}
 
 	w := &workload{kube: kube, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), nodes: cluster.Nodes}
 	if err := w.setUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sbs.startCPU(pids); err != nil {
 		t.Fatal(err)
 	}
 	explained := map[string]int{}
@@ -66,7 +80,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 			t.Fatalf("seed %d step %d (%s): %v", seed, i, what, err)
 		}
 		barrierReady = !barrierReady
-		n, err := settle(ctx, kube, barrierReady, explained)
+		n, err := settle(ctx, kube, barrierReady, explained, sbs)
 		if err != nil {
 			t.Fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
 		}
@@ -79,11 +93,12 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 		t.Fatalf("only %d endpoints compared in %d steps: the workload does not exercise the controllers", compared, steps)
 	}
 	t.Logf("%d steps, %d endpoints compared, 0 unexplained differences; explained: %v", steps, compared, explained)
+	sbs.report(t, cluster.AuditLogPath, steps)
 }
 
 // startOurs runs an example controller beside kube-controller-manager
 // until the test ends; its log is printed if the test fails.
-func startOurs(t *testing.T, example, kubeconfig, managedBy string) {
+func startOurs(t *testing.T, example, kubeconfig, managedBy string) (pid int) {
 	logPath := filepath.Join(t.TempDir(), example+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -103,6 +118,7 @@ func startOurs(t *testing.T, example, kubeconfig, managedBy string) {
 			t.Logf("%s's log (last 4 KB):\n%s", example, tail(b, 4096))
 		}
 	})
+	return cmd.Process.Pid
 }
 
 // settle flips the barrier pod's readiness, waits until both controllers
@@ -110,7 +126,8 @@ func startOurs(t *testing.T, example, kubeconfig, managedBy string) {
 // slices of the two agree and hold still for a moment. It returns the diff
 // of the first Service that still differs after a minute, else the
 // number of endpoints compared.
-func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, explained map[string]int) (int, error) {
+func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, explained map[string]int, sbs *sideBySide) (int, error) {
+	sbs.flipping()
 	if err := flipBarrier(ctx, kube, barrierReady); err != nil {
 		return 0, err
 	}
@@ -160,6 +177,7 @@ func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, e
 	for _, name := range lastExplained {
 		explained[name]++
 	}
+	sbs.settled(barrierReady)
 	return compared, nil
 }
 

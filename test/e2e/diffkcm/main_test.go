@@ -32,7 +32,20 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The state folder must be empty for the testbed: the policy lives apart.
+	policyDir, err := os.MkdirTemp("", "mcs-diffkcm-policy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(policyDir)
+	policy := filepath.Join(policyDir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	started, err := testbed.Start(ctx, testbed.Options{
+		AuditPolicy:    policy,
 		Clusters:       []string{"diff"},
 		StateDir:       stateDir,
 		Zones:          3,

@@ -1,0 +1,191 @@
+package diffkcm
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+)
+
+// auditPolicy logs every write to EndpointSlices, and nothing else: the
+// writes of each controller, told apart by user agent.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+  resources:
+  - group: "discovery.k8s.io"
+    resources: ["endpointslices"]
+- level: None
+`
+
+// sideBySide measures both controllers of each pair in the same run: their
+// EndpointSlice writes (from the audit log), their CPU, and the time from a
+// pod's readiness change (the barrier's) to the slice that carries it.
+type sideBySide struct {
+	cpuStart map[string]time.Duration
+	pids     map[string]int
+
+	mu sync.Mutex
+	// seen[managed-by] are the barrier's readiness values as each
+	// controller's slice carried them, with when they were first seen.
+	seen      map[string][]readiness
+	flippedAt time.Time
+	latencies map[string][]time.Duration
+}
+
+type readiness struct {
+	ready bool
+	at    time.Time
+}
+
+// watchBarrier records when each controller's barrier slice changes.
+func (s *sideBySide) watchBarrier(ctx context.Context, kube kubernetes.Interface) error {
+	s.seen, s.latencies = map[string][]readiness{}, map[string][]time.Duration{}
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + barrier }))
+	record := func(obj any) {
+		slice, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || len(slice.Endpoints) == 0 {
+			return
+		}
+		now, m := time.Now(), slice.Labels[discoveryv1.LabelManagedBy]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.seen[m] = append(s.seen[m], readiness{ptr.Deref(slice.Endpoints[0].Conditions.Ready, false), now})
+	}
+	if _, err := f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: record, UpdateFunc: func(_, cur any) { record(cur) },
+	}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return nil
+}
+
+func (s *sideBySide) flipping() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flippedAt = time.Now()
+}
+
+// settled notes, per controller, how long after the flip its slice first
+// carried the new readiness.
+func (s *sideBySide) settled(ready bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []string{ours, kcm} {
+		for _, r := range s.seen[m] {
+			if r.ready == ready && !r.at.Before(s.flippedAt) {
+				s.latencies[m] = append(s.latencies[m], r.at.Sub(s.flippedAt))
+				break
+			}
+		}
+		s.seen[m] = nil
+	}
+}
+
+// startCPU notes the CPU the processes compared have used so far.
+func (s *sideBySide) startCPU(pids map[string]int) error {
+	s.pids, s.cpuStart = pids, map[string]time.Duration{}
+	for name, pid := range pids {
+		t, err := host.CPUTime(pid)
+		if err != nil {
+			return fmt.Errorf("CPU of %s: %w", name, err)
+		}
+		s.cpuStart[name] = t
+	}
+	return nil
+}
+
+// report prints the figures docs/benchmarks.md quotes.
+func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
+	writes, err := sliceWrites(auditLog)
+	if err != nil {
+		t.Errorf("audit log: %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "side by side over %d steps:\n  EndpointSlice writes by user agent:\n", steps)
+	for _, ua := range slices.Sorted(func(yield func(string) bool) {
+		for k := range writes {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&b, "    %-70s %v\n", ua, writes[ua])
+	}
+	fmt.Fprintf(&b, "  CPU over the workload:\n")
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range s.pids {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if end, err := host.CPUTime(s.pids[name]); err == nil {
+			fmt.Fprintf(&b, "    %-40s %.1f s\n", name, (end - s.cpuStart[name]).Seconds())
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(&b, "  pod readiness -> slice (the barrier, once per step):\n")
+	for _, m := range []string{ours, kcm} {
+		l := slices.Sorted(slices.Values(s.latencies[m]))
+		if len(l) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "    %-40s p50 %v, p90 %v, p99 %v (%d changes)\n", m,
+			l[len(l)/2].Round(time.Millisecond), l[len(l)*9/10].Round(time.Millisecond), l[len(l)*99/100].Round(time.Millisecond), len(l))
+	}
+	t.Log(b.String())
+}
+
+// sliceWrites counts the EndpointSlice writes in namespace diff by user
+// agent and verb.
+func sliceWrites(path string) (map[string]map[string]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	counts := map[string]map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Verb      string `json:"verb"`
+			UserAgent string `json:"userAgent"`
+			ObjectRef *struct {
+				Resource  string `json:"resource"`
+				Namespace string `json:"namespace"`
+			} `json:"objectRef"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.ObjectRef == nil || ev.ObjectRef.Namespace != namespace {
+			continue
+		}
+		if counts[ev.UserAgent] == nil {
+			counts[ev.UserAgent] = map[string]int{}
+		}
+		counts[ev.UserAgent][ev.Verb]++
+	}
+	return counts, sc.Err()
+}
