@@ -68,7 +68,6 @@ var zoneCPU = map[string]float64{"diff-a": 64000, "diff-b": 64000, "diff-c": 160
 // its maximum (the minimum plus what the other minimums leave).
 func validHints(slices_ []discoveryv1.EndpointSlice) bool {
 	ready, hinted := map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}
-	hintedAny := false
 	for _, s := range slices_ {
 		for _, ep := range s.Endpoints {
 			if !ptr.Deref(ep.Conditions.Ready, false) {
@@ -78,7 +77,6 @@ func validHints(slices_ []discoveryv1.EndpointSlice) bool {
 			if ep.Hints == nil {
 				continue
 			}
-			hintedAny = true
 			if len(ep.Hints.ForZones) != 1 {
 				return false
 			}
@@ -88,14 +86,14 @@ func validHints(slices_ []discoveryv1.EndpointSlice) bool {
 			hinted[s.AddressType][ep.Hints.ForZones[0].Name]++
 		}
 	}
-	if !hintedAny {
-		return true
-	}
 	var total float64
 	for _, c := range zoneCPU {
 		total += c
 	}
 	for typ, n := range ready {
+		if len(hinted[typ]) == 0 {
+			continue // this address type is not hinted at all
+		}
 		minimum, sum := map[string]int{}, 0
 		for z, c := range zoneCPU {
 			minimum[z] = int(math.Ceil(c / total * float64(n) / 1.2))
