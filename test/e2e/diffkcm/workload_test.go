@@ -317,6 +317,7 @@ func (w *workload) changeEndpoints(ctx context.Context) (string, error) {
 		_, err = w.kube.CoreV1().Services(namespace).Update(ctx, s, metav1.UpdateOptions{})
 		return fmt.Sprintf("service manual selector=%v", s.Spec.Selector), err
 	}
+	//lint:ignore SA1019 the mirroring controllers' input is the deprecated Endpoints API
 	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 		Labels: map[string]string{}, Annotations: map[string]string{}}}
 	if w.rng.IntN(2) == 0 {
@@ -332,6 +333,7 @@ func (w *workload) changeEndpoints(ctx context.Context) (string, error) {
 		nil,
 	}
 	for range 1 + w.rng.IntN(3) {
+		//lint:ignore SA1019 the mirroring controllers' input is the deprecated Endpoints API
 		subset := corev1.EndpointSubset{Ports: pick(w.rng, ports)}
 		for range w.rng.IntN(6) {
 			i := w.rng.IntN(12)

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the mirroring controller's input is the deprecated Endpoints API, by design
+
 package main
 
 import (
