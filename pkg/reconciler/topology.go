@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 
@@ -151,7 +152,7 @@ func allocateZones(zoneCPU map[string]int64, ready []*discoveryv1.Endpoint) map[
 			continue
 		}
 		to := ""
-		for _, z := range sortedKeys(receive) {
+		for _, z := range slices.Sorted(maps.Keys(receive)) {
 			if receive[z] > 0 {
 				to = z
 				break
@@ -197,19 +198,10 @@ func transfers(target map[string]float64, count map[string]int) (give, receive m
 
 func most(zones map[string]float64) (string, float64) {
 	zone, n := "", 0.0
-	for _, z := range sortedKeys(zones) {
+	for _, z := range slices.Sorted(maps.Keys(zones)) {
 		if zones[z] > n {
 			zone, n = z, zones[z]
 		}
 	}
 	return zone, n
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

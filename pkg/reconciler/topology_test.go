@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +16,7 @@ import (
 func zonedEndpoints(perZone map[string]int) []EndpointGroup {
 	g := EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4}
 	i := 0
-	for _, zone := range sortedKeys(perZone) {
+	for _, zone := range slices.Sorted(maps.Keys(perZone)) {
 		for range perZone[zone] {
 			i++
 			g.Endpoints = append(g.Endpoints, discoveryv1.Endpoint{

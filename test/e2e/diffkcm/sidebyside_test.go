@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -124,23 +125,11 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "side by side over %d steps:\n  EndpointSlice writes by user agent:\n", steps)
-	for _, ua := range slices.Sorted(func(yield func(string) bool) {
-		for k := range writes {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, ua := range slices.Sorted(maps.Keys(writes)) {
 		fmt.Fprintf(&b, "    %-70s %v\n", ua, writes[ua])
 	}
 	fmt.Fprintf(&b, "  CPU over the workload:\n")
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range s.pids {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(s.pids)) {
 		if end, err := host.CPUTime(s.pids[name]); err == nil {
 			fmt.Fprintf(&b, "    %-40s %.1f s\n", name, (end - s.cpuStart[name]).Seconds())
 		}
