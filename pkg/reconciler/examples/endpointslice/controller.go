@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -22,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
 var serviceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
@@ -39,16 +35,16 @@ type controller struct {
 	synced   []cache.InformerSynced
 }
 
-// newController wires the informers of both factories (slices is limited
-// to this controller's managed-by label) to the queue.
-func newController(client kubernetes.Interface, all, slices informers.SharedInformerFactory, managedBy string) (*controller, error) {
-	r, err := reconciler.New(client.DiscoveryV1(), managedBy,
+// newController wires the informers of setup's factories to the queue.
+func newController(setup run.Setup) (*controller, error) {
+	client, all := setup.Client, setup.All
+	r, err := reconciler.New(client.DiscoveryV1(), setup.ManagedBy,
 		reconciler.WithPlaceholder(true), reconciler.WithTrafficDistribution(true))
 	if err != nil {
 		return nil, err
 	}
 	svcInf, podInf, nodeInf := all.Core().V1().Services(), all.Core().V1().Pods(), all.Core().V1().Nodes()
-	sliceInf := slices.Discovery().V1().EndpointSlices()
+	sliceInf := setup.Ours.Discovery().V1().EndpointSlices()
 	c := &controller{
 		r: r, services: svcInf.Lister(), pods: podInf.Lister(), nodes: nodeInf.Lister(), slices: sliceInf.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -142,35 +138,9 @@ func (c *controller) sliceChanged(obj any) {
 	}
 }
 
-// run syncs the caches, then works the queue until ctx ends.
-func (c *controller) run(ctx context.Context, workers int) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return errors.New("caches did not sync")
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.next(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "sync failed", "service", key)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+// Run works the queue until ctx ends.
+func (c *controller) Run(ctx context.Context, workers int) error {
+	return run.Work(ctx, c.queue, workers, c.synced, "service", c.sync)
 }
 
 // sync reconciles one Service's slices. Services without a selector and

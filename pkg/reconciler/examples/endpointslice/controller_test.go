@@ -13,9 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
 const managedBy = "endpointslice.example.com"
@@ -58,9 +59,9 @@ func service(name string, selector map[string]string) *corev1.Service {
 func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	all := informers.NewSharedInformerFactory(client, 0)
-	ours := informers.NewSharedInformerFactory(client, 0)
-	c, err := newController(client, all, ours, managedBy)
+	setup := run.Factories(client, managedBy)
+	all, ours := setup.All, setup.Ours
+	c, err := newController(setup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 	all.Start(ctx.Done())
 	ours.Start(ctx.Done())
 	done := make(chan error)
-	go func() { done <- c.run(ctx, 2) }()
+	go func() { done <- c.Run(ctx, 2) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -15,9 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
@@ -26,6 +22,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
 var endpointsGVK = schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}
@@ -43,13 +40,15 @@ type controller struct {
 	synced    []cache.InformerSynced
 }
 
-func newController(client kubernetes.Interface, all, slices informers.SharedInformerFactory, managedBy string) (*controller, error) {
-	r, err := reconciler.New(client.DiscoveryV1(), managedBy)
+// newController wires the informers of setup's factories to the queue.
+func newController(setup run.Setup) (*controller, error) {
+	client, all := setup.Client, setup.All
+	r, err := reconciler.New(client.DiscoveryV1(), setup.ManagedBy)
 	if err != nil {
 		return nil, err
 	}
 	epInf, svcInf := all.Core().V1().Endpoints(), all.Core().V1().Services()
-	sliceInf := slices.Discovery().V1().EndpointSlices()
+	sliceInf := setup.Ours.Discovery().V1().EndpointSlices()
 	c := &controller{
 		client: client, r: r, endpoints: epInf.Lister(), services: svcInf.Lister(), slices: sliceInf.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -82,34 +81,9 @@ func newController(client kubernetes.Interface, all, slices informers.SharedInfo
 	return c, nil
 }
 
-func (c *controller) run(ctx context.Context, workers int) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return errors.New("caches did not sync")
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.next(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "sync failed", "endpoints", key)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+// Run works the queue until ctx ends.
+func (c *controller) Run(ctx context.Context, workers int) error {
+	return run.Work(ctx, c.queue, workers, c.synced, "endpoints", c.sync)
 }
 
 // sync mirrors one Endpoints object, or deletes its mirrored slices when

@@ -13,9 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
 const managedBy = "mirroring.example.com"
@@ -55,8 +56,9 @@ func TestMirror(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	all, ours := informers.NewSharedInformerFactory(client, 0), informers.NewSharedInformerFactory(client, 0)
-	c, err := newController(client, all, ours, managedBy)
+	setup := run.Factories(client, managedBy)
+	all, ours := setup.All, setup.Ours
+	c, err := newController(setup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestMirror(t *testing.T) {
 	defer cancel()
 	all.Start(ctx.Done())
 	ours.Start(ctx.Done())
-	go func() { _ = c.run(ctx, 1) }()
+	go func() { _ = c.Run(ctx, 1) }()
 
 	got := waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 2 })
 	for _, s := range got {
