@@ -50,15 +50,28 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 	needTestbed(t)
 	steps, seed := envInt(t, "DIFFKCM_STEPS", 150), uint64(envInt(t, "DIFFKCM_SEED", int(time.Now().UnixNano()%1e9)))
 	t.Logf("seed %d, %d steps; replay with DIFFKCM_SEED=%d DIFFKCM_STEPS=%d", seed, steps, seed, steps)
+	// The reason of a failure is said again after the controllers' logs
+	// (printed by later cleanups, which run first), so that the end of
+	// the output, all that CI may show, holds it.
+	var failure string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("FAILED, replay with DIFFKCM_SEED=%d DIFFKCM_STEPS=%d: %s", seed, steps, failure)
+		}
+	})
+	fatalf := func(format string, args ...any) {
+		failure = fmt.Sprintf(format, args...)
+		t.Fatal(failure)
+	}
 	cluster := bed.Clusters[0]
 	kube, err := cluster.Kubernetes()
 	if err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 	ctx := t.Context()
 	pids, err := cluster.Pids()
 	if err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 	pids = map[string]int{
 		"kube-controller-manager (all its controllers)": pids["kube-controller-manager"],
@@ -67,15 +80,15 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 	}
 	sbs := &sideBySide{}
 	if err := sbs.watchBarrier(ctx, kube); err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 
 	w := &workload{kube: kube, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), nodes: cluster.Nodes}
 	if err := w.setUp(ctx); err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 	if err := sbs.startCPU(pids); err != nil {
-		t.Fatal(err)
+		fatalf("%v", err)
 	}
 	explained := map[string]int{}
 	compared := 0 // endpoints compared, summed over the steps
@@ -87,12 +100,12 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 			continue
 		}
 		if err != nil {
-			t.Fatalf("seed %d step %d (%s): %v", seed, i, what, err)
+			fatalf("seed %d step %d (%s): %v", seed, i, what, err)
 		}
 		barrierReady = !barrierReady
 		n, err := settle(ctx, kube, barrierReady, explained, sbs)
 		if err != nil {
-			t.Fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
+			fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
 		}
 		compared += n
 		if i%50 == 0 {
@@ -100,7 +113,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 		}
 	}
 	if steps > 0 && compared/steps < 10 {
-		t.Fatalf("only %d endpoints compared in %d steps: the workload does not exercise the controllers", compared, steps)
+		fatalf("only %d endpoints compared in %d steps: the workload does not exercise the controllers", compared, steps)
 	}
 	t.Logf("%d steps, %d endpoints compared, 0 unexplained differences; explained: %v", steps, compared, explained)
 	sbs.report(t, cluster.AuditLogPath, steps)

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // Setup is what an example controller is built from.
@@ -105,8 +107,8 @@ func Factories(client kubernetes.Interface, managedBy string) Setup {
 
 // Work waits for the caches, then syncs the queue's keys with workers
 // goroutines until ctx ends; it shuts the queue down on return. A failed
-// key is logged (as what) and retried with the queue's backoff, a synced
-// one forgotten.
+// key is logged (as what; a stale cache only at verbosity 2, as upstream
+// does) and retried with the queue's backoff, a synced one forgotten.
 func Work(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string], workers int,
 	synced []cache.InformerSynced, what string, sync func(ctx context.Context, key string) error) error {
 	defer queue.ShutDown()
@@ -120,7 +122,12 @@ func Work(ctx context.Context, queue workqueue.TypedRateLimitingInterface[string
 		}
 		defer queue.Done(key)
 		if err := sync(ctx, key); err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "sync failed", what, key)
+			if errors.Is(err, reconciler.ErrStaleCache) {
+				// Expected: the echo of our last write is on its way.
+				klog.FromContext(ctx).V(2).Info("Retrying on a stale cache", what, key, "reason", err)
+			} else {
+				utilruntime.HandleErrorWithContext(ctx, err, "sync failed", what, key)
+			}
 			queue.AddRateLimited(key)
 			return true
 		}
