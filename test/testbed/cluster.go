@@ -35,16 +35,17 @@ type Cluster struct {
 
 func newCluster(cs *Clusterset, index int, name string) *Cluster {
 	c := &Cluster{bed: cs, ControlPlane: controlplane.New(controlplane.Spec{
-		Name:           name,
-		Index:          index,
-		WorkDir:        filepath.Join(cs.StateDir, "kwok"),
-		KubeconfigPath: filepath.Join(cs.StateDir, name+".kubeconfig"),
-		BinDir:         cs.BinDir,
-		DualStack:      cs.opts.DualStack,
-		AuditPolicy:    cs.opts.AuditPolicy,
-		Zones:          cs.opts.Zones,
-		NodesPerZone:   cs.opts.NodesPerZone,
-		ZoneCPU:        cs.opts.ZoneCPU,
+		Name:                   name,
+		Index:                  index,
+		WorkDir:                filepath.Join(cs.StateDir, "kwok"),
+		KubeconfigPath:         filepath.Join(cs.StateDir, name+".kubeconfig"),
+		BinDir:                 cs.BinDir,
+		DualStack:              cs.opts.DualStack,
+		AuditPolicy:            cs.opts.AuditPolicy,
+		Zones:                  cs.opts.Zones,
+		NodesPerZone:           cs.opts.NodesPerZone,
+		ZoneCPU:                cs.opts.ZoneCPU,
+		ControllerManagerFlags: cs.opts.ControllerManagerFlags,
 	})}
 	if cs.opts.RealNodes {
 		c.RealNode = realnode.New(cs.StateDir, name, index, cs.opts.DualStack)

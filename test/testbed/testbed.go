@@ -70,6 +70,9 @@ type Options struct {
 	// AuditPolicy, if set, is the path of a kube-apiserver audit policy; each
 	// kube-apiserver then writes its audit log to Cluster.AuditLogPath.
 	AuditPolicy string
+	// ControllerManagerFlags are added to each kube-controller-manager's
+	// command line, each "name=value" (such as "vmodule=x=4").
+	ControllerManagerFlags []string
 	// TeardownOnExit starts a watchdog process that tears the testbed down
 	// when the calling process exits without calling Stop. Tests want it;
 	// `testbed up`, whose clusters must outlive it, does not.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -61,11 +62,15 @@ func normalise(slices_ []discoveryv1.EndpointSlice, hintsAside bool) view {
 // 32 and 8 CPUs), in millicores.
 var zoneCPU = map[string]float64{"diff-a": 64000, "diff-b": 64000, "diff-c": 16000}
 
-// validHints reports whether slices carry a valid topology-aware
-// allocation by upstream's rules, per address type: no hints at all, or
-// every ready endpoint hinted to one zone and each zone hinted between its
-// minimum (its CPU share less the 20 % overload threshold, rounded up) and
-// its maximum (the minimum plus what the other minimums leave).
+// validHints reports whether slices carry a topology-aware allocation
+// that upstream's rules allow, per address type: no hints at all, or every
+// ready endpoint hinted to one zone and no zone hinted above its maximum
+// (its minimum, its CPU share less the 20 % overload threshold rounded up,
+// plus what the other minimums leave). A zone may fall short of its
+// minimum: upstream moves no hint when less than half an endpoint is to
+// give (getGivingAndReceivingZones), and keeps the hints of slices it does
+// not rewrite as long as no zone passes its maximum (getHintsByZone); seed
+// 7, step 120 leaves it 4/4/0 over the zones where ours is 4/3/1.
 func validHints(slices_ []discoveryv1.EndpointSlice) bool {
 	ready, hinted := map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}
 	for _, s := range slices_ {
@@ -103,7 +108,7 @@ func validHints(slices_ []discoveryv1.EndpointSlice) bool {
 		for z := range zoneCPU {
 			h := hinted[typ][z]
 			count += h
-			if h < minimum[z] || h > minimum[z]+n-sum {
+			if h > minimum[z]+n-sum {
 				return false
 			}
 		}
@@ -132,9 +137,12 @@ func compare(topology bool, ours, theirs []discoveryv1.EndpointSlice) (explained
 	if reflect.DeepEqual(o, t) {
 		return "", ""
 	}
-	if topology && reflect.DeepEqual(normalise(ours, true), normalise(theirs, true)) &&
-		validHints(ours) && validHints(theirs) && hasHints(ours) == hasHints(theirs) {
-		return explainedTopologyHints, ""
+	if topology && reflect.DeepEqual(normalise(ours, true), normalise(theirs, true)) {
+		if validHints(ours) && validHints(theirs) && hasHints(ours) == hasHints(theirs) {
+			return explainedTopologyHints, ""
+		}
+		return "", fmt.Sprintf("topology hints: ours %s (valid %v), kube-controller-manager's %s (valid %v)\n%s",
+			hintCounts(ours), validHints(ours), hintCounts(theirs), validHints(theirs), diffViews(o, t))
 	}
 	return "", diffViews(o, t)
 }
@@ -182,6 +190,33 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
+// hintCounts describes a Service's hints: per address type, the ready
+// endpoints and how many are hinted to each zone.
+func hintCounts(slices_ []discoveryv1.EndpointSlice) string {
+	ready, hinted := map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}
+	for _, s := range slices_ {
+		for _, ep := range s.Endpoints {
+			if !ptr.Deref(ep.Conditions.Ready, false) {
+				continue
+			}
+			ready[s.AddressType]++
+			if hinted[s.AddressType] == nil {
+				hinted[s.AddressType] = map[string]int{}
+			}
+			if ep.Hints != nil {
+				for _, z := range ep.Hints.ForZones {
+					hinted[s.AddressType][z.Name]++
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	for _, typ := range slices.Sorted(maps.Keys(ready)) {
+		fmt.Fprintf(&b, "%s: %d ready, hinted %v; ", typ, ready[typ], hinted[typ])
+	}
+	return b.String()
+}
+
 func hasHints(slices_ []discoveryv1.EndpointSlice) bool {
 	for _, s := range slices_ {
 		for _, ep := range s.Endpoints {
@@ -191,4 +226,44 @@ func hasHints(slices_ []discoveryv1.EndpointSlice) bool {
 		}
 	}
 	return false
+}
+
+// explainedMirroringRecycle is an upstream bug of kube-controller-manager's
+// endpointslicemirroring-controller (v1.36.3, reconciler_helpers.go,
+// recycleSlices): when one sync both creates and deletes slices of an
+// address type, it turns creates into updates of the slices it would
+// delete, but takes them out of the creates by name (removeSlice), and a
+// slice to create has no name yet. It can then take out another slice to
+// create (of another address type or port set) and still create the one it
+// renamed, which the API server refuses: "... already exists, the server
+// was not able to generate a unique name for the object". The sync fails
+// before any update and, depending on map order, on every retry, and
+// kube-controller-manager's slices keep the state before. While its last
+// sync of a Service failed so, that Service's mirroring pair is not
+// compared (mirroringStuck).
+const explainedMirroringRecycle = "mirroring-recycled-slice-created"
+
+// mirroringStuck reports whether kube-controller-manager's last finished
+// sync of the Endpoints key failed on the recycleSlices bug, by its log
+// (the mirroring controller at verbosity 4 logs each sync's start, and
+// every failure is logged with the key). A log that cannot be read
+// explains nothing.
+func mirroringStuck(kcmLog, key string) bool {
+	b, err := os.ReadFile(kcmLog)
+	if err != nil {
+		return false
+	}
+	stuck := false
+	for line := range strings.Lines(string(b)) {
+		if !strings.Contains(line, "endpointslicemirroring_controller.go") || !strings.Contains(line, ` key="`+key+`"`) {
+			continue
+		}
+		switch {
+		case strings.Contains(line, `"syncEndpoints"`):
+			stuck = false
+		case strings.Contains(line, " err="):
+			stuck = strings.Contains(line, "already exists, the server was not able to generate a unique name for the object")
+		}
+	}
+	return stuck
 }

@@ -103,7 +103,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 			fatalf("seed %d step %d (%s): %v", seed, i, what, err)
 		}
 		barrierReady = !barrierReady
-		n, err := settle(ctx, kube, barrierReady, explained, sbs)
+		n, err := settle(ctx, kube, barrierReady, explained, sbs, filepath.Join(cluster.LogDir(), "kube-controller-manager.log"))
 		if err != nil {
 			fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
 		}
@@ -146,10 +146,10 @@ func startOurs(t *testing.T, example, kubeconfig, managedBy string) (pid int) {
 
 // settle flips the barrier pod's readiness, waits until both controllers
 // show it (both have then seen the step), then until every Service's
-// slices of the two agree and hold still for a moment. It returns the diff
-// of the first Service that still differs after a minute, else the
-// number of endpoints compared.
-func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, explained map[string]int, sbs *sideBySide) (int, error) {
+// slices of the two agree (or differ as explained) and hold still for a
+// moment. It returns the diff of the first Service that still differs
+// after a minute, else the number of endpoints compared.
+func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, explained map[string]int, sbs *sideBySide, kcmLog string) (int, error) {
 	sbs.flipping()
 	if err := flipBarrier(ctx, kube, barrierReady); err != nil {
 		return 0, err
@@ -178,6 +178,9 @@ func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, e
 					compared += len(slice.Endpoints)
 				}
 				name, diff := compare(topologyAuto(&s), byController[pair[0]][s.Name], byController[pair[1]][s.Name])
+				if diff != "" && pair[1] == kcmMirroring && mirroringStuck(kcmLog, namespace+"/"+s.Name) {
+					name, diff = explainedMirroringRecycle, ""
+				}
 				if diff != "" {
 					lastDiff = fmt.Sprintf("service %s differs (%s, then %s):\n%s", s.Name, pair[0], pair[1], diff)
 					return false, nil

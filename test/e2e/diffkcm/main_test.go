@@ -45,14 +45,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	started, err := testbed.Start(ctx, testbed.Options{
-		AuditPolicy:    policy,
-		Clusters:       []string{"diff"},
-		StateDir:       stateDir,
-		Zones:          3,
-		NodesPerZone:   2,
-		ZoneCPU:        []string{"32", "32", "8"},
-		DualStack:      true,
-		TeardownOnExit: true,
+		AuditPolicy:  policy,
+		Clusters:     []string{"diff"},
+		StateDir:     stateDir,
+		Zones:        3,
+		NodesPerZone: 2,
+		ZoneCPU:      []string{"32", "32", "8"},
+		DualStack:    true,
+		// The mirroring controller's syncs and their outcome, for
+		// explainedMirroringRecycle.
+		ControllerManagerFlags: []string{"vmodule=endpointslicemirroring_controller=4"},
+		TeardownOnExit:         true,
 	})
 	if errors.Is(err, testbed.ErrNoBinaries) {
 		fmt.Fprintln(os.Stderr, "SKIP: the differential test needs the testbed:", err)

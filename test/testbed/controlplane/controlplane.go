@@ -51,6 +51,9 @@ type Spec struct {
 	// ZoneCPU is the allocatable CPU of the nodes of each zone, in order
 	// (a resource quantity such as "8"); zones past its end have "32".
 	ZoneCPU []string
+	// ControllerManagerFlags are added to kube-controller-manager's
+	// command line, each "name=value".
+	ControllerManagerFlags []string
 	// Hub starts an API server and etcd only, no controllers and no nodes:
 	// a hub for hub mode (Zones and NodesPerZone are ignored).
 	Hub bool
@@ -91,6 +94,7 @@ type ControlPlane struct {
 	auditPolicy  string
 	nodesPerZone int
 	zoneCPU      []string
+	kcmFlags     []string
 	hub          bool
 	restConfig   *rest.Config
 }
@@ -109,6 +113,7 @@ func New(spec Spec) *ControlPlane {
 		auditPolicy:    spec.AuditPolicy,
 		nodesPerZone:   spec.NodesPerZone,
 		zoneCPU:        spec.ZoneCPU,
+		kcmFlags:       spec.ControllerManagerFlags,
 		hub:            spec.Hub,
 	}
 	if spec.Hub {
@@ -231,6 +236,9 @@ func (cp *ControlPlane) createArgs() []string {
 			"--extra-args", "kube-apiserver=service-cluster-ip-range="+cp.ServiceCIDR)
 	} else {
 		args = append(args, cp.memberArgs()...)
+		for _, f := range cp.kcmFlags {
+			args = append(args, "--extra-args", "kube-controller-manager="+f)
+		}
 	}
 	if cp.auditPolicy != "" {
 		args = append(args, "--kube-audit-policy", cp.auditPolicy)

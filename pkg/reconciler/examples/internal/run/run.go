@@ -105,6 +105,29 @@ func Factories(client kubernetes.Interface, managedBy string) Setup {
 	}
 }
 
+// OnChange calls f with each object the informers add or delete (a
+// deletion's last known state unwrapped) and with both the old and the new
+// object of an update, so that, say, a pod that leaves a selector is seen
+// by what it left.
+func OnChange(f func(obj any), informers ...cache.SharedIndexInformer) error {
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    f,
+		UpdateFunc: func(old, cur any) { f(old); f(cur) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			f(obj)
+		},
+	}
+	for _, inf := range informers {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Work waits for the caches, then syncs the queue's keys with workers
 // goroutines until ctx ends; it shuts the queue down on return. A failed
 // key is logged (as what; a stale cache only at verbosity 2, as upstream
