@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -113,7 +114,7 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 }
 
 func (r *Reconciler) validate(in Input) error {
-	if in.Owner == nil {
+	if in.Owner == nil || reflect.ValueOf(in.Owner).Kind() == reflect.Pointer && reflect.ValueOf(in.Owner).IsNil() {
 		return fmt.Errorf("reconciler: no owner")
 	}
 	if in.OwnerGVK.Kind == "" || in.OwnerGVK.Version == "" {

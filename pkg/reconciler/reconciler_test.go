@@ -910,3 +910,25 @@ func TestNewEndpointsStayInTheirPortSet(t *testing.T) {
 		assertIdempotent(t, r, client, svc, pick(tc.after))
 	}
 }
+
+// TestInvalidInputIsAnError: no owner (also a typed nil, as a failed
+// conversion leaves it), no kind and an unknown address type are errors,
+// not panics.
+func TestInvalidInputIsAnError(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	good := serviceInput(t, client, service(), readyPods(1))
+	var nilService *corev1.Service
+	for name, mutate := range map[string]func(*Input){
+		"no owner":             func(in *Input) { in.Owner = nil },
+		"typed nil owner":      func(in *Input) { in.Owner = nilService },
+		"no kind":              func(in *Input) { in.OwnerGVK.Kind = "" },
+		"unknown address type": func(in *Input) { in.AddressTypes = []discoveryv1.AddressType{"IPv5"} },
+	} {
+		in := good
+		mutate(&in)
+		if _, err := r.Plan(in); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

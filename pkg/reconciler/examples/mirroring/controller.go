@@ -57,10 +57,7 @@ func newController(setup run.Setup) (*controller, error) {
 	}
 	// An Endpoints object, its Service and our slices share one key:
 	// namespace/name of the Service.
-	enqueue := func(obj any) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
+	return c, run.OnChange(func(obj any) {
 		o, ok := obj.(metav1.Object)
 		if !ok {
 			return
@@ -68,17 +65,10 @@ func newController(setup run.Setup) (*controller, error) {
 		name := o.GetName()
 		if s, ok := obj.(*discoveryv1.EndpointSlice); ok {
 			name = s.Labels[discoveryv1.LabelServiceName]
+			run.ObserveDeletion(c.r, c.slices, s)
 		}
 		c.queue.Add(o.GetNamespace() + "/" + name)
-	}
-	for _, inf := range []cache.SharedIndexInformer{epInf.Informer(), svcInf.Informer(), sliceInf.Informer()} {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue,
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
+	}, epInf.Informer(), svcInf.Informer(), sliceInf.Informer())
 }
 
 // Run works the queue until ctx ends.
@@ -106,15 +96,16 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if svcErr != nil && !apierrors.IsNotFound(svcErr) {
 		return svcErr
 	}
-	if ep == nil || svc == nil || svc.Spec.Selector != nil || !mirrored(ep) {
+	if ep == nil {
 		return c.deleteAll(ctx, existing)
 	}
-	return c.r.Reconcile(ctx, reconciler.Input{
-		Owner: ep, OwnerGVK: endpointsGVK,
-		Desired:      desired(ep),
-		AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6},
-		Existing:     existing,
-		Labeler: reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
+	// An Endpoints that must not be mirrored keeps no slices: the
+	// reconciler deletes them, so that its tracker knows.
+	in := reconciler.Input{Owner: ep, OwnerGVK: endpointsGVK, Existing: existing,
+		AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}}
+	if svc != nil && svc.Spec.Selector == nil && mirrored(ep) {
+		in.Desired = desired(ep)
+		in.Labeler = reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
 			l := maps.Clone(ep.Labels)
 			if l == nil {
 				l = map[string]string{}
@@ -124,8 +115,9 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			delete(a, corev1.EndpointsLastChangeTriggerTime)
 			delete(a, corev1.LastAppliedConfigAnnotation)
 			return l, a
-		}),
-	})
+		})
+	}
+	return c.r.Reconcile(ctx, in)
 }
 
 func mirrored(ep *corev1.Endpoints) bool {
@@ -133,9 +125,15 @@ func mirrored(ep *corev1.Endpoints) bool {
 	return ep.Labels[discoveryv1.LabelSkipMirror] != "true" && !leader
 }
 
+// deleteAll deletes the slices of an Endpoints that is gone, as upstream
+// does (rather than wait for the garbage collector), and has the
+// reconciler forget their owners.
 func (c *controller) deleteAll(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
 	var errs []error
 	for _, s := range slices {
+		for _, ref := range s.OwnerReferences {
+			c.r.Forget(ref.UID)
+		}
 		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete %s/%s: %w", s.Namespace, s.Name, err))

@@ -46,27 +46,7 @@ func TestMirror(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
 	ep := endpoints(map[string]string{"team": "a"}, corev1.EndpointSubset{
 		Addresses: addrs("10.0.0.1", "fd00::1"), NotReadyAddresses: addrs("10.0.0.2", "not-an-ip"), Ports: []corev1.EndpointPort{port("sql", 5432)}})
-	client := fake.NewClientset(svc, ep)
-	named := 0
-	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
-		if s.Name == "" {
-			named++
-			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named) // the fake has no generateName
-		}
-		return false, nil, nil
-	})
-	setup := run.Factories(client, managedBy)
-	all, ours := setup.All, setup.Ours
-	c, err := newController(setup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	all.Start(ctx.Done())
-	ours.Start(ctx.Done())
-	go func() { _ = c.Run(ctx, 1) }()
+	client, ctx := start(t, svc, ep)
 
 	got := waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 2 })
 	for _, s := range got {
@@ -92,6 +72,66 @@ func TestMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 0 })
+}
+
+// TestSelectorComesAndGoes: a Service that gains a selector loses its
+// mirrored slices and gets them again when it loses the selector, as often
+// as that happens (the mirroring once stayed away after its first loss:
+// slices deleted past the reconciler made its tracker wait for them).
+func TestSelectorComesAndGoes(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	client, ctx := start(t, svc, endpoints(nil, corev1.EndpointSubset{Addresses: addrs("10.0.0.1"), Ports: []corev1.EndpointPort{port("sql", 5432)}}))
+	waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 1 })
+	for range 2 {
+		svc.Spec.Selector = map[string]string{"app": "db"}
+		if _, err := client.CoreV1().Services("ns").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 0 })
+		svc.Spec.Selector = nil
+		if _, err := client.CoreV1().Services("ns").Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 1 })
+	}
+}
+
+// TestDeletedSliceComesBack: a mirrored slice that someone else deletes
+// is mirrored again.
+func TestDeletedSliceComesBack(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	client, ctx := start(t, svc, endpoints(nil, corev1.EndpointSubset{Addresses: addrs("10.0.0.1"), Ports: []corev1.EndpointPort{port("sql", 5432)}}))
+	got := waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 1 })
+	if err := client.DiscoveryV1().EndpointSlices("ns").Delete(ctx, got[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 1 && s[0].Name != got[0].Name })
+}
+
+// start runs the controller on a fake clientset holding objs.
+func start(t *testing.T, objs ...runtime.Object) (*fake.Clientset, context.Context) {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	named := 0
+	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
+		if s.Name == "" {
+			named++
+			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named) // the fake has no generateName
+		}
+		return false, nil, nil
+	})
+	setup := run.Factories(client, managedBy)
+	c, err := newController(setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	setup.All.Start(ctx.Done())
+	setup.Ours.Start(ctx.Done())
+	go func() { _ = c.Run(ctx, 1) }()
+	return client, ctx
 }
 
 func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {

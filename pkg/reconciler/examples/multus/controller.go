@@ -51,12 +51,13 @@ func newController(setup run.Setup) (*controller, error) {
 }
 
 // keys returns the Services an object's change touches: itself, a slice's
-// Service, or the Services on a secondary network that select a pod.
+// Service (a deletion is observed), or those on a network that select a pod.
 func (c *controller) keys(obj any) (keys []string) {
 	switch o := obj.(type) {
 	case *corev1.Service:
 		return []string{o.Namespace + "/" + o.Name}
 	case *discoveryv1.EndpointSlice:
+		run.ObserveDeletion(c.r, c.slices, o)
 		return []string{o.Namespace + "/" + o.Labels[discoveryv1.LabelServiceName]}
 	case *corev1.Pod:
 		services, _ := c.services.Services(o.Namespace).List(labels.Everything())

@@ -43,7 +43,8 @@ func service(name string, annotations map[string]string) *corev1.Service {
 // TestServiceOnSecondaryNetwork: a Service on network net1 gets a slice of
 // its pods' net1 addresses (named port resolved, ready); pods without net1
 // or with a broken network-status are left out, a Service without the
-// annotation gets nothing, and one that loses it loses its slices.
+// annotation gets nothing, a slice deleted by someone else comes back, and
+// a Service that loses the annotation loses its slices.
 func TestServiceOnSecondaryNetwork(t *testing.T) {
 	onNet1 := `[{"name":"cbr0","ips":["10.0.0.1"],"default":true},{"name":"ns/net1","interface":"net1","ips":["192.168.1.1"]}]`
 	client := fake.NewClientset(service("db", map[string]string{serviceNetwork: "net1"}), service("plain", nil),
@@ -79,6 +80,11 @@ func TestServiceOnSecondaryNetwork(t *testing.T) {
 	if len(s.Ports) != 1 || ptr.Deref(s.Ports[0].Port, 0) != 5432 {
 		t.Errorf("ports %+v, want sql resolved to 5432", s.Ports)
 	}
+
+	if err := client.DiscoveryV1().EndpointSlices("ns").Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, client, func(got []discoveryv1.EndpointSlice) bool { return len(got) == 1 && got[0].Name != s.Name }) // someone deleted it
 
 	if _, err := client.CoreV1().Services("ns").Update(ctx, service("db", nil), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -15,11 +15,14 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
@@ -31,6 +34,8 @@ import (
 // Setup is what an example controller is built from.
 type Setup struct {
 	Client kubernetes.Interface
+	// Dynamic reads custom resources.
+	Dynamic dynamic.Interface
 	// All lists and watches every object of a kind; Ours only the
 	// EndpointSlices labelled with ManagedBy, the controller's own.
 	All, Ours informers.SharedInformerFactory
@@ -82,6 +87,9 @@ func start(name, kubeconfig, managedBy string, workers int, qps float32, burst i
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s := Factories(client, managedBy)
+	if s.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return err
+	}
 	c, err := build(s)
 	if err != nil {
 		return err
@@ -94,7 +102,8 @@ func start(name, kubeconfig, managedBy string, workers int, qps float32, burst i
 }
 
 // Factories returns the Setup of client: informer factories without
-// resync, Ours limited to managedBy's slices.
+// resync, Ours limited to managedBy's slices (Dynamic is left to the
+// caller).
 func Factories(client kubernetes.Interface, managedBy string) Setup {
 	return Setup{
 		Client: client, ManagedBy: managedBy,
@@ -126,6 +135,15 @@ func OnChange(f func(obj any), informers ...cache.SharedIndexInformer) error {
 		}
 	}
 	return nil
+}
+
+// ObserveDeletion tells r's tracker of a slice event whose slice lister
+// no longer holds (a deletion, by r or by anyone), as the reconciler's
+// contract asks: it would otherwise wait for the slice to be listed again.
+func ObserveDeletion(r *reconciler.Reconciler, lister discoverylisters.EndpointSliceLister, s *discoveryv1.EndpointSlice) {
+	if _, err := lister.EndpointSlices(s.Namespace).Get(s.Name); apierrors.IsNotFound(err) {
+		r.Tracker().Observed(s)
+	}
 }
 
 // Work waits for the caches, then syncs the queue's keys with workers
