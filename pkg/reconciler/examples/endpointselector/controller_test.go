@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -12,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
@@ -49,15 +47,7 @@ func pod(name, ip string, labels map[string]string, ready bool) *corev1.Pod {
 // and the other objects.
 func start(t *testing.T, selectors []runtime.Object, objs ...runtime.Object) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
-	client := fake.NewClientset(objs...)
-	named := 0
-	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice); s.Name == "" {
-			named++
-			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named) // the fake has no generateName
-		}
-		return false, nil, nil
-	})
+	client := examplestest.Clientset(objs...)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{resource: "EndpointSelectorList"}, selectors...)
 	setup := run.Factories(client, managedBy)
 	setup.Dynamic = dyn
@@ -143,17 +133,5 @@ func TestBadSelector(t *testing.T) {
 
 func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
-	var got []discoveryv1.EndpointSlice
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := client.DiscoveryV1().EndpointSlices("ns").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = list.Items
-		return ok(got), nil
-	})
-	if err != nil {
-		t.Fatalf("slices: %v; last seen %+v", err, got)
-	}
-	return got
+	return examplestest.WaitSlices(t, client, "ns", "", ok)
 }

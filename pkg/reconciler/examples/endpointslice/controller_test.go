@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
@@ -58,7 +58,7 @@ func service(name string, selector map[string]string) *corev1.Service {
 // start runs the controller on a fake clientset holding objs.
 func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 	t.Helper()
-	client := fake.NewClientset(objs...)
+	client := examplestest.Clientset(objs...)
 	setup := run.Factories(client, managedBy)
 	all, ours := setup.All, setup.Ours
 	c, err := newController(setup)
@@ -84,19 +84,7 @@ func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 // slicesOf polls until the Service's slices satisfy ok, and returns them.
 func slicesOf(t *testing.T, client *fake.Clientset, svc string, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
-	var got []discoveryv1.EndpointSlice
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := client.DiscoveryV1().EndpointSlices("ns").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
-		if err != nil {
-			return false, err
-		}
-		got = list.Items
-		return ok(got), nil
-	})
-	if err != nil {
-		t.Fatalf("slices of %s: %v; last seen %+v", svc, err, got)
-	}
-	return got
+	return examplestest.WaitSlices(t, client, "ns", discoveryv1.LabelServiceName+"="+svc, ok)
 }
 
 // TestServicePodsNodes: a Service's pods become one slice with upstream's

@@ -6,16 +6,14 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
@@ -111,16 +109,7 @@ func TestDeletedSliceComesBack(t *testing.T) {
 // start runs the controller on a fake clientset holding objs.
 func start(t *testing.T, objs ...runtime.Object) (*fake.Clientset, context.Context) {
 	t.Helper()
-	client := fake.NewClientset(objs...)
-	named := 0
-	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
-		if s.Name == "" {
-			named++
-			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named) // the fake has no generateName
-		}
-		return false, nil, nil
-	})
+	client := examplestest.Clientset(objs...)
 	setup := run.Factories(client, managedBy)
 	c, err := newController(setup)
 	if err != nil {
@@ -136,15 +125,7 @@ func start(t *testing.T, objs ...runtime.Object) (*fake.Clientset, context.Conte
 
 func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
-	var got []discoveryv1.EndpointSlice
-	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := client.DiscoveryV1().EndpointSlices("ns").List(ctx, metav1.ListOptions{})
-		got = list.Items
-		return err == nil && ok(got), nil
-	}); err != nil {
-		t.Fatalf("slices: %v; last seen %+v", err, got)
-	}
-	return got
+	return examplestest.WaitSlices(t, client, "ns", "", ok)
 }
 
 // TestRepackAndCap: an address in two subsets gets both ports; one not

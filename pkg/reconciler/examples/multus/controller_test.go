@@ -4,18 +4,15 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
 
@@ -47,16 +44,8 @@ func service(name string, annotations map[string]string) *corev1.Service {
 // a Service that loses the annotation loses its slices.
 func TestServiceOnSecondaryNetwork(t *testing.T) {
 	onNet1 := `[{"name":"cbr0","ips":["10.0.0.1"],"default":true},{"name":"ns/net1","interface":"net1","ips":["192.168.1.1"]}]`
-	client := fake.NewClientset(service("db", map[string]string{serviceNetwork: "net1"}), service("plain", nil),
+	client := examplestest.Clientset(service("db", map[string]string{serviceNetwork: "net1"}), service("plain", nil),
 		pod("p1", "10.0.0.1", onNet1), pod("p2", "10.0.0.2", `[{"name":"cbr0","ips":["10.0.0.2"]}]`), pod("p3", "10.0.0.3", `{broken`))
-	named := 0
-	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice); s.Name == "" {
-			named++
-			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named) // the fake has no generateName
-		}
-		return false, nil, nil
-	})
 	setup := run.Factories(client, managedBy)
 	c, err := newController(setup)
 	if err != nil {
@@ -130,17 +119,5 @@ func TestOnNetwork(t *testing.T) {
 
 func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
-	var got []discoveryv1.EndpointSlice
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := client.DiscoveryV1().EndpointSlices("ns").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		got = list.Items
-		return ok(got), nil
-	})
-	if err != nil {
-		t.Fatalf("slices: %v; last seen %+v", err, got)
-	}
-	return got
+	return examplestest.WaitSlices(t, client, "ns", "", ok)
 }
