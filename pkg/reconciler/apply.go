@@ -23,6 +23,7 @@ import (
 func (r *Reconciler) Apply(ctx context.Context, plan *Plan) error {
 	owner := plan.owner
 	r.tracker.forgetDeletions(owner.GetUID(), plan.completedDeletions)
+	defer r.tracker.applied(owner.GetUID())
 	w := &writer{r: r, ctx: ctx, owner: owner, slices: r.client.EndpointSlices(owner.GetNamespace())}
 	if owner.GetDeletionTimestamp() == nil {
 		w.create(plan.Create)

@@ -932,3 +932,33 @@ func TestInvalidInputIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletionSeenBeforeOwnWrite: when a slice this reconciler creates is
+// deleted and its delete event observed before the create's response is
+// recorded (the response raced the watch), the record is dropped: the next
+// reconcile is not stale and recreates the slice.
+func TestDeletionSeenBeforeOwnWrite(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client)
+	// Someone deletes each slice as it is created, and the delete event
+	// reaches the tracker before the create returns.
+	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		s := action.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice).DeepCopy()
+		s.Name, s.UID = s.GenerateName+"gone", "gone-uid"
+		r.Tracker().Observed(s)
+		return true, s, nil
+	})
+	svc := service()
+	reconcileService(t, r, client, svc, readyPods(1))
+	if err := r.Tracker().Stale(svc.UID, nil); err != nil {
+		t.Fatalf("after the deletion was seen first: %v, want no record of the gone slice", err)
+	}
+	client.ReactionChain = client.ReactionChain[1:] // creates succeed again
+	reconcileService(t, r, client, svc, readyPods(1))
+	if got := listSlices(t, client, "ns"); len(got) != 1 {
+		t.Fatalf("%d slices after the next reconcile, want the slice recreated", len(got))
+	}
+	if len(r.Tracker().deletedFirst) != 0 {
+		t.Errorf("deletions seen first still held after the owner's Apply: %v", r.Tracker().deletedFirst)
+	}
+}

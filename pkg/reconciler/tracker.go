@@ -28,11 +28,18 @@ type Tracker struct {
 	// generations[owner UID][slice name] is the generation last written,
 	// or deletionExpected.
 	generations map[types.UID]map[string]int64
+	// deletedFirst[owner UID] holds the slices (name and UID) whose
+	// delete event came before the record of this reconciler's own write
+	// of them: the write's response raced the watch. The record is then
+	// dropped (it would wait for a slice that is gone, a stale cache
+	// forever). Cleared at the end of the owner's next Apply, when no
+	// write of them can still be under way.
+	deletedFirst map[types.UID]map[string]bool
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{generations: map[types.UID]map[string]int64{}}
+	return &Tracker{generations: map[types.UID]map[string]int64{}, deletedFirst: map[types.UID]map[string]bool{}}
 }
 
 // ownerOf returns the UID of the slice's controller owner, or "".
@@ -46,6 +53,10 @@ func ownerOf(slice *discoveryv1.EndpointSlice) types.UID {
 func (t *Tracker) set(owner types.UID, name string, generation int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.setLocked(owner, name, generation)
+}
+
+func (t *Tracker) setLocked(owner types.UID, name string, generation int64) {
 	bySlice, ok := t.generations[owner]
 	if !ok {
 		bySlice = map[string]int64{}
@@ -54,9 +65,28 @@ func (t *Tracker) set(owner types.UID, name string, generation int64) {
 	bySlice[name] = generation
 }
 
-// written records a slice returned by a create or update.
+// written records a slice returned by a create or update, unless its
+// deletion has been observed already.
 func (t *Tracker) written(owner types.UID, slice *discoveryv1.EndpointSlice) {
-	t.set(owner, slice.Name, slice.Generation)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if key := sliceKey(slice); t.deletedFirst[owner][key] {
+		delete(t.deletedFirst[owner], key)
+		return
+	}
+	t.setLocked(owner, slice.Name, slice.Generation)
+}
+
+// applied ends an Apply of the owner's: no write of a slice whose
+// deletion came first can still be under way.
+func (t *Tracker) applied(owner types.UID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.deletedFirst, owner)
+}
+
+func sliceKey(slice *discoveryv1.EndpointSlice) string {
+	return slice.Name + "/" + string(slice.UID)
 }
 
 // deleted records a slice this reconciler deleted.
@@ -145,6 +175,12 @@ func (t *Tracker) Observed(deleted *discoveryv1.EndpointSlice) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	owner := ownerOf(deleted)
+	if _, recorded := t.generations[owner][deleted.Name]; !recorded {
+		if t.deletedFirst[owner] == nil {
+			t.deletedFirst[owner] = map[string]bool{}
+		}
+		t.deletedFirst[owner][sliceKey(deleted)] = true
+	}
 	delete(t.generations[owner], deleted.Name)
 	if len(t.generations[owner]) == 0 {
 		delete(t.generations, owner)
@@ -156,4 +192,5 @@ func (t *Tracker) ForgetOwner(owner types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.generations, owner)
+	delete(t.deletedFirst, owner)
 }
