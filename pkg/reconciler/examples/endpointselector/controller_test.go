@@ -51,15 +51,7 @@ func start(t *testing.T, selectors []runtime.Object, objs ...runtime.Object) (*f
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{resource: "EndpointSelectorList"}, selectors...)
 	setup := run.Factories(client, managedBy)
 	setup.Dynamic = dyn
-	c, err := newController(setup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	setup.All.Start(ctx.Done())
-	setup.Ours.Start(ctx.Done())
-	go func() { _ = c.Run(ctx, 1) }()
+	examplestest.Run(t, setup, 1, func(s run.Setup) (run.Controller, error) { return newController(s) })
 	return client, dyn
 }
 

@@ -59,25 +59,7 @@ func service(name string, selector map[string]string) *corev1.Service {
 func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 	t.Helper()
 	client := examplestest.Clientset(objs...)
-	setup := run.Factories(client, managedBy)
-	all, ours := setup.All, setup.Ours
-	c, err := newController(setup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	all.Start(ctx.Done())
-	ours.Start(ctx.Done())
-	done := make(chan error)
-	go func() { done <- c.Run(ctx, 2) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-		all.Shutdown()
-		ours.Shutdown()
-	})
+	examplestest.Run(t, run.Factories(client, managedBy), 2, func(s run.Setup) (run.Controller, error) { return newController(s) })
 	return client
 }
 

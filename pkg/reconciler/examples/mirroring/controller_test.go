@@ -110,16 +110,7 @@ func TestDeletedSliceComesBack(t *testing.T) {
 func start(t *testing.T, objs ...runtime.Object) (*fake.Clientset, context.Context) {
 	t.Helper()
 	client := examplestest.Clientset(objs...)
-	setup := run.Factories(client, managedBy)
-	c, err := newController(setup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	setup.All.Start(ctx.Done())
-	setup.Ours.Start(ctx.Done())
-	go func() { _ = c.Run(ctx, 1) }()
+	ctx := examplestest.Run(t, run.Factories(client, managedBy), 1, func(s run.Setup) (run.Controller, error) { return newController(s) })
 	return client, ctx
 }
 

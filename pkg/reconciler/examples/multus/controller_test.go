@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -46,16 +45,7 @@ func TestServiceOnSecondaryNetwork(t *testing.T) {
 	onNet1 := `[{"name":"cbr0","ips":["10.0.0.1"],"default":true},{"name":"ns/net1","interface":"net1","ips":["192.168.1.1"]}]`
 	client := examplestest.Clientset(service("db", map[string]string{serviceNetwork: "net1"}), service("plain", nil),
 		pod("p1", "10.0.0.1", onNet1), pod("p2", "10.0.0.2", `[{"name":"cbr0","ips":["10.0.0.2"]}]`), pod("p3", "10.0.0.3", `{broken`))
-	setup := run.Factories(client, managedBy)
-	c, err := newController(setup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	setup.All.Start(ctx.Done())
-	setup.Ours.Start(ctx.Done())
-	go func() { _ = c.Run(ctx, 1) }()
+	ctx := examplestest.Run(t, run.Factories(client, managedBy), 1, func(s run.Setup) (run.Controller, error) { return newController(s) })
 
 	got := waitSlices(t, client, func(s []discoveryv1.EndpointSlice) bool { return len(s) == 1 })
 	s := got[0]

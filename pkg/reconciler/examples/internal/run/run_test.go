@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -38,8 +39,11 @@ func TestWorkRetriesAFailedKey(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the key was not retried until it succeeded")
 	}
-	if n := queue.NumRequeues("ns/a"); n != 0 {
-		t.Errorf("requeues after success %d, want 0 (forgotten)", n)
+	// Forget follows the successful sync's return: poll for it.
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return queue.NumRequeues("ns/a") == 0, nil
+	}); err != nil {
+		t.Errorf("requeues after success %d, want 0 (forgotten)", queue.NumRequeues("ns/a"))
 	}
 	cancel()
 	if err := <-done; err != nil {
