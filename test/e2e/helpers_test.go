@@ -20,8 +20,8 @@ func eventually(ctx context.Context, t *testing.T, what string, check func() err
 	testbed.Eventually(ctx, t, what, check)
 }
 
-// createNamespace creates a namespace named after the test in cluster c and
-// deletes it when the test ends.
+// createNamespace creates a namespace named after the test in cluster c,
+// ready for pods, and deletes it when the test ends.
 func createNamespace(ctx context.Context, t *testing.T, c *testbed.Cluster) string {
 	t.Helper()
 	cs, err := c.Kubernetes()
@@ -40,6 +40,9 @@ func createNamespace(ctx context.Context, t *testing.T, c *testbed.Cluster) stri
 	t.Cleanup(func() {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
 	})
+	if err := testbed.WaitForPodsAllowed(ctx, cs, ns.Name); err != nil {
+		t.Fatal(err)
+	}
 	return ns.Name
 }
 

@@ -28,7 +28,10 @@ func (cs *Clusterset) ClientOf(t testing.TB, name string) client.Client {
 }
 
 // Namespace creates namespace name in the named clusters (every cluster
-// when none is named) and deletes it when the test ends.
+// when none is named) and deletes it when the test ends. It returns once
+// the namespace takes pods: in a cluster whose controller manager gives
+// namespaces a default ServiceAccount, once the namespace has it (the API
+// server refuses pods until then; seen in CI on a loaded machine).
 func (cs *Clusterset) Namespace(ctx context.Context, t testing.TB, name string, clusters ...string) {
 	t.Helper()
 	if len(clusters) == 0 {
@@ -43,6 +46,13 @@ func (cs *Clusterset) Namespace(ctx context.Context, t testing.TB, name string, 
 			t.Fatalf("cluster %s: %v", c, err)
 		}
 		t.Cleanup(func() { _ = cl.Delete(context.Background(), ns) })
+		kube, err := cs.Cluster(c).Kubernetes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitForPodsAllowed(ctx, kube, name); err != nil {
+			t.Fatalf("cluster %s: %v", c, err)
+		}
 	}
 }
 

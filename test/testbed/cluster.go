@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -87,7 +88,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	// namespace a default ServiceAccount; on a loaded machine that can come
 	// after the node is Ready (seen in CI), so the cluster is up only once
 	// the default namespace has one.
-	if err := waitForDefaultServiceAccount(ctx, kube); err != nil {
+	if err := waitForDefaultServiceAccount(ctx, kube, metav1.NamespaceDefault); err != nil {
 		return err
 	}
 	return c.RealNode.Start(ctx, realnode.Spec{
@@ -145,15 +146,29 @@ func (c *Cluster) Exec(ctx context.Context, ns, pod string, command ...string) (
 	return stdout.String(), nil
 }
 
-// waitForDefaultServiceAccount waits until namespace default has its
-// default ServiceAccount.
-func waitForDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface) error {
+// WaitForPodsAllowed waits until namespace ns takes pods: until it has its
+// default ServiceAccount, if the cluster's controller manager makes them
+// (namespace default has one).
+func WaitForPodsAllowed(ctx context.Context, kube kubernetes.Interface, ns string) error {
+	_, err := kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	return waitForDefaultServiceAccount(ctx, kube, ns)
+}
+
+// waitForDefaultServiceAccount waits until namespace ns has its default
+// ServiceAccount, which kube-controller-manager creates after the
+// namespace: until then the API server refuses the namespace's pods.
+func waitForDefaultServiceAccount(ctx context.Context, kube kubernetes.Interface, ns string) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		_, err := kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("testbed: no default ServiceAccount in namespace default: %w", err)
+		return fmt.Errorf("testbed: no default ServiceAccount in namespace %s: %w", ns, err)
 	}
 	return nil
 }

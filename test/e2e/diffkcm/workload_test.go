@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
 const (
@@ -86,6 +88,9 @@ func services() []*corev1.Service {
 // setUp creates the namespace, the Services and the barrier pod.
 func (w *workload) setUp(ctx context.Context) error {
 	if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if err := testbed.WaitForPodsAllowed(ctx, w.kube, namespace); err != nil {
 		return err
 	}
 	for _, s := range services() {
