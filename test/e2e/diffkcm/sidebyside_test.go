@@ -119,7 +119,7 @@ func (s *sideBySide) startCPU(pids map[string]int) error {
 
 // report prints the figures docs/benchmarks.md quotes.
 func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
-	writes, err := sliceWrites(auditLog)
+	writes, byService, err := sliceWrites(auditLog)
 	if err != nil {
 		t.Errorf("audit log: %v", err)
 	}
@@ -127,6 +127,12 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 	fmt.Fprintf(&b, "side by side over %d steps:\n  EndpointSlice writes by user agent:\n", steps)
 	for _, ua := range slices.Sorted(maps.Keys(writes)) {
 		fmt.Fprintf(&b, "    %-70s %v\n", ua, writes[ua])
+	}
+	fmt.Fprintf(&b, "  updates and deletes by Service, where the controllers of a pair differ:\n")
+	for _, svc := range slices.Sorted(maps.Keys(byService)) {
+		if line := pairsDiffer(byService[svc]); line != "" {
+			fmt.Fprintf(&b, "    %-20s %s\n", svc, line)
+		}
 	}
 	fmt.Fprintf(&b, "  CPU over the workload:\n")
 	for _, name := range slices.Sorted(maps.Keys(s.pids)) {
@@ -148,15 +154,31 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 	t.Log(b.String())
 }
 
+// pairsDiffer says, for one Service's writes by controller (the user
+// agent's last part), how many each controller of a pair wrote, for the
+// pairs whose two counts differ; "" if none does.
+func pairsDiffer(writes map[string]int) string {
+	var out []string
+	for _, pair := range [][2]string{{"endpointslice.example.com", "endpointslice-controller"}, {"mirroring.example.com", "endpointslicemirroring-controller"}} {
+		if writes[pair[0]] != writes[pair[1]] {
+			out = append(out, fmt.Sprintf("%s %d, %s %d", pair[0], writes[pair[0]], pair[1], writes[pair[1]]))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // sliceWrites counts the EndpointSlice writes in namespace diff by user
-// agent and verb.
-func sliceWrites(path string) (map[string]map[string]int, error) {
+// agent and verb (a write the API server refused counted apart), and the
+// updates and deletes by Service (the slice's name less its generated
+// suffix; a create has no name yet) and controller (the user agent's last
+// part).
+func sliceWrites(path string) (byAgent map[string]map[string]int, byService map[string]map[string]int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	counts := map[string]map[string]int{}
+	byAgent, byService = map[string]map[string]int{}, map[string]map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -166,15 +188,30 @@ func sliceWrites(path string) (map[string]map[string]int, error) {
 			ObjectRef *struct {
 				Resource  string `json:"resource"`
 				Namespace string `json:"namespace"`
+				Name      string `json:"name"`
 			} `json:"objectRef"`
+			ResponseStatus *struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
 		}
 		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.ObjectRef == nil || ev.ObjectRef.Namespace != namespace {
 			continue
 		}
-		if counts[ev.UserAgent] == nil {
-			counts[ev.UserAgent] = map[string]int{}
+		if byAgent[ev.UserAgent] == nil {
+			byAgent[ev.UserAgent] = map[string]int{}
 		}
-		counts[ev.UserAgent][ev.Verb]++
+		verb := ev.Verb
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code >= 400 {
+			verb += " refused" // by the API server: a conflict, an invalid or existing object
+		}
+		byAgent[ev.UserAgent][verb]++
+		if i := strings.LastIndexByte(ev.ObjectRef.Name, '-'); i > 0 {
+			svc := ev.ObjectRef.Name[:i]
+			if byService[svc] == nil {
+				byService[svc] = map[string]int{}
+			}
+			byService[svc][ev.UserAgent[strings.LastIndexByte(ev.UserAgent, '/')+1:]]++
+		}
 	}
-	return counts, sc.Err()
+	return byAgent, byService, sc.Err()
 }
