@@ -31,17 +31,8 @@ const (
 	kcmMirroring  = "endpointslicemirroring-controller.k8s.io"
 )
 
-// pairs are compared after each step. The mirroring pair only with
-// DIFFKCM_MIRRORING=1: its two differences found so far are explained or
-// fixed (seed 7, steps 93 and 225), but it has not yet run long enough to
-// gate CI.
-var pairs = [][2]string{{ours, kcm}}
-
-func init() {
-	if os.Getenv("DIFFKCM_MIRRORING") == "1" {
-		pairs = append(pairs, [2]string{oursMirroring, kcmMirroring})
-	}
-}
+// pairs are compared after each step.
+var pairs = [][2]string{{ours, kcm}, {oursMirroring, kcmMirroring}}
 
 // TestEndpointSliceControllerMatchesKCM runs the seeded random workload
 // and, after every step, compares each Service's slices of the example

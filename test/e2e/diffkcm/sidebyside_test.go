@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -50,6 +51,9 @@ type sideBySide struct {
 	seen      map[string][]readiness
 	flippedAt time.Time
 	latencies map[string][]time.Duration
+	// updates[managed-by] are the updates of each controller's slices,
+	// by what they changed (updateKind).
+	updates map[string]map[string]int
 }
 
 type readiness struct {
@@ -57,9 +61,31 @@ type readiness struct {
 	at    time.Time
 }
 
-// watchBarrier records when each controller's barrier slice changes.
+// watchBarrier records when each controller's barrier slice changes, and
+// what each update of any slice changed.
 func (s *sideBySide) watchBarrier(ctx context.Context, kube kubernetes.Interface) error {
-	s.seen, s.latencies = map[string][]readiness{}, map[string][]time.Duration{}
+	s.seen, s.latencies, s.updates = map[string][]readiness{}, map[string][]time.Duration{}, map[string]map[string]int{}
+	all := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
+	if _, err := all.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*discoveryv1.EndpointSlice)
+			c, ok2 := cur.(*discoveryv1.EndpointSlice)
+			if !ok1 || !ok2 || o.ResourceVersion == c.ResourceVersion {
+				return
+			}
+			m := c.Labels[discoveryv1.LabelManagedBy]
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.updates[m] == nil {
+				s.updates[m] = map[string]int{}
+			}
+			s.updates[m][updateKind(o, c)]++
+		},
+	}); err != nil {
+		return err
+	}
+	all.Start(ctx.Done())
+	all.WaitForCacheSync(ctx.Done())
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + barrier }))
 	record := func(obj any) {
@@ -142,6 +168,10 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fmt.Fprintf(&b, "  slice updates by what they changed (watched):\n")
+	for _, m := range slices.Sorted(maps.Keys(s.updates)) {
+		fmt.Fprintf(&b, "    %-40s %v\n", m, s.updates[m])
+	}
 	fmt.Fprintf(&b, "  pod readiness -> slice (the barrier, once per step):\n")
 	for _, m := range []string{ours, kcm} {
 		l := slices.Sorted(slices.Values(s.latencies[m]))
@@ -165,6 +195,20 @@ func pairsDiffer(writes map[string]int) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// updateKind says what an update of a slice changed: "endpoints" (what
+// the differential test compares: endpoints as a set, ports, labels),
+// "endpoint order only", or "nothing compared" (annotations, owners).
+func updateKind(old, cur *discoveryv1.EndpointSlice) string {
+	switch {
+	case !reflect.DeepEqual(normalise([]discoveryv1.EndpointSlice{*old}, false), normalise([]discoveryv1.EndpointSlice{*cur}, false)):
+		return "endpoints"
+	case !reflect.DeepEqual(old.Endpoints, cur.Endpoints):
+		return "endpoint order only"
+	default:
+		return "nothing compared"
+	}
 }
 
 // sliceWrites counts the EndpointSlice writes in namespace diff by user
