@@ -197,13 +197,13 @@ func pairsDiffer(writes map[string]int) string {
 	return strings.Join(out, "; ")
 }
 
-// updateKind says what an update of a slice changed: "endpoints" (what
-// the differential test compares: endpoints as a set, ports, labels),
+// updateKind says what an update of a slice changed: "endpoints, ports or
+// labels" (what the differential test compares, endpoints as a set),
 // "endpoint order only", or "nothing compared" (annotations, owners).
 func updateKind(old, cur *discoveryv1.EndpointSlice) string {
 	switch {
 	case !reflect.DeepEqual(normalise([]discoveryv1.EndpointSlice{*old}, false), normalise([]discoveryv1.EndpointSlice{*cur}, false)):
-		return "endpoints"
+		return "endpoints, ports or labels"
 	case !reflect.DeepEqual(old.Endpoints, cur.Endpoints):
 		return "endpoint order only"
 	default:

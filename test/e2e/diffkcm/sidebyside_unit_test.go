@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 func TestSliceWritesCountsByAgentAndService(t *testing.T) {
@@ -43,5 +45,28 @@ not json
 	}
 	if got := pairsDiffer(map[string]int{"endpointslice.example.com": 3, "endpointslice-controller": 3}); got != "" {
 		t.Errorf("pairsDiffer of equal counts %q, want none", got)
+	}
+}
+
+func TestUpdateKind(t *testing.T) {
+	ep := func(addr string) discoveryv1.Endpoint { return discoveryv1.Endpoint{Addresses: []string{addr}} }
+	old := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{ep("10.0.0.1"), ep("10.0.0.2")}}
+	reordered := old.DeepCopy()
+	reordered.Endpoints[0], reordered.Endpoints[1] = reordered.Endpoints[1], reordered.Endpoints[0]
+	annotated := old.DeepCopy()
+	annotated.Annotations = map[string]string{"endpoints.kubernetes.io/last-change-trigger-time": "now"}
+	added := old.DeepCopy()
+	added.Endpoints = append(added.Endpoints, ep("10.0.0.3"))
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"a": "b"}
+	for cur, want := range map[*discoveryv1.EndpointSlice]string{
+		reordered:  "endpoint order only",
+		annotated:  "nothing compared",
+		added:      "endpoints, ports or labels",
+		relabelled: "endpoints, ports or labels",
+	} {
+		if got := updateKind(old, cur); got != want {
+			t.Errorf("updateKind(%+v) = %q, want %q", cur, got, want)
+		}
 	}
 }
