@@ -89,8 +89,33 @@ func (dp *dataPlane) reaches(ctx context.Context, t *testing.T, proto, target st
 	}
 	eventually(ctx, t, fmt.Sprintf("%s %s from north to reach %v", proto, target, want), round)
 	if err := round(); err != nil {
-		t.Fatalf("%s %s from north: reached %v once, then: %v", proto, target, want, err)
+		t.Fatalf("%s %s from north: reached %v once, then: %v\nnorth's EndpointSlices of %s now (what kube-proxy serves):\n%s",
+			proto, target, want, err, dp.ns, dp.slicesOfNorth(ctx))
 	}
+}
+
+// slicesOfNorth lists north's EndpointSlices of the test's namespace, one
+// line each with its endpoints' addresses and conditions: for a failed
+// reaches, to tell a slice that names a gone endpoint from a lost packet.
+func (dp *dataPlane) slicesOfNorth(ctx context.Context) string {
+	var list discoveryv1.EndpointSliceList
+	cl, err := dp.north.Client()
+	if err == nil {
+		err = cl.List(ctx, &list, client.InNamespace(dp.ns))
+	}
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, s := range list.Items {
+		fmt.Fprintf(&b, "  %s (managed by %s, resourceVersion %s):", s.Name, s.Labels[discoveryv1.LabelManagedBy], s.ResourceVersion)
+		for _, ep := range s.Endpoints {
+			fmt.Fprintf(&b, " %v ready=%v serving=%v terminating=%v;", ep.Addresses,
+				ptr.Deref(ep.Conditions.Ready, false), ptr.Deref(ep.Conditions.Serving, false), ptr.Deref(ep.Conditions.Terminating, false))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // lookup asks north's DNS from the client pod.
