@@ -72,24 +72,9 @@ var zoneCPU = map[string]float64{"diff-a": 64000, "diff-b": 64000, "diff-c": 160
 // not rewrite as long as no zone passes its maximum (getHintsByZone); seed
 // 7, step 120 leaves it 4/4/0 over the zones where ours is 4/3/1.
 func validHints(slices_ []discoveryv1.EndpointSlice) bool {
-	ready, hinted := map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}
-	for _, s := range slices_ {
-		for _, ep := range s.Endpoints {
-			if !ptr.Deref(ep.Conditions.Ready, false) {
-				continue
-			}
-			ready[s.AddressType]++
-			if ep.Hints == nil {
-				continue
-			}
-			if len(ep.Hints.ForZones) != 1 {
-				return false
-			}
-			if hinted[s.AddressType] == nil {
-				hinted[s.AddressType] = map[string]int{}
-			}
-			hinted[s.AddressType][ep.Hints.ForZones[0].Name]++
-		}
+	ready, hinted, oneZoneEach := countHints(slices_)
+	if !oneZoneEach {
+		return false
 	}
 	var total float64
 	for _, c := range zoneCPU {
@@ -193,7 +178,20 @@ func mustJSON(v any) string {
 // hintCounts describes a Service's hints: per address type, the ready
 // endpoints and how many are hinted to each zone.
 func hintCounts(slices_ []discoveryv1.EndpointSlice) string {
-	ready, hinted := map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}
+	ready, hinted, _ := countHints(slices_)
+	var b strings.Builder
+	for _, typ := range slices.Sorted(maps.Keys(ready)) {
+		fmt.Fprintf(&b, "%s: %d ready, hinted %v; ", typ, ready[typ], hinted[typ])
+	}
+	return b.String()
+}
+
+// countHints counts, per address type, the ready endpoints of slices and
+// their hints per zone (an endpoint hinted to several zones counts in
+// each); oneZoneEach is false if a ready endpoint's hints name other than
+// one zone.
+func countHints(slices_ []discoveryv1.EndpointSlice) (ready map[discoveryv1.AddressType]int, hinted map[discoveryv1.AddressType]map[string]int, oneZoneEach bool) {
+	ready, hinted, oneZoneEach = map[discoveryv1.AddressType]int{}, map[discoveryv1.AddressType]map[string]int{}, true
 	for _, s := range slices_ {
 		for _, ep := range s.Endpoints {
 			if !ptr.Deref(ep.Conditions.Ready, false) {
@@ -203,18 +201,18 @@ func hintCounts(slices_ []discoveryv1.EndpointSlice) string {
 			if hinted[s.AddressType] == nil {
 				hinted[s.AddressType] = map[string]int{}
 			}
-			if ep.Hints != nil {
-				for _, z := range ep.Hints.ForZones {
-					hinted[s.AddressType][z.Name]++
-				}
+			if ep.Hints == nil {
+				continue
+			}
+			if len(ep.Hints.ForZones) != 1 {
+				oneZoneEach = false
+			}
+			for _, z := range ep.Hints.ForZones {
+				hinted[s.AddressType][z.Name]++
 			}
 		}
 	}
-	var b strings.Builder
-	for _, typ := range slices.Sorted(maps.Keys(ready)) {
-		fmt.Fprintf(&b, "%s: %d ready, hinted %v; ", typ, ready[typ], hinted[typ])
-	}
-	return b.String()
+	return ready, hinted, oneZoneEach
 }
 
 func hasHints(slices_ []discoveryv1.EndpointSlice) bool {

@@ -1,12 +1,14 @@
 package diffkcm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestSliceWritesCountsByAgentAndService(t *testing.T) {
@@ -67,6 +69,56 @@ func TestUpdateKind(t *testing.T) {
 	} {
 		if got := updateKind(old, cur); got != want {
 			t.Errorf("updateKind(%+v) = %q, want %q", cur, got, want)
+		}
+	}
+}
+
+// TestValidHints: 9 ready endpoints over the testbed's zones (CPU 4:4:1)
+// allow 4/4/1 and no zone above its maximum, every ready endpoint hinted
+// to exactly one zone, or no hints at all.
+func TestValidHints(t *testing.T) {
+	slice := func(perZone map[string]int, mutate func(*discoveryv1.Endpoint)) []discoveryv1.EndpointSlice {
+		s := discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4}
+		for _, z := range []string{"diff-a", "diff-b", "diff-c"} {
+			for range perZone[z] {
+				ep := discoveryv1.Endpoint{
+					Addresses:  []string{fmt.Sprintf("10.0.0.%d", len(s.Endpoints)+1)},
+					Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+					Hints:      &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}},
+				}
+				if mutate != nil {
+					mutate(&ep)
+				}
+				s.Endpoints = append(s.Endpoints, ep)
+			}
+		}
+		return []discoveryv1.EndpointSlice{s}
+	}
+	balanced := map[string]int{"diff-a": 4, "diff-b": 4, "diff-c": 1}
+	first := func(f func(*discoveryv1.Endpoint)) func(*discoveryv1.Endpoint) {
+		done := false
+		return func(ep *discoveryv1.Endpoint) {
+			if !done {
+				f(ep)
+				done = true
+			}
+		}
+	}
+	for name, tc := range map[string]struct {
+		slices []discoveryv1.EndpointSlice
+		want   bool
+	}{
+		"4/4/1":                {slice(balanced, nil), true},
+		"4/4/0 (c short)":      {slice(map[string]int{"diff-a": 5, "diff-b": 4}, nil), false},
+		"no hints":             {slice(balanced, func(ep *discoveryv1.Endpoint) { ep.Hints = nil }), true},
+		"one ready not hinted": {slice(balanced, first(func(ep *discoveryv1.Endpoint) { ep.Hints = nil })), false},
+		"one hinted to 2 zones": {slice(balanced, first(func(ep *discoveryv1.Endpoint) {
+			ep.Hints.ForZones = append(ep.Hints.ForZones, discoveryv1.ForZone{Name: "diff-b"})
+		})), false},
+		"not ready unhinted": {slice(balanced, first(func(ep *discoveryv1.Endpoint) { ep.Hints, ep.Conditions.Ready = nil, ptr.To(false) })), true},
+	} {
+		if got := validHints(tc.slices); got != tc.want {
+			t.Errorf("%s: validHints %v, want %v", name, got, tc.want)
 		}
 	}
 }
