@@ -70,7 +70,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 		"examples/mirroring":                            startOurs(t, "mirroring", cluster.KubeconfigPath, oursMirroring),
 	}
 	sbs := &sideBySide{}
-	if err := sbs.watchBarrier(ctx, kube); err != nil {
+	if err := sbs.watchSlices(ctx, kube); err != nil {
 		fatalf("%v", err)
 	}
 

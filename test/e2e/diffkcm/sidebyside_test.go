@@ -15,7 +15,6 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -61,16 +60,35 @@ type readiness struct {
 	at    time.Time
 }
 
-// watchBarrier records when each controller's barrier slice changes, and
-// what each update of any slice changed.
-func (s *sideBySide) watchBarrier(ctx context.Context, kube kubernetes.Interface) error {
+// watchSlices records, from one informer over the namespace's slices,
+// when each controller's barrier slice changes and what each update of any
+// slice changed.
+func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface) error {
 	s.seen, s.latencies, s.updates = map[string][]readiness{}, map[string][]time.Duration{}, map[string]map[string]int{}
-	all := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
-	if _, err := all.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	recordBarrier := func(slice *discoveryv1.EndpointSlice) {
+		if slice.Labels[discoveryv1.LabelServiceName] != barrier || len(slice.Endpoints) == 0 {
+			return
+		}
+		now, m := time.Now(), slice.Labels[discoveryv1.LabelManagedBy]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.seen[m] = append(s.seen[m], readiness{ptr.Deref(slice.Endpoints[0].Conditions.Ready, false), now})
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
+	if _, err := f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
+				recordBarrier(slice)
+			}
+		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*discoveryv1.EndpointSlice)
 			c, ok2 := cur.(*discoveryv1.EndpointSlice)
-			if !ok1 || !ok2 || o.ResourceVersion == c.ResourceVersion {
+			if !ok1 || !ok2 {
+				return
+			}
+			recordBarrier(c)
+			if o.ResourceVersion == c.ResourceVersion {
 				return
 			}
 			m := c.Labels[discoveryv1.LabelManagedBy]
@@ -81,25 +99,6 @@ func (s *sideBySide) watchBarrier(ctx context.Context, kube kubernetes.Interface
 			}
 			s.updates[m][updateKind(o, c)]++
 		},
-	}); err != nil {
-		return err
-	}
-	all.Start(ctx.Done())
-	all.WaitForCacheSync(ctx.Done())
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = discoveryv1.LabelServiceName + "=" + barrier }))
-	record := func(obj any) {
-		slice, ok := obj.(*discoveryv1.EndpointSlice)
-		if !ok || len(slice.Endpoints) == 0 {
-			return
-		}
-		now, m := time.Now(), slice.Labels[discoveryv1.LabelManagedBy]
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.seen[m] = append(s.seen[m], readiness{ptr.Deref(slice.Endpoints[0].Conditions.Ready, false), now})
-	}
-	if _, err := f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: record, UpdateFunc: func(_, cur any) { record(cur) },
 	}); err != nil {
 		return err
 	}
