@@ -87,12 +87,34 @@ func (e *ExportedService) Equal(o *ExportedService) bool {
 }
 
 // Membership is what the export and import sides need to know of the
-// clusterset's members while it runs: who they are now, and whether each
-// answers (a member being engaged or engaged), and since when that is so.
+// clusterset's members while it runs: who they are now, and how healthy
+// each is.
 type Membership interface {
 	// IDs returns the current members' IDs, sorted.
 	IDs() []ClusterID
-	// Connected reports whether a member is reachable and since when its
-	// reachability last changed; a member not in the clusterset is not.
-	Connected(ClusterID) (connected bool, since time.Time)
+	// Health reports what is known of a member's health; a member not in
+	// the clusterset is Down since the zero time.
+	Health(ClusterID) Health
+}
+
+// Health is what the import side knows of one member's health: a member
+// is Up, Held, or else down.
+type Health struct {
+	// Up: mcs-syncer reads the member (its cache is synced) and, for a
+	// member read through its publications, the member's own mcs-syncer
+	// renews its heartbeat there.
+	Up bool
+	// Held: what carries the member's news (the hub) cannot be read, so
+	// nothing is known of the member itself: its exports stay as they
+	// are, and no grace runs out (KEP-1645 withdraws a cluster that is
+	// unhealthy, not one whose messenger is).
+	Held bool
+	// Since is, when Up, since when it is; otherwise when the member was
+	// last up (or joined, or the process started): a failure that repeats
+	// (forbidden, syncing, forbidden, ...) does not move it, so the grace
+	// counts from it.
+	Since time.Time
+	// Answering: the member's API server answers (its cache is syncing or
+	// synced); a member that answers is heard from in a moment.
+	Answering bool
 }

@@ -489,7 +489,7 @@ func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	testbed.Eventually(ctx, t, "west connected", func() error { return wantConnected("west", true) })
-	_, before := members.Connected("west")
+	before := members.Health("west").Since
 
 	west := bed.Cluster("west")
 	if err := west.StopAPIServer(ctx); err != nil {
@@ -499,9 +499,8 @@ func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
 	if err := wantConnected("east", true); err != nil {
 		t.Errorf("east: %v", err)
 	}
-	_, since := members.Connected("west")
-	if !since.After(before) {
-		t.Errorf("disconnected since %s, not after %s", since, before)
+	if since := members.Health("west").Since; !since.After(before) {
+		t.Errorf("down since %s, not after %s", since, before)
 	}
 
 	if err := west.StartAPIServer(ctx); err != nil {
@@ -513,7 +512,7 @@ func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
 // wantConnected checks a member's state and its mcs_syncer_member_connected
 // gauge.
 func wantConnected(cluster string, want bool) error {
-	if got, _ := members.Connected(clusterset.ClusterID(cluster)); got != want {
+	if got := members.Health(clusterset.ClusterID(cluster)).Up; got != want {
 		return fmt.Errorf("%s: connected=%v", cluster, got)
 	}
 	families, err := registry.Gather()

@@ -57,8 +57,8 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 		// A member that answers and is in its first pass is heard from in
 		// a moment: one write then (the Store announces every key once the
 		// member is synced).
-		if connected, since := w.membership.Connected(id); connected && time.Since(since) < firstPassWait {
-			return firstPassWait - time.Since(since), nil
+		if h := w.membership.Health(id); h.Answering && time.Since(h.Since) < firstPassWait {
+			return firstPassWait - time.Since(h.Since), nil
 		}
 		unheard = append(unheard, string(id))
 	}

@@ -44,11 +44,11 @@ type fakeMembers struct {
 
 func (m *fakeMembers) IDs() []clusterset.ClusterID { return []clusterset.ClusterID{"east", "west"} }
 
-func (m *fakeMembers) Connected(id clusterset.ClusterID) (bool, time.Time) {
+func (m *fakeMembers) Health(id clusterset.ClusterID) clusterset.Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	since, ok := m.connected[id]
-	return ok, since
+	return clusterset.Health{Up: ok, Since: since, Answering: ok}
 }
 
 type unitHarness struct {

@@ -39,23 +39,29 @@ import (
 
 var key = types.NamespacedName{Namespace: "ns", Name: "web"}
 
-// members is a Membership whose members are connected unless down says
-// since when they are not.
+// members is a Membership whose members are up unless down says since
+// when they are not, or held says they are read through a hub that cannot
+// be read; up, if it has them, says since when they are up.
 type members struct {
 	mu   sync.Mutex
 	ids  []clusterset.ClusterID
 	down map[clusterset.ClusterID]time.Time
+	held map[clusterset.ClusterID]bool
+	up   map[clusterset.ClusterID]time.Time
 }
 
 func (m *members) IDs() []clusterset.ClusterID { return slices.Clone(m.ids) }
 
-func (m *members) Connected(id clusterset.ClusterID) (bool, time.Time) {
+func (m *members) Health(id clusterset.ClusterID) clusterset.Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if since, ok := m.down[id]; ok {
-		return false, since
+	if m.held[id] {
+		return clusterset.Health{Held: true}
 	}
-	return slices.Contains(m.ids, id), time.Time{}
+	if since, ok := m.down[id]; ok {
+		return clusterset.Health{Since: since}
+	}
+	return clusterset.Health{Up: slices.Contains(m.ids, id), Since: m.up[id], Answering: true}
 }
 
 // harness is one consumer ("north") with a fake API server, a Store and
@@ -87,7 +93,7 @@ func newHarness(t *testing.T, opts Options, objs ...client.Object) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, store: clusterset.NewStore(), recorder: events.NewFakeRecorder(100),
-		members: &members{ids: []clusterset.ClusterID{"east", "north", "west"}, down: map[clusterset.ClusterID]time.Time{}}}
+		members: &members{ids: []clusterset.ClusterID{"east", "north", "west"}, down: map[clusterset.ClusterID]time.Time{}, held: map[clusterset.ClusterID]bool{}, up: map[clusterset.ClusterID]time.Time{}}}
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
 	h.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&mcsv1beta1.ServiceImport{}).

@@ -21,19 +21,26 @@ type view struct {
 	recheck time.Duration
 }
 
-// viewOf returns the view of key's exports.
+// viewOf returns the view of key's exports. A member counts while it is
+// up or held (read through a hub that cannot be read: nothing is known of
+// the member itself), and for the grace after it was last up; past that
+// it counts as a member without exports, whatever state it is stuck in
+// (forbidden, syncing again and again, never marked), so that it never
+// freezes the decisions of the others.
 func (c *Controller) viewOf(key types.NamespacedName) view {
 	v := view{unsettled: map[clusterset.ClusterID]bool{}}
 	now := time.Now()
-	// graceLeft tells how long a disconnected member still counts.
-	graceLeft := func(since time.Time) time.Duration { return c.opts.UnreachableGrace - now.Sub(since) }
-	for _, es := range c.opts.Store.Get(key) {
-		connected, since := c.opts.Membership.Connected(es.Cluster)
-		if connected || c.opts.UnreachableGrace == 0 {
-			v.exports = append(v.exports, es)
-			continue
+	// counts reports whether a member still counts, and for how long a
+	// member that is down does (0: for as long as it stays as it is).
+	counts := func(h clusterset.Health) (bool, time.Duration) {
+		if h.Up || h.Held || c.opts.UnreachableGrace == 0 {
+			return true, 0
 		}
-		if left := graceLeft(since); left > 0 {
+		left := c.opts.UnreachableGrace - now.Sub(h.Since)
+		return left > 0, left
+	}
+	for _, es := range c.opts.Store.Get(key) {
+		if ok, left := counts(c.opts.Membership.Health(es.Cluster)); ok {
 			v.exports = append(v.exports, es)
 			v.recheck = minPositive(v.recheck, left)
 		}
@@ -42,20 +49,27 @@ func (c *Controller) viewOf(key types.NamespacedName) view {
 		if c.opts.Store.Synced(id) {
 			continue
 		}
-		connected, since := c.opts.Membership.Connected(id)
-		switch {
-		case connected:
-			// Its first pass is under way; the Store announces every key
-			// when it is done, this is the fallback.
+		h := c.opts.Membership.Health(id)
+		switch ok, left := counts(h); {
+		case h.Up:
+			// Its first pass is under way (the Store announces every key
+			// when it is done; this is the fallback), for the grace at
+			// most: one that never ends (a member read through the hub
+			// whose own mcs-syncer never published) must not freeze every
+			// import.
+			if c.opts.UnreachableGrace == 0 {
+				v.unsettled[id] = true
+				v.recheck = minPositive(v.recheck, time.Second)
+			} else if left := c.opts.UnreachableGrace - now.Sub(h.Since); left > 0 {
+				v.unsettled[id] = true
+				v.recheck = minPositive(v.recheck, min(time.Second, left))
+			}
+		case ok:
+			// Held, or down within its grace: settled, with nothing
+			// exported, once the grace has run out (the hub's return,
+			// a member's, announces).
 			v.unsettled[id] = true
-			v.recheck = minPositive(v.recheck, time.Second)
-		case c.opts.UnreachableGrace == 0:
-			v.unsettled[id] = true // kept until it is back; its reconnection announces
-		case graceLeft(since) > 0:
-			// Unreachable within its grace: settled, with nothing
-			// exported, once the grace has run out.
-			v.unsettled[id] = true
-			v.recheck = minPositive(v.recheck, graceLeft(since))
+			v.recheck = minPositive(v.recheck, left)
 		}
 	}
 	return v

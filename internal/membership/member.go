@@ -118,9 +118,11 @@ type member struct {
 
 	mu     sync.Mutex
 	status Status
-	// connectedSince is when the member last became connected or
-	// disconnected (the import side's grace counts from it).
-	connectedSince time.Time
+	// upSince is when the member was last engaged (zero while it is not);
+	// lastUp is when it last stopped being engaged, or when it joined: the
+	// import side's grace counts from it, and a failure that repeats
+	// (forbidden, syncing, forbidden) does not move it.
+	upSince, lastUp time.Time
 	// engaged says whether the member was ever engaged; uid is its
 	// cluster's identity once read.
 	engaged bool
@@ -129,7 +131,7 @@ type member struct {
 
 func newMember(d *deps, config Member, now time.Time) *member {
 	m := &member{deps: d, config: config, print: config.fingerprint(), done: make(chan struct{}),
-		status: Status{State: Connecting, Since: now}, connectedSince: now}
+		status: Status{State: Connecting, Since: now}, lastUp: now}
 	if rc, err := config.RESTConfig(); err == nil && !config.ThroughHub {
 		m.host = rc.Host // the hub's address says nothing of the member's cluster
 	}
@@ -144,10 +146,18 @@ func (m *member) getStatus() Status {
 	return m.status
 }
 
-func (m *member) connected() (bool, time.Time) {
+// health is the member's health as far as its own state tells: a member
+// read through a hub that cannot be read is held, not down.
+func (m *member) health() clusterset.Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.status.State.connected(), m.connectedSince
+	switch {
+	case m.status.State == Engaged:
+		return clusterset.Health{Up: true, Since: m.upSince, Answering: true}
+	case m.config.ThroughHub:
+		return clusterset.Health{Held: true, Since: m.lastUp, Answering: m.status.State.connected()}
+	}
+	return clusterset.Health{Since: m.lastUp, Answering: m.status.State.connected()}
 }
 
 // identity returns the member's cluster identity, as far as it is known,
@@ -168,7 +178,7 @@ func (m *member) sameCluster(uid types.UID, host string) bool {
 	return host != "" && m.host == host
 }
 
-// setState records a new state; a change of connectedness is announced.
+// setState records a new state; a change of health is announced.
 func (m *member) setState(ctx context.Context, state State, cause error) {
 	now := time.Now()
 	m.mu.Lock()
@@ -180,9 +190,14 @@ func (m *member) setState(ctx context.Context, state State, cause error) {
 	if old.State != state {
 		status.Since = now
 	}
-	flipped := old.State.connected() != state.connected()
-	if flipped {
-		m.connectedSince = now
+	// What the Set's health reports of the member changes when it starts
+	// or stops answering, or being engaged.
+	flipped := old.State.connected() != state.connected() || (old.State == Engaged) != (state == Engaged)
+	switch {
+	case state == Engaged && old.State != Engaged:
+		m.upSince = now
+	case old.State == Engaged && state != Engaged:
+		m.upSince, m.lastUp = time.Time{}, now
 	}
 	if state == Engaged {
 		m.engaged = true

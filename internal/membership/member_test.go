@@ -252,8 +252,8 @@ func TestEngageSyncingThenEngaged(t *testing.T) {
 	if n := l.runningNow(); n != 0 {
 		t.Fatalf("%d controllers run before the cache synced", n)
 	}
-	if connected, _ := l.m.connected(); !connected || l.changed() != 1 {
-		t.Errorf("syncing: connected %v, %d changes", connected, l.changed())
+	if h := l.m.health(); h.Up || !h.Answering || l.changed() != 1 {
+		t.Errorf("syncing: %+v, %d changes", h, l.changed())
 	}
 	close(l.cluster.sync)
 	l.wantState(Engaged, "")
@@ -280,8 +280,8 @@ func TestEngageSyncingThenEngaged(t *testing.T) {
 	if n := l.runningNow(); n != 0 {
 		t.Errorf("%d controllers still running after the member was disengaged", n)
 	}
-	if n := l.changed(); n != 2 {
-		t.Errorf("%d changes, want 2 (connected, disconnected)", n)
+	if n := l.changed(); n != 3 {
+		t.Errorf("%d changes, want 3 (answering, engaged, gone)", n)
 	}
 }
 
@@ -427,8 +427,8 @@ func TestRunReturns(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not end")
 	}
-	if n := l.changed(); n != 3 {
-		t.Errorf("%d changes, want 3 (up, down, up)", n)
+	if n := l.changed(); n != 5 {
+		t.Errorf("%d changes, want 5 (answering, engaged, gone, answering, engaged)", n)
 	}
 }
 

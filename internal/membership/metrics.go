@@ -11,6 +11,8 @@ import (
 // metrics are the membership's Prometheus metrics.
 type metrics struct {
 	connected    *prometheus.GaugeVec
+	up           *prometheus.GaugeVec
+	hubConnected prometheus.Gauge
 	state        *prometheus.GaugeVec
 	reloadOK     prometheus.Gauge
 	reloadOKTime prometheus.Gauge
@@ -22,6 +24,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "mcs_syncer_member_connected",
 			Help: "1 while mcs-syncer reaches the member cluster's API server (state syncing or engaged), 0 otherwise.",
 		}, []string{"cluster"}),
+		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcs_syncer_member_up",
+			Help: "1 while the member is up: engaged and, when read through its publications, heard from (its mcs-syncer renews its heartbeat); 0 while it is down or held (read through a hub that cannot be read). Its endpoints leave the imports once it has been down for --cluster-unreachable-grace.",
+		}, []string{"cluster"}),
+		hubConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcs_syncer_hub_connected",
+			Help: "1 while the hub can be read, 0 while it cannot (the members read through it keep their exports as they are meanwhile); absent without a hub.",
+		}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcs_syncer_member_state",
 			Help: "1 for the member's current state (connecting, config-error, unreachable, missing-crds, forbidden, failed, syncing, engaged), 0 for the others.",
@@ -36,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.connected, m.state, m.reloadOK, m.reloadOKTime} {
+		for _, c := range []prometheus.Collector{m.connected, m.up, m.hubConnected, m.state, m.reloadOK, m.reloadOKTime} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("membership: register metrics: %w", err)
 			}
@@ -60,9 +70,23 @@ func (m *metrics) setState(id clusterset.ClusterID, state State) {
 	m.connected.WithLabelValues(string(id)).Set(v)
 }
 
+func (m *metrics) setUp(id clusterset.ClusterID, up bool) {
+	m.up.WithLabelValues(string(id)).Set(gauge(up))
+}
+
+func (m *metrics) setHubConnected(connected bool) { m.hubConnected.Set(gauge(connected)) }
+
+func gauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // forget drops the series of a member that left.
 func (m *metrics) forget(id clusterset.ClusterID) {
 	m.connected.DeleteLabelValues(string(id))
+	m.up.DeleteLabelValues(string(id))
 	m.state.DeletePartialMatch(prometheus.Labels{"cluster": string(id)})
 }
 

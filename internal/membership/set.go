@@ -48,9 +48,16 @@ type Options struct {
 	// mcs-syncer wrote into it unless its cluster is still (or again) a
 	// member. It must not block: slow work goes to a goroutine.
 	Departed func(Departure)
-	// Changed, if set, is called when a member becomes connected or
-	// disconnected, joins or leaves.
+	// Changed, if set, is called when a member's health (up, held or
+	// down: clusterset.Health) changes, or a member joins or leaves.
 	Changed func()
+	// Heartbeat, if set, tells of a member read through its publications
+	// when its own mcs-syncer was last heard from (its marker renewed, as
+	// observed here; zero if never) and how long a silence means it is
+	// gone (0: it does not renew, so silence means nothing). An engaged
+	// member that stays silent longer than that is down since it was last
+	// heard from (or since it was engaged, whichever is later).
+	Heartbeat func(clusterset.ClusterID) (last time.Time, timeout time.Duration)
 	// Required names a member that every reloaded config must keep (the
 	// local cluster in per-cluster mode); a config without it is refused.
 	Required clusterset.ClusterID
@@ -127,6 +134,29 @@ type Set struct {
 	// departures are the members that left and whose clean-up may still
 	// be under way.
 	departures map[*departure]bool
+	// announced is each member's health as last announced (Changed);
+	// hubHeld whether the hub was last seen out of reach.
+	announced map[clusterset.ClusterID]healthClass
+	hubHeld   bool
+}
+
+// healthClass is what the import side acts on in a clusterset.Health.
+type healthClass int
+
+const (
+	classDown healthClass = iota
+	classUp
+	classHeld
+)
+
+func classOf(h clusterset.Health) healthClass {
+	switch {
+	case h.Up:
+		return classUp
+	case h.Held:
+		return classHeld
+	}
+	return classDown
 }
 
 // departure is a member that left, until its clean-up's context ends.
@@ -164,8 +194,8 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
-		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}}
-	s.deps = &deps{opts: opts, metrics: m, changed: s.changed, identified: s.rejoined,
+		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}, announced: map[clusterset.ClusterID]healthClass{}}
+	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
 		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout}
 	s.deps.hubs = newHubs(s.deps)
 	if err := s.checkRequired(cfg); err != nil {
@@ -195,16 +225,74 @@ func (s *Set) IDs() []clusterset.ClusterID {
 	return s.ids
 }
 
-// Connected reports whether a member answers, and since when its
-// connectedness last changed.
-func (s *Set) Connected(id clusterset.ClusterID) (bool, time.Time) {
+// Health reports a member's health: its own state's, and for an engaged
+// member read through its publications, its heartbeat's.
+func (s *Set) Health(id clusterset.ClusterID) clusterset.Health {
 	s.mu.Lock()
 	m := s.members[id]
 	s.mu.Unlock()
 	if m == nil {
-		return false, time.Time{}
+		return clusterset.Health{}
 	}
-	return m.connected()
+	h := m.health()
+	if !h.Up || s.opts.Heartbeat == nil || s.opts.ReadsPublications == nil || !s.opts.ReadsPublications(id) {
+		return h
+	}
+	last, timeout := s.opts.Heartbeat(id)
+	if timeout <= 0 {
+		return h
+	}
+	if last.Before(h.Since) {
+		last = h.Since // silence counts while it can be heard, not before
+	}
+	if time.Since(last) <= timeout {
+		return h
+	}
+	return clusterset.Health{Since: last, Answering: true}
+}
+
+// announceHealth calls Changed when a member's health class differs from
+// the one last announced (a state that flipped, a heartbeat that went
+// silent or resumed), and keeps the health metrics and the hub's log
+// line up to date.
+func (s *Set) announceHealth() {
+	s.mu.Lock()
+	members := make([]*member, 0, len(s.ids))
+	for _, id := range s.ids {
+		members = append(members, s.members[id])
+	}
+	s.mu.Unlock()
+	next := make(map[clusterset.ClusterID]healthClass, len(members))
+	throughHub, hubHeld := false, true
+	for _, m := range members {
+		h := s.Health(m.id())
+		next[m.id()] = classOf(h)
+		s.metrics.setUp(m.id(), h.Up)
+		if m.config.ThroughHub {
+			throughHub = true
+			hubHeld = hubHeld && h.Held
+		}
+	}
+	hubHeld = throughHub && hubHeld
+	s.mu.Lock()
+	changed := !maps.Equal(next, s.announced)
+	hubFlipped := hubHeld != s.hubHeld
+	s.announced, s.hubHeld = next, hubHeld
+	s.mu.Unlock()
+	if throughHub {
+		s.metrics.setHubConnected(!hubHeld)
+	}
+	if hubFlipped {
+		logger := log.Log.WithName("membership")
+		if hubHeld {
+			logger.Info("The hub cannot be read: the members read through it keep their exports as they are until it is back")
+		} else {
+			logger.Info("The hub can be read again")
+		}
+	}
+	if changed {
+		s.changed()
+	}
 }
 
 // Status returns a member's status, and whether it is a member.
@@ -241,6 +329,7 @@ func (s *Set) Start(ctx context.Context) error {
 			return nil
 		case <-ticker.C:
 			s.poll(ctx)
+			s.announceHealth() // heartbeats fall silent without an event
 		}
 	}
 }

@@ -146,8 +146,8 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 	if v := testutil.ToFloat64(set.metrics.state.WithLabelValues("west", string(BadConfig))); v != 1 {
 		t.Errorf("member_state{west,config-error} = %v", v)
 	}
-	if connected, _ := set.Connected("east"); connected {
-		t.Error("east connected")
+	if h := set.Health("east"); h.Up || h.Answering {
+		t.Errorf("east: %+v", h)
 	}
 
 	// Refused: a file that does not parse, and one without the required
