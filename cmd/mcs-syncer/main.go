@@ -59,6 +59,7 @@ type options struct {
 	kubeAPIBurst          int
 	importSyncs           int
 	exportSyncs           int
+	heartbeat             time.Duration
 	zap                   zap.Options
 }
 
@@ -83,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "burst of each member's client above --kube-api-qps (ignored when it is negative)")
 	fs.IntVar(&o.importSyncs, "concurrent-import-syncs", 10, "ServiceImports synced at once in each consumer cluster")
 	fs.IntVar(&o.exportSyncs, "concurrent-export-syncs", 5, "ServiceExports synced at once in each member cluster")
+	fs.DurationVar(&o.heartbeat, "heartbeat-interval", publish.DefaultHeartbeat, "per-cluster mode: how often this member renews its marker where it publishes (the other members count it gone after 3 intervals without a renewal, then withdraw its endpoints after --cluster-unreachable-grace)")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -110,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--concurrent-import-syncs: %d is not positive", o.importSyncs)
 	case o.exportSyncs < 1:
 		return nil, fmt.Errorf("--concurrent-export-syncs: %d is not positive", o.exportSyncs)
+	case o.heartbeat < time.Second:
+		return nil, fmt.Errorf("--heartbeat-interval: %s is under a second", o.heartbeat)
 	case !o.leaderElect && (o.leaderElectKubeconfig != "" || o.leaderElectCluster != ""):
 		return nil, errors.New("--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
 	case o.leaderElectKubeconfig != "" && o.leaderElectCluster != "":
@@ -227,10 +231,13 @@ func run(o *options) error {
 			publish.ConfigureCache(o, publications, id)
 		}
 	}
+	// What the readers see of the other members' heartbeats (their
+	// markers' renewals), for their health.
+	heartbeats := publish.NewHeartbeats()
 	var set *membership.Set
 	engage := func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 		if readsPublications(id) {
-			r, err := publish.NewReader(cl, id, store)
+			r, err := publish.NewReader(cl, id, store, heartbeats)
 			if err != nil {
 				return nil, err
 			}
@@ -267,6 +274,7 @@ func run(o *options) error {
 	departed := func(d membership.Departure) {
 		// It left: its endpoints leave every import at once, no grace.
 		store.RemoveCluster(d.ID)
+		heartbeats.Forget(d.ID)
 		if !writesInto(d.ID) || d.Client == nil {
 			return
 		}
@@ -299,7 +307,7 @@ func run(o *options) error {
 		}()
 	}
 	set, err = membership.NewSet(o.clustersetConfig, cfg, membership.Options{
-		Scheme: scheme, ConfigureCache: configureCache, ReadsPublications: readsPublications, Registerer: crmetrics.Registry,
+		Scheme: scheme, ConfigureCache: configureCache, ReadsPublications: readsPublications, Heartbeat: heartbeats.Of, Registerer: crmetrics.Registry,
 		QPS: float32(o.kubeAPIQPS), Burst: o.kubeAPIBurst, Required: local,
 		Engage: engage, Departed: departed, Changed: store.AnnounceAll,
 	})
@@ -357,7 +365,7 @@ func checkMode(cfg *membership.Config, local clusterset.ClusterID) error {
 // the publisher. A hub that does not answer holds up the publications
 // only, never the member's own imports.
 func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Scheme, local clusterset.ClusterID, store *clusterset.Store, o *options) ([]func(context.Context) error, error) {
-	opts := publish.PublisherOptions{Cluster: local, Namespace: cfg.PublicationNamespace, Store: store, Workers: o.exportSyncs}
+	opts := publish.PublisherOptions{Cluster: local, Namespace: cfg.PublicationNamespace, Store: store, Workers: o.exportSyncs, Heartbeat: o.heartbeat}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)
 		if err != nil {

@@ -63,9 +63,10 @@ func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
 	return p
 }
 
-// Marker returns cluster's marker in namespace.
-func Marker(cluster clusterset.ClusterID, namespace string) *PublishedExport {
-	return &PublishedExport{
+// Marker returns cluster's marker in namespace, renewed now if heartbeat
+// (its renewal interval) is set.
+func Marker(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration) *PublishedExport {
+	p := &PublishedExport{
 		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: MarkerName(cluster),
@@ -73,6 +74,16 @@ func Marker(cluster clusterset.ClusterID, namespace string) *PublishedExport {
 		},
 		Spec: PublishedExportSpec{Cluster: string(cluster)},
 	}
+	if heartbeat > 0 {
+		now := metav1.NowMicro()
+		p.Spec.RenewTime, p.Spec.RenewIntervalSeconds = &now, intervalSeconds(heartbeat)
+	}
+	return p
+}
+
+// intervalSeconds is a marker's renewal interval as it is published.
+func intervalSeconds(heartbeat time.Duration) int32 {
+	return int32(max(1, heartbeat/time.Second))
 }
 
 // Decode turns a publication read from a publication server back into an

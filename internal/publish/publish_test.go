@@ -221,7 +221,7 @@ func TestPublisher(t *testing.T) {
 	if pubs["east.ns.gone"] != nil || pubs["west.ns.web"] == nil || pubs["east"] == nil || !IsMarker(pubs["east"]) {
 		t.Fatalf("after the first pass: %v", keys(pubs))
 	}
-	misnamed := Marker("east", "mcs-system")
+	misnamed := Marker("east", "mcs-system", 0)
 	misnamed.Name = "east.x"
 	if IsMarker(misnamed) {
 		t.Error("a publication without a Service under another name than its cluster's counts as the marker")
@@ -285,7 +285,7 @@ func TestReader(t *testing.T) {
 	if store.Synced("east") {
 		t.Fatal("synced without the marker")
 	}
-	r.put(Marker("east", "mcs-system"))
+	r.put(Marker("east", "mcs-system", 0))
 	if !store.Synced("east") || len(store.Get(types.NamespacedName{Namespace: "ns", Name: "old"})) != 0 {
 		t.Fatalf("after the marker: synced %v, old export %v", store.Synced("east"), store.Get(types.NamespacedName{Namespace: "ns", Name: "old"}))
 	}
@@ -308,7 +308,7 @@ func TestReader(t *testing.T) {
 	// Deleted (also as a tombstone): withdrawn; a marker deleted changes nothing.
 	r.put(Encode(export(), "mcs-system"))
 	r.remove(Encode(export(), "mcs-system"))
-	r.remove(Marker("east", "mcs-system"))
+	r.remove(Marker("east", "mcs-system", 0))
 	if got := store.Get(webKey); len(got) != 0 || !store.Synced("east") {
 		t.Errorf("after delete: %+v, synced %v", got, store.Synced("east"))
 	}

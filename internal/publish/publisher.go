@@ -51,11 +51,16 @@ type PublisherOptions struct {
 	Store *clusterset.Store
 	// Workers reconcile that many exports at once (default 1).
 	Workers int
+	// Heartbeat is how often the marker is renewed (0: never, as
+	// publishers before the heartbeat did); see Heartbeats.
+	Heartbeat time.Duration
 }
 
 // Publisher keeps the publications of one member in a publication server
-// equal to the member's exports in the Store, and writes the member's
-// marker once they first are.
+// equal to the member's exports in the Store, writes the member's marker
+// once they first are, and then renews it (the member's heartbeat). A
+// marker that disappears (a wiped hub, a hand that deleted it) is written
+// again once every export is published again.
 type Publisher struct {
 	opts   PublisherOptions
 	client client.Client
@@ -224,10 +229,11 @@ func (p *Publisher) inTheWay(ctx context.Context, name types.NamespacedName) (re
 }
 
 // syncMarker writes the marker once every export of the member is
-// published as it is in the Store and no stale publication is left.
+// published as it is in the Store and no stale publication is left; then
+// it renews it every Heartbeat.
 func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	if p.markerDone.Load() {
-		return reconcile.Result{}, nil
+		return p.renewMarker(ctx)
 	}
 	if !p.opts.Store.Synced(p.opts.Cluster) {
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil
@@ -242,7 +248,7 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 		pub := &list.Items[i]
 		if IsMarker(pub) {
 			p.markerDone.Store(true)
-			return reconcile.Result{}, nil // written by an earlier run, or just now
+			return p.renewMarker(ctx) // written by an earlier run, or just now
 		}
 		mine := p.mine(types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name})
 		if mine == nil || !equality.Semantic.DeepEqual(pub.Spec, Encode(mine, p.opts.Namespace).Spec) {
@@ -253,10 +259,41 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	if published != p.opts.Store.Count(p.opts.Cluster) {
 		return reconcile.Result{}, nil
 	}
-	if err := p.client.Create(ctx, Marker(p.opts.Cluster, p.opts.Namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := p.client.Create(ctx, Marker(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return retry(ctx, fmt.Errorf("write the marker of %s: %w", p.opts.Cluster, err))
 	}
 	log.FromContext(ctx).Info("Every export published", "cluster", p.opts.Cluster, "exports", published)
 	p.markerDone.Store(true)
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
+}
+
+// renewMarker renews the marker once its renewal is due, and says when to
+// look again. A marker that is gone (a wiped hub) is written anew, after
+// every export is published again: the publications' own events (their
+// deletion, seen by the cache) put them back.
+func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
+	marker := &PublishedExport{}
+	err := p.client.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: MarkerName(p.opts.Cluster)}, marker)
+	if apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Info("The marker is gone; it is written again once every export is published", "cluster", p.opts.Cluster)
+		p.markerDone.Store(false)
+		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get the marker of %s: %w", p.opts.Cluster, err)
+	}
+	if p.opts.Heartbeat <= 0 {
+		return reconcile.Result{}, nil
+	}
+	if marker.Spec.RenewTime != nil {
+		if due := p.opts.Heartbeat - time.Since(marker.Spec.RenewTime.Time); due > 0 && marker.Spec.RenewIntervalSeconds == intervalSeconds(p.opts.Heartbeat) {
+			return reconcile.Result{RequeueAfter: due}, nil
+		}
+	}
+	renewed := Marker(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat)
+	renewed.ResourceVersion, renewed.UID = marker.ResourceVersion, marker.UID
+	if err := p.client.Update(ctx, renewed); err != nil {
+		return retry(ctx, fmt.Errorf("renew the marker of %s: %w", p.opts.Cluster, err))
+	}
+	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
 }

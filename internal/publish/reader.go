@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +33,9 @@ func RegisterMetrics(reg prometheus.Registerer) error { return reg.Register(refu
 // member alone (its own API server), or for every member (the hub, whose
 // one informer the readers of all members share: see demux).
 type Reader struct {
-	cluster clusterset.ClusterID
-	store   *clusterset.Store
+	cluster    clusterset.ClusterID
+	store      *clusterset.Store
+	heartbeats *Heartbeats
 	cache   cache.Cache
 	logger  logr.Logger
 
@@ -47,9 +49,10 @@ type Reader struct {
 
 // NewReader returns the Reader of member's publications in cl, registers
 // its informer, and marks the member's exports in the Store as being read
-// anew until the member's marker and the first list are in.
-func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store) (*Reader, error) {
-	r := &Reader{cluster: member, store: store, cache: cl.GetCache(), keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+// anew until the member's marker and the first list are in. What it sees
+// of the member's marker goes to heartbeats (nil: nowhere).
+func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats) (*Reader, error) {
+	r := &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: cl.GetCache(), keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
 	if _, err := r.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
@@ -209,6 +212,7 @@ func (r *Reader) put(pub *PublishedExport) {
 	defer r.mu.Unlock()
 	if IsMarker(pub) {
 		if pub.Spec.Cluster == string(r.cluster) {
+			r.heartbeats.observe(r.cluster, pub, time.Now())
 			r.markerSeen = true
 			r.markSyncedLocked()
 		}

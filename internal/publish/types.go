@@ -56,6 +56,13 @@ type PublishedExportSpec struct {
 	// metav1.Time would cut it to the second, and every latency observed
 	// from it would be off by up to a second.
 	LastChangeTriggerTime string `json:"lastChangeTriggerTime,omitempty"`
+	// RenewTime and RenewIntervalSeconds are the marker's heartbeat: its
+	// publisher renews RenewTime every RenewIntervalSeconds while it
+	// runs, so that readers tell a member whose mcs-syncer stopped from a
+	// publication server that is out of reach (see Heartbeats). A marker
+	// without them (of an older publisher) has no heartbeat.
+	RenewTime            *metav1.MicroTime `json:"renewTime,omitempty"`
+	RenewIntervalSeconds int32             `json:"renewIntervalSeconds,omitempty"`
 }
 
 // EndpointGroup is a reconciler.EndpointGroup on the wire.
@@ -100,6 +107,9 @@ func (in *PublishedExportSpec) DeepCopyInto(out *PublishedExportSpec) {
 	}
 	if in.IPFamilies != nil {
 		out.IPFamilies = append([]corev1.IPFamily(nil), in.IPFamilies...)
+	}
+	if in.RenewTime != nil {
+		out.RenewTime = in.RenewTime.DeepCopy()
 	}
 	out.ExportedLabels = maps.Clone(in.ExportedLabels)
 	out.ExportedAnnotations = maps.Clone(in.ExportedAnnotations)

@@ -135,7 +135,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 
 	// west's marker, as west's own mcs-syncer would write it.
 	west := hubClient(t, "west")
-	if err := west.Create(ctx, publish.Marker("west", ns)); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := west.Create(ctx, publish.Marker("west", ns, 0)); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("west cannot write its own marker: %v", err)
 	}
 	before := &publish.PublishedExport{}
@@ -143,7 +143,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	asWest := publish.Marker("west", ns)
+	asWest := publish.Marker("west", ns, 0)
 	asWest.Name = "west.intruder.web"
 	asWest.Spec.Namespace, asWest.Spec.Name = "intruder", "web"
 	if err := east.Create(ctx, asWest); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
@@ -158,14 +158,14 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	if err := east.Delete(ctx, before.DeepCopy()); !apierrors.IsForbidden(err) {
 		t.Errorf("east deleted west's marker: %v", err)
 	}
-	mislabelled := publish.Marker("east", ns)
+	mislabelled := publish.Marker("east", ns, 0)
 	mislabelled.Name = "east.mislabelled.web"
 	mislabelled.Spec.Namespace, mislabelled.Spec.Name = "mislabelled", "web"
 	mislabelled.Labels["multicluster.kubernetes.io/source-cluster"] = "west"
 	if err := east.Create(ctx, mislabelled); err == nil {
 		t.Errorf("east published with west's label")
 	}
-	misnamed := publish.Marker("east", ns)
+	misnamed := publish.Marker("east", ns, 0)
 	misnamed.Name = "west.misnamed.web"
 	if err := east.Create(ctx, misnamed); err == nil {
 		t.Errorf("east published under west's name")
@@ -185,7 +185,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	}
 
 	// Its own: allowed.
-	own := publish.Marker("east", ns)
+	own := publish.Marker("east", ns, 0)
 	own.Name = "east.own.web"
 	own.Spec.Namespace, own.Spec.Name = "own", "web"
 	if err := east.Create(ctx, own); err != nil {

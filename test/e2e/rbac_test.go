@@ -131,7 +131,7 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 			t.Errorf("the remote reader may list %T: %v", list, err)
 		}
 	}
-	if err := remote.Create(ctx, publish.Marker("west", "mcs-system")); !apierrors.IsForbidden(err) {
+	if err := remote.Create(ctx, publish.Marker("west", "mcs-system", 0)); !apierrors.IsForbidden(err) {
 		t.Errorf("the remote reader published: %v", err)
 	}
 	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "intruder", Namespace: ns}, Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{}}}

@@ -1,0 +1,85 @@
+package publish
+
+import (
+	"sync"
+	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// SilenceIntervals is how many of its renewal intervals a member's marker
+// may go unrenewed before the member counts as silent: two renewals may
+// be lost or late (a loaded publication server) without a withdrawal.
+const SilenceIntervals = 3
+
+// DefaultHeartbeat is the publishers' renewal interval unless set
+// otherwise; readers that have not seen a member's marker yet give it
+// SilenceIntervals of it.
+const DefaultHeartbeat = 15 * time.Second
+
+// Heartbeats records, for the members read through their publications,
+// when each was last heard from: when this process last saw its marker
+// renewed (its own clock, so the members' clocks do not matter). Readers
+// write it; membership asks it (membership.Options.Heartbeat). It
+// outlives the readers, which come and go with their member's connection.
+type Heartbeats struct {
+	mu sync.Mutex
+	m  map[clusterset.ClusterID]*heartbeat
+}
+
+type heartbeat struct {
+	// renew is the marker's renewTime as last seen, heard when it was.
+	renew    time.Time
+	heard    time.Time
+	interval time.Duration
+}
+
+// NewHeartbeats returns an empty record.
+func NewHeartbeats() *Heartbeats {
+	return &Heartbeats{m: map[clusterset.ClusterID]*heartbeat{}}
+}
+
+// observe records the marker of cluster as seen now: a renewTime not seen
+// before is a sign of life.
+func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *PublishedExport, now time.Time) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hb := h.m[cluster]
+	if hb == nil {
+		hb = &heartbeat{}
+		h.m[cluster] = hb
+	}
+	hb.interval = time.Duration(marker.Spec.RenewIntervalSeconds) * time.Second
+	var renew time.Time
+	if marker.Spec.RenewTime != nil {
+		renew = marker.Spec.RenewTime.Time
+	}
+	if hb.heard.IsZero() || !renew.Equal(hb.renew) {
+		hb.renew, hb.heard = renew, now
+	}
+}
+
+// Of returns when cluster was last heard from (zero if its marker was
+// never seen) and how long a silence may last before it counts as gone:
+// SilenceIntervals of its marker's interval, of DefaultHeartbeat for a
+// member never marked, and 0 (never silent) for a marker without a
+// heartbeat (an older publisher).
+func (h *Heartbeats) Of(cluster clusterset.ClusterID) (last time.Time, timeout time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hb := h.m[cluster]
+	if hb == nil {
+		return time.Time{}, SilenceIntervals * DefaultHeartbeat
+	}
+	return hb.heard, SilenceIntervals * hb.interval
+}
+
+// Forget drops what is known of a member that left.
+func (h *Heartbeats) Forget(cluster clusterset.ClusterID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, cluster)
+}
