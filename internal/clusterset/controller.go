@@ -18,6 +18,12 @@ import (
 // member's connection, and a member that returns gets a new one under the
 // same name.
 func NewController(name string, r reconcile.Reconciler, workers int, logger logr.Logger) (controller.TypedController[reconcile.Request], error) {
+	return NewControllerWithBackoff(name, r, workers, logger, 1000*time.Second)
+}
+
+// NewControllerWithBackoff is NewController whose failure backoff stops
+// growing at maxDelay.
+func NewControllerWithBackoff(name string, r reconcile.Reconciler, workers int, logger logr.Logger, maxDelay time.Duration) (controller.TypedController[reconcile.Request], error) {
 	return controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
 		Reconciler: r, MaxConcurrentReconciles: max(1, workers),
 		SkipNameValidation: ptr.To(true), // the same name again when the member returns
@@ -29,7 +35,7 @@ func NewController(name string, r reconcile.Reconciler, workers int, logger logr
 		// to a waiter that already left, and the member never stops.
 		// Same failure backoff as the priority queue's.
 		UsePriorityQueue: ptr.To(false),
-		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),
+		RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, maxDelay),
 	})
 }
 

@@ -38,6 +38,15 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 		if st.Cause != "" {
 			detail += ": " + st.Cause
 		}
+		switch h := s.Health(m.id()); {
+		case h.Held:
+			detail = "held: the hub it is read through cannot be read, so its exports are kept as they are; the hub is " + detail
+		case h.Up:
+		case st.State == Engaged:
+			detail = fmt.Sprintf("silent since %s: engaged, but its mcs-syncer has not renewed its heartbeat; its exports are withdrawn once the grace after that has run out", stamp(h.Since))
+		default:
+			detail += fmt.Sprintf("; down since %s, its exports are withdrawn once the grace after that has run out", stamp(h.Since))
+		}
 		if st.State == Connecting || st.State == Syncing {
 			ready = false
 			lines = append(lines, fmt.Sprintf("[-]member %s failed: %s", m.id(), detail))

@@ -72,6 +72,14 @@ type Publisher struct {
 	markerDone atomic.Bool
 }
 
+// publishMaxBackoff caps the wait before a failed write is tried again:
+// when a hub returns from an outage (a watch resumed, with no event to
+// requeue anything), the member's heartbeat and the withdrawals it could
+// not write must reach it within seconds, not after the default backoff
+// grew to minutes (seen: an export ended during an outage stayed
+// published 30-50 s after the hub's return).
+const publishMaxBackoff = 5 * time.Second
+
 // markerRequest is the work item of the marker.
 var markerRequest = reconcile.Request{}
 
@@ -87,7 +95,7 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	if _, err := p.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
-	c, err := clusterset.NewController("publish-"+string(opts.Cluster), p, opts.Workers, log.Log.WithValues("cluster", opts.Cluster))
+	c, err := clusterset.NewControllerWithBackoff("publish-"+string(opts.Cluster), p, opts.Workers, log.Log.WithValues("cluster", opts.Cluster), publishMaxBackoff)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
+)
+
+// The tests of this file break the hub, or one member's mcs-syncer, in hub
+// mode, with a 20 s grace and a 2 s heartbeat: a hub that cannot be read
+// withdraws nothing, however long; a member whose own mcs-syncer stopped
+// is withdrawn once the grace after its last heartbeat has run out.
+
+// hubFailureGrace is the grace of the processes these tests start.
+const hubFailureGrace = 20 * time.Second
+
+// startHubModeWithHeartbeat runs one mcs-syncer per member in hub mode,
+// with the tests' grace and a 2 s heartbeat.
+func startHubModeWithHeartbeat(ctx context.Context, t *testing.T) map[string]*syncerProcess {
+	t.Helper()
+	procs := map[string]*syncerProcess{}
+	for _, c := range bed.Clusters {
+		p, err := startHubMember(ctx, c.Name)
+		if err != nil {
+			for _, p := range procs {
+				p.Kill()
+			}
+			t.Fatal(err)
+		}
+		procs[c.Name] = p
+	}
+	return procs
+}
+
+func startHubMember(ctx context.Context, member string) (*syncerProcess, error) {
+	return startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.HubConfigPath(member), "--local-cluster", member,
+		"--leader-elect", "--leader-election-namespace", "mcs-system",
+		"--cluster-unreachable-grace", hubFailureGrace.String(), "--heartbeat-interval", "2s")
+}
+
+// identityOf returns the identity of ServiceImport ns/name in a consumer.
+func identityOf(ctx context.Context, cl client.Client, ns, name string) (importIdentity, error) {
+	si := &mcsv1beta1.ServiceImport{}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, si); err != nil {
+		return importIdentity{}, err
+	}
+	return importIdentity{uid: string(si.UID), ips: strings.Join(si.Spec.IPs, ",")}, nil
+}
+
+// TestHubOutageWithdrawsNothing: the hub's API server is down for longer
+// than the grace while every member stays healthy. Throughout, north and
+// west keep east's endpoints and their ServiceImports (same UIDs, same
+// clusterset IPs), and north reports the hub unreachable; web2, unexported
+// in east during the outage, is withdrawn once the hub is back (east
+// republishes) and never comes back; a change made in east after the
+// hub's return reaches the consumers.
+func TestHubOutageWithdrawsNothing(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	exclusive(t)
+	t.Cleanup(func() { clearHub(t) })
+	ns := "hub-outage"
+	bed.Namespace(ctx, t, ns)
+	procs := startHubModeWithHeartbeat(ctx, t)
+	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+
+	east := bed.ClientOf(t, "east")
+	d := workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	if err := manualExport(ctx, east, ns, "web2", "10.100.9.2"); err != nil {
+		t.Fatal(err)
+	}
+	consumers := []string{"north", "west"}
+	before := map[string]importIdentity{}
+	for _, consumer := range consumers {
+		cl := bed.ClientOf(t, consumer)
+		eventually(ctx, t, consumer+": east's web and web2", func() error {
+			if err := readyImported(ctx, cl, ns, map[string]int{"east": 2})(); err != nil {
+				return err
+			}
+			if err := importedEndpoints(ctx, cl, ns, "web2", "east", 1)(); err != nil {
+				return err
+			}
+			id, err := identityOf(ctx, cl, ns, "web")
+			if err == nil && id.ips == "" {
+				err = fmt.Errorf("no clusterset IP yet")
+			}
+			before[consumer] = id
+			return err
+		})
+	}
+
+	hubDown := false
+	t.Cleanup(func() {
+		if hubDown {
+			_ = bed.Hub.StartAPIServer(context.Background())
+		}
+	})
+	if err := bed.Hub.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hubDown = true
+	stopped := time.Now()
+	eventually(ctx, t, "north to report the hub unreachable", metricIs(ctx, procs["north"], "mcs_syncer_hub_connected", 0))
+	eventually(ctx, t, "north's /readyz to say east is held", readyzSays(ctx, procs["north"], "[+]member east ok:", "held"))
+	// Unexported while the hub is down: east cannot tell anyone yet.
+	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web2"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Down for the grace and half as much again; every second, both
+	// consumers still hold everything.
+	for time.Since(stopped) < hubFailureGrace*3/2 {
+		for _, consumer := range consumers {
+			cl := bed.ClientOf(t, consumer)
+			if err := readyImported(ctx, cl, ns, map[string]int{"east": 2})(); err != nil {
+				t.Fatalf("%s, %s into the hub's outage: %v", consumer, time.Since(stopped).Round(time.Second), err)
+			}
+			if id, err := identityOf(ctx, cl, ns, "web"); err != nil || id != before[consumer] {
+				t.Fatalf("%s, %s into the hub's outage: ServiceImport %+v (%v), was %+v", consumer, time.Since(stopped).Round(time.Second), id, err, before[consumer])
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+
+	if err := bed.Hub.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hubDown = false
+	back := time.Now()
+	eventually(ctx, t, "north to report the hub connected", metricIs(ctx, procs["north"], "mcs_syncer_hub_connected", 1))
+	lowest := map[string]func() int{}
+	for _, consumer := range consumers {
+		cl := bed.ClientOf(t, consumer)
+		eventually(ctx, t, consumer+": web2 withdrawn after the hub's return", func() error {
+			if _, err := identityOf(ctx, cl, ns, "web2"); err == nil {
+				return fmt.Errorf("web2 still imported")
+			}
+			return nil
+		})
+		t.Logf("%s: web2 withdrawn %s after the hub's return", consumer, time.Since(back).Round(time.Millisecond))
+		lowest[consumer] = lowestReady(ctx, t, consumer, ns, "multicluster.kubernetes.io/source-cluster=east", 2)
+	}
+	scale(ctx, t, east, d, 3)
+	for _, consumer := range consumers {
+		cl := bed.ClientOf(t, consumer)
+		eventually(ctx, t, consumer+": east's 3 endpoints after the hub's return", readyImported(ctx, cl, ns, map[string]int{"east": 3}))
+		if id, err := identityOf(ctx, cl, ns, "web"); err != nil || id != before[consumer] {
+			t.Errorf("%s: ServiceImport %+v (%v) after the outage, was %+v", consumer, id, err, before[consumer])
+		}
+		if n := lowest[consumer](); n < 2 {
+			t.Errorf("%s held %d of east's ready endpoints after the hub's return, want never fewer than 2", consumer, n)
+		}
+		if err := importedEndpoints(ctx, cl, ns, "web2", "east", 0)(); err != nil {
+			t.Errorf("%s: web2 came back: %v", consumer, err)
+		}
+	}
+}
+
+// TestStoppedMemberIsWithdrawnThroughTheHub: east's mcs-syncer is killed
+// while the hub and east's API server stay up. Its publications stay in
+// the hub, but its heartbeat stops: north withdraws east's endpoints (and
+// the import east alone exported) once the grace after east's last
+// heartbeat has run out, not before; west's import of its own Service is
+// untouched. East's mcs-syncer restarted, the import comes back.
+func TestStoppedMemberIsWithdrawnThroughTheHub(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exclusive(t)
+	t.Cleanup(func() { clearHub(t) })
+	ns := "hub-member-stopped"
+	bed.Namespace(ctx, t, ns)
+	procs := startHubModeWithHeartbeat(ctx, t)
+	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	if err := manualExport(ctx, west, ns, "other", "10.101.9.3"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north: east's web and west's other", func() error {
+		if err := readyImported(ctx, north, ns, map[string]int{"east": 2})(); err != nil {
+			return err
+		}
+		return importedEndpoints(ctx, north, ns, "other", "west", 1)()
+	})
+	other, err := identityOf(ctx, north, ns, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	procs["east"].Kill()
+	killed := time.Now()
+	eventually(ctx, t, "north to withdraw east's web", func() error {
+		if _, err := identityOf(ctx, north, ns, "web"); err == nil {
+			return fmt.Errorf("web still imported")
+		}
+		return nil
+	})
+	// The last heartbeat came at most one interval (2 s) before the kill.
+	if waited := time.Since(killed); waited < hubFailureGrace-2*time.Second {
+		t.Errorf("withdrawn %s after the kill, before the %s grace", waited, hubFailureGrace)
+	}
+	t.Logf("east's web withdrawn %s after its mcs-syncer was killed", time.Since(killed).Round(time.Millisecond))
+	if id, err := identityOf(ctx, north, ns, "other"); err != nil || id.uid != other.uid {
+		t.Errorf("west's import changed: %+v (%v), was %+v", id, err, other)
+	}
+
+	p, err := startHubMember(ctx, "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs["east"] = p
+	eventually(ctx, t, "north: east's web back", readyImported(ctx, north, ns, map[string]int{"east": 2}))
+}
+
+// metricIs returns a check that a process's metric sample has value want.
+func metricIs(ctx context.Context, p *syncerProcess, sample string, want float64) func() error {
+	return func() error {
+		v, err := p.metric(ctx, sample)
+		if err != nil {
+			return err
+		}
+		if v != want {
+			return fmt.Errorf("%s = %v, want %v", sample, v, want)
+		}
+		return nil
+	}
+}
