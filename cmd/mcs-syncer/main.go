@@ -234,6 +234,8 @@ func run(o *options) error {
 	// What the readers see of the other members' heartbeats (their
 	// markers' renewals), for their health.
 	heartbeats := publish.NewHeartbeats()
+	// How the local member's own publications fare (per-cluster mode).
+	published := &publishing{}
 	var set *membership.Set
 	engage := func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 		if readsPublications(id) {
@@ -265,7 +267,7 @@ func run(o *options) error {
 		if local == "" {
 			return runs, nil
 		}
-		publishing, err := publisher(cl, cfg, scheme, id, store, o)
+		publishing, err := publisher(cl, cfg, scheme, id, store, o, published)
 		if err != nil {
 			return nil, err
 		}
@@ -319,6 +321,9 @@ func run(o *options) error {
 	}
 	if o.probeAddr != "0" {
 		probes := &membership.ProbeServer{Addr: o.probeAddr, Set: set}
+		if local != "" {
+			probes.Publishing = published.Problem
+		}
 		if o.leaderElect {
 			// Without leader election there is no standby: until the
 			// members are engaged, the process is not ready.
@@ -362,47 +367,44 @@ func checkMode(cfg *membership.Config, local clusterset.ClusterID) error {
 // publisher returns what publishes the local member's exports: into its
 // own API server (through cl, whose cache publish.ConfigureCache set up),
 // or into the hub, through a client and cache of its own that run beside
-// the publisher. A hub that does not answer holds up the publications
-// only, never the member's own imports.
-func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Scheme, local clusterset.ClusterID, store *clusterset.Store, o *options) ([]func(context.Context) error, error) {
+// the publisher and are rebuilt when the hub's kubeconfig changes. A hub
+// that does not answer holds up the publications only, never the member's
+// own imports.
+func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Scheme, local clusterset.ClusterID, store *clusterset.Store, o *options, status *publishing) ([]func(context.Context) error, error) {
 	opts := publish.PublisherOptions{Cluster: local, Namespace: cfg.PublicationNamespace, Store: store, Workers: o.exportSyncs, Heartbeat: o.heartbeat}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)
 		if err != nil {
 			return nil, fmt.Errorf("publisher: %w", err)
 		}
+		status.set(p)
 		return []func(context.Context) error{p.Start}, nil
 	}
-	rc, err := hubRESTConfig(cfg, o)
-	if err != nil {
-		return nil, err
+	build := func(rc *rest.Config) ([]func(context.Context) error, *publish.Publisher, error) {
+		hub, err := cluster.New(withClientLimits(rc, o), func(o *cluster.Options) {
+			o.Scheme = scheme
+			o.Cache.DefaultTransform = clusterset.StripUnread
+			publish.ConfigureCache(&o.Cache, cfg.PublicationNamespace, local)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("hub: %w", err)
+		}
+		p, err := publish.NewPublisher(hub, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("publisher: %w", err)
+		}
+		return []func(context.Context) error{hub.Start, p.Start}, p, nil
 	}
-	hub, err := cluster.New(rc, func(o *cluster.Options) {
-		o.Scheme = scheme
-		o.Cache.DefaultTransform = clusterset.StripUnread
-		publish.ConfigureCache(&o.Cache, cfg.PublicationNamespace, local)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("hub: %w", err)
-	}
-	p, err := publish.NewPublisher(hub, opts)
-	if err != nil {
-		return nil, fmt.Errorf("publisher: %w", err)
-	}
-	return []func(context.Context) error{hub.Start, p.Start}, nil
+	return []func(context.Context) error{status.throughHub(cfg.Hub, build)}, nil
 }
 
-// hubRESTConfig is the publisher's config of the hub, with the members'
-// client limits: client-go's default of 5 requests per second made a
-// member's first publications into the hub take 20 s for 100 exports
-// (make bench-scale).
-func hubRESTConfig(cfg *membership.Config, o *options) (*rest.Config, error) {
-	rc, err := cfg.Hub.RESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("hub: %w", err)
-	}
+// withClientLimits gives rc (the publisher's config of the hub) the
+// members' client limits: client-go's default of 5 requests per second
+// made a member's first publications into the hub take 20 s for 100
+// exports (make bench-scale).
+func withClientLimits(rc *rest.Config, o *options) *rest.Config {
 	rc.QPS, rc.Burst = float32(o.kubeAPIQPS), o.kubeAPIBurst
-	return rc, nil
+	return rc
 }
 
 // leaderElectionConfig returns the REST config of the cluster that holds

@@ -187,10 +187,11 @@ func TestHubClientLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := hubRESTConfig(cfg, o)
+		rc, err := cfg.Hub.RESTConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
+		rc = withClientLimits(rc, o)
 		if rc.QPS != float32(o.kubeAPIQPS) || rc.Burst != o.kubeAPIBurst {
 			t.Errorf("%v: hub client QPS %v burst %d, want %v and %d", args, rc.QPS, rc.Burst, o.kubeAPIQPS, o.kubeAPIBurst)
 		}

@@ -38,6 +38,15 @@ type ExportedService struct {
 	RecentTriggerTimes []time.Time
 }
 
+// EndpointCount returns the number of endpoints of every group.
+func (e *ExportedService) EndpointCount() int {
+	n := 0
+	for _, g := range e.Endpoints {
+		n += len(g.Endpoints)
+	}
+	return n
+}
+
 // ChangeTriggerTimes returns RecentTriggerTimes, or just
 // LastChangeTriggerTime when there are none.
 func (e *ExportedService) ChangeTriggerTimes() []time.Time {

@@ -26,6 +26,9 @@ type Store struct {
 	// into consumer (an object there that mcs-syncer does not own), so that
 	// the export side can tell the exporters where they look.
 	blocked map[types.NamespacedName]map[ClusterID]string
+	// unpublished[key] says why the local member's export of key could
+	// not be published (per-cluster mode), for its Ready condition.
+	unpublished map[types.NamespacedName]string
 }
 
 // NewStore returns an empty Store.
@@ -33,8 +36,34 @@ func NewStore() *Store {
 	return &Store{
 		byKey:   map[types.NamespacedName]map[ClusterID]*ExportedService{},
 		synced:  map[ClusterID]bool{},
-		blocked: map[types.NamespacedName]map[ClusterID]string{},
+		blocked:     map[types.NamespacedName]map[ClusterID]string{},
+		unpublished: map[types.NamespacedName]string{},
 	}
+}
+
+// SetUnpublished records why the export of key could not be published
+// (the publication server's answer); an empty why clears it. A change is
+// announced like a change of the exports.
+func (s *Store) SetUnpublished(key types.NamespacedName, why string) {
+	s.mu.Lock()
+	if s.unpublished[key] == why {
+		s.mu.Unlock()
+		return
+	}
+	if why == "" {
+		delete(s.unpublished, key)
+	} else {
+		s.unpublished[key] = why
+	}
+	s.mu.Unlock()
+	s.notify(key)
+}
+
+// Unpublished returns why the export of key could not be published, or "".
+func (s *Store) Unpublished(key types.NamespacedName) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.unpublished[key]
 }
 
 // SetImportBlocked records why the import of key cannot be written into

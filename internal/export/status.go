@@ -45,10 +45,14 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 	if cav.reason != "" {
 		valid.Reason, valid.Message = string(cav.reason), cav.message
 	}
-	conds := []metav1.Condition{
-		valid,
-		mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready),
+	readyCond := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready)
+	if why := w.store.Unpublished(key); why != "" {
+		// The other members cannot see it: whatever they hold of it is
+		// what was published before, if anything.
+		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, string(mcsv1beta1.ServiceExportReasonFailed)
+		readyCond.Message = "not published to the other members: " + why
 	}
+	conds := []metav1.Condition{valid, readyCond}
 	var unheard []string
 	for _, id := range w.membership.IDs() {
 		if w.store.Synced(id) {
@@ -95,6 +99,7 @@ func (w *Watcher) writeConditions(ctx context.Context, se *mcsv1beta1.ServiceExp
 	changed := false
 	for _, c := range conds {
 		c.ObservedGeneration = se.Generation
+		c.Message = clusterset.CutMessage(c.Message)
 		changed = meta.SetStatusCondition(&updated.Status.Conditions, c) || changed
 	}
 	for _, t := range remove {

@@ -112,6 +112,18 @@ func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clust
 		cav = caveat{ReasonReservedKeysRefused, "the Service is exported without these reserved keys, which are not put onto the ServiceImport (" +
 			clusterset.ReservedPatterns() + "): " + strings.Join(parts, "; ")}
 	}
+	labels, invalidLabels := clusterset.InvalidLabels(labels)
+	annotations, oversized := clusterset.OversizedAnnotations(annotations)
+	if len(invalidLabels) > 0 || len(oversized) > 0 {
+		var problems []string
+		for _, r := range invalidLabels {
+			problems = append(problems, "exportedLabels "+r.String())
+		}
+		for _, r := range oversized {
+			problems = append(problems, "exportedAnnotations "+r.String())
+		}
+		cav = cav.and(ReasonKeysRefused, "these keys cannot be put onto a ServiceImport and are left out: "+strings.Join(problems, "; "))
+	}
 	localFirst, err := localClusterFirst(se)
 	if err != nil {
 		cav = cav.and(ReasonAnnotationIgnored, err.Error())
@@ -171,6 +183,13 @@ func (c caveat) and(reason mcsv1beta1.ServiceExportConditionReason, problem stri
 // of whose exportedLabels or exportedAnnotations keys are reserved: they
 // are left out of the ServiceImport, the rest is exported.
 const ReasonReservedKeysRefused mcsv1beta1.ServiceExportConditionReason = "ReservedKeysRefused"
+
+// ReasonKeysRefused is the reason of Valid=True on an export some of whose
+// exportedLabels or exportedAnnotations cannot be put onto a ServiceImport
+// (invalid label keys or values, annotations over
+// clusterset.ExportedAnnotationsBudget): they are left out, the rest is
+// exported.
+const ReasonKeysRefused mcsv1beta1.ServiceExportConditionReason = "KeysRefused"
 
 // ReasonAnnotationIgnored is the reason of Valid=True on an export whose
 // mcs-syncer annotation has a value that means nothing: it is exported as

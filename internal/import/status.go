@@ -33,6 +33,7 @@ func (c *Controller) applyStatus(ctx context.Context, si *mcsv1beta1.ServiceImpo
 		ready = *problem
 	}
 	ready.ObservedGeneration = si.Generation
+	ready.Message = clusterset.CutMessage(ready.Message)
 	meta.SetStatusCondition(&want.Status.Conditions, ready)
 	if equality.Semantic.DeepEqual(want.Status, si.Status) {
 		return nil

@@ -69,6 +69,13 @@ func (h *Hub) RESTConfig() (*rest.Config, error) {
 	return m.RESTConfig()
 }
 
+// Fingerprint changes when the hub's connection settings change, the
+// content of its kubeconfig included (a rotated token).
+func (h *Hub) Fingerprint() [32]byte {
+	m := Member{Kubeconfig: h.Kubeconfig, Context: h.Context}
+	return m.connectionPrint()
+}
+
 // Member is one cluster of the clusterset.
 type Member struct {
 	ID clusterset.ClusterID `json:"id"`

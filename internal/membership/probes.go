@@ -67,6 +67,9 @@ type ProbeServer struct {
 	Addr    string
 	Set     *Set
 	Leading func() bool
+	// Publishing, if set, says why the local member's publications do not
+	// reach the others ("" when they do): a failed check of its own.
+	Publishing func() string
 }
 
 // NeedLeaderElection is false: every replica answers its probes.
@@ -101,6 +104,14 @@ func (p *ProbeServer) readyz(w http.ResponseWriter, r *http.Request) {
 		ready, lines = true, []string{"[+]leader-election ok: standby, another replica leads"}
 	} else {
 		ready, lines = p.Set.Readiness()
+		if p.Publishing != nil {
+			if why := p.Publishing(); why != "" {
+				ready = false
+				lines = append(lines, "[-]publisher failed: the other members do not hear from this one: "+why)
+			} else {
+				lines = append(lines, "[+]publisher ok")
+			}
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -141,6 +141,9 @@ func checkSpec(s *PublishedExportSpec) error {
 	if s.Type != mcsv1beta1.ClusterSetIP && s.Type != mcsv1beta1.Headless {
 		errs = append(errs, fmt.Errorf("spec.type %q is neither %s nor %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless))
 	}
+	if len(s.Ports) > MaxPorts {
+		errs = append(errs, fmt.Errorf("spec.ports: %d ports, over the %d that an EndpointSlice may carry", len(s.Ports), MaxPorts))
+	}
 	for i, p := range s.Ports {
 		if err := checkPort(p.Name, p.Port, p.Protocol); err != nil {
 			errs = append(errs, fmt.Errorf("spec.ports[%d]: %w", i, err))
@@ -172,8 +175,16 @@ func checkSpec(s *PublishedExportSpec) error {
 			errs = append(errs, fmt.Errorf("spec.exportedAnnotations[%q]: not an annotation of its own (%s)", k, strings.Join(bad, "; ")))
 		}
 	}
+	if _, refused := clusterset.OversizedAnnotations(s.ExportedAnnotations); len(refused) > 0 {
+		errs = append(errs, fmt.Errorf("spec.exportedAnnotations: %s", refused[0]))
+	}
 	return errors.Join(errs...)
 }
+
+// MaxPorts bounds the ports of a publication: an EndpointSlice carries at
+// most 100 (the discovery API's validation), so an import with more could
+// not carry its endpoints.
+const MaxPorts = 100
 
 // checkEndpoints checks the endpoint groups' address types, ports and
 // addresses (the rest is checked by the consumer's API server when the

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -70,7 +71,17 @@ type Publisher struct {
 	controller controller.TypedController[reconcile.Request]
 	// markerDone is set once the marker is known to exist.
 	markerDone atomic.Bool
+	// problem is why the marker could not be written or renewed ("" when
+	// it last was): the member's heartbeat is not reaching the others.
+	problem atomic.Pointer[string]
 }
+
+// MaxPublicationBytes bounds a publication's size as JSON: under the
+// 1.5 MiB that etcd takes in one request by default (kube-apiserver's own
+// bound is 3 MiB), with room for the metadata. About 7,000 endpoints fit
+// (each takes ~150 bytes); a larger export is refused with a condition
+// rather than written and lost ("etcdserver: request is too large").
+const MaxPublicationBytes = 1 << 20
 
 // publishMaxBackoff caps the wait before a failed write is tried again:
 // when a hub returns from an outage (a watch resumed, with no event to
@@ -147,11 +158,33 @@ func (p *Publisher) Start(ctx context.Context) error {
 
 // Reconcile publishes, updates or withdraws the publication of one export,
 // or writes the marker.
+// A write that fails for more than a race is recorded: the export's in the
+// Store (its Ready condition says so), the marker's in Problem (/readyz).
 func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if req == markerRequest {
-		return p.syncMarker(ctx)
+		res, err := p.syncMarker(ctx)
+		why := ""
+		if err != nil {
+			why = err.Error()
+		}
+		p.problem.Store(&why)
+		return res, err
 	}
-	return p.sync(ctx, req.NamespacedName)
+	res, why, err := p.sync(ctx, req.NamespacedName)
+	if err != nil {
+		why = err.Error()
+	}
+	p.opts.Store.SetUnpublished(req.NamespacedName, why)
+	return res, err
+}
+
+// Problem says why the member's marker could not be written or renewed,
+// "" when it last was (or nothing was tried yet).
+func (p *Publisher) Problem() string {
+	if why := p.problem.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // partialViewRecheck is how soon a withdrawal or the marker is looked at
@@ -168,49 +201,72 @@ func (p *Publisher) mine(key types.NamespacedName) *clusterset.ExportedService {
 	return nil
 }
 
-func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+// sync publishes, updates or withdraws the publication of key; refused
+// says why an export was not published although nothing failed (it is too
+// large).
+func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res reconcile.Result, refused string, err error) {
 	mine := p.mine(key)
 	name := types.NamespacedName{Namespace: p.opts.Namespace, Name: ObjectName(p.opts.Cluster, key)}
 	existing := &PublishedExport{}
-	err := p.client.Get(ctx, name, existing)
+	err = p.client.Get(ctx, name, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("get publication %s: %w", name, err)
+		return reconcile.Result{}, "", fmt.Errorf("get publication %s: %w", name, err)
 	}
 	if mine == nil {
 		if existing == nil {
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, "", nil
 		}
 		if !p.opts.Store.Synced(p.opts.Cluster) {
-			return reconcile.Result{RequeueAfter: partialViewRecheck}, nil // never withdraw on a partial view
+			return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil // never withdraw on a partial view
 		}
 		err := p.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
+			res, err := retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
+			return res, "", err
 		}
 		log.FromContext(ctx).V(2).Info("Publication withdrawn", "publication", name)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, "", nil
 	}
 	want := Encode(mine, p.opts.Namespace)
+	if size := encodedSize(want); size > MaxPublicationBytes {
+		// What was published before, if anything, stays: the others keep
+		// the endpoints they had, and the condition says why no more.
+		return reconcile.Result{}, fmt.Sprintf("its publication would take %d bytes (%d endpoints), over the %d bytes that one may take; "+
+			"the other members keep what was published before, if anything (export fewer endpoints: split the Service)", size, mine.EndpointCount(), MaxPublicationBytes), nil
+	}
 	if existing == nil {
 		if err := p.client.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return p.inTheWay(ctx, name)
+				res, err := p.inTheWay(ctx, name)
+				return res, "", err
 			}
-			return retry(ctx, fmt.Errorf("publish %s: %w", name, err))
+			res, err := retry(ctx, fmt.Errorf("publish %s: %w", name, err))
+			return res, "", err
 		}
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, "", nil
 	}
 	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, "", nil
 	}
 	want.ResourceVersion, want.UID = existing.ResourceVersion, existing.UID
 	if err := p.client.Update(ctx, want); err != nil {
-		return retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
+		res, err := retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
+		return res, "", err
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, "", nil
+}
+
+// encodedSize is the size of a publication as JSON, as the API server
+// stores it.
+func encodedSize(p *PublishedExport) int {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return 0
+	}
+	return len(raw)
 }
 
 // retry turns a write that lost a race (or a shutdown) into a short

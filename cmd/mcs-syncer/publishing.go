@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+)
+
+// publishing follows the local member's publisher, which is built anew
+// each time the member is engaged (and, in hub mode, each time the hub's
+// kubeconfig changes), for /readyz.
+type publishing struct {
+	mu      sync.Mutex
+	current *publish.Publisher
+}
+
+func (p *publishing) set(pub *publish.Publisher) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.current = pub
+}
+
+// Problem says why the member's heartbeat does not reach the others, ""
+// when it does (or no publisher runs yet).
+func (p *publishing) Problem() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.current == nil {
+		return ""
+	}
+	return p.current.Problem()
+}
+
+// hubKubeconfigPoll is how often the hub's kubeconfig is read again, as
+// often as the clusterset config's.
+const hubKubeconfigPoll = 2 * time.Second
+
+// throughHub returns a runnable that publishes into the hub through a
+// client and cache built by build from the hub's kubeconfig as it is now:
+// a change of the file (a rotated token) rebuilds them within seconds,
+// without a restart, as a change of a member's kubeconfig reconnects that
+// member. A kubeconfig that cannot be read is logged and read again.
+func (p *publishing) throughHub(hub *membership.Hub, build buildFunc) func(context.Context) error {
+	return func(ctx context.Context) error {
+		logger := ctrl.Log.WithName("publisher")
+		for ctx.Err() == nil {
+			print := hub.Fingerprint()
+			err := p.runUntilChanged(ctx, hub, print, build)
+			if err != nil && ctx.Err() == nil {
+				var settings hubSettingsError
+				if !errors.As(err, &settings) {
+					return err
+				}
+				logger.Error(err, "Cannot publish into the hub; its kubeconfig is read again")
+				waitChanged(ctx, hub, print)
+				continue
+			}
+			if ctx.Err() == nil {
+				logger.Info("The hub's kubeconfig changed: publishing through it anew")
+			}
+		}
+		return nil
+	}
+}
+
+// buildFunc builds what publishes through the hub of a REST config: what
+// runs (the hub's cache, the publisher) and the publisher.
+type buildFunc func(*rest.Config) ([]func(context.Context) error, *publish.Publisher, error)
+
+// hubSettingsError is a hub kubeconfig that cannot be used.
+type hubSettingsError struct{ error }
+
+// runUntilChanged publishes through the hub settings of fingerprint print
+// until they change (nil) or the cache or publisher fails (its error).
+func (p *publishing) runUntilChanged(ctx context.Context, hub *membership.Hub, print [32]byte, build buildFunc) error {
+	rc, err := hub.RESTConfig()
+	if err != nil {
+		return hubSettingsError{fmt.Errorf("hub: %w", err)}
+	}
+	runs, pub, err := build(rc)
+	if err != nil {
+		return hubSettingsError{err}
+	}
+	p.set(pub)
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, len(runs))
+	for _, r := range runs {
+		go func() { errs <- r(run) }()
+	}
+	changed := make(chan struct{})
+	go func() { waitChanged(run, hub, print); close(changed) }()
+	var failed error
+	pending := len(runs)
+	select {
+	case <-changed:
+	case failed = <-errs:
+		pending--
+	}
+	stop()
+	for ; pending > 0; pending-- {
+		<-errs // both have ended before the next ones start
+	}
+	return failed
+}
+
+// waitChanged returns once the hub's settings no longer have fingerprint
+// print, or ctx ends.
+func waitChanged(ctx context.Context, hub *membership.Hub, print [32]byte) {
+	ticker := time.NewTicker(hubKubeconfigPoll)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			if hub.Fingerprint() != print {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// withEndpoints returns east's export of web with n ready endpoints.
+func withEndpoints(n int) *clusterset.ExportedService {
+	es := export()
+	g := es.Endpoints[0]
+	g.Endpoints = nil
+	for i := range n {
+		g.Endpoints = append(g.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"), Zone: ptr.To("zone-a"),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: fmt.Sprintf("web-%d", i)}})
+	}
+	es.Endpoints[0] = g
+	return es
+}
+
+// TestPublisherRefusesWhatDoesNotFit: an export whose publication is over
+// MaxPublicationBytes is not written (the etcd request limit refused
+// 7,000 endpoints, silently before); the Store says why, naming the
+// limit, so that its Ready condition does; what was published before
+// stays. Back under the limit, it is published and the reason cleared.
+func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
+	store := clusterset.NewStore()
+	store.Put(withEndpoints(10))
+	p, cl := publisherOf(t, store)
+	reconcileOK(t, p, webKey)
+	before := publications(t, cl)[ObjectName("east", webKey)]
+
+	store.Put(withEndpoints(12000))
+	reconcileOK(t, p, webKey)
+	why := store.Unpublished(webKey)
+	if !strings.Contains(why, fmt.Sprint(MaxPublicationBytes)) || !strings.Contains(why, "1200") {
+		t.Errorf("unpublished because %q", why)
+	}
+	if after := publications(t, cl)[ObjectName("east", webKey)]; after.ResourceVersion != before.ResourceVersion {
+		t.Error("the publication was rewritten")
+	}
+
+	store.Put(withEndpoints(3000)) // ~150 bytes each: fits
+	reconcileOK(t, p, webKey)
+	if why := store.Unpublished(webKey); why != "" {
+		t.Errorf("3,000 endpoints unpublished: %s", why)
+	}
+	if got := publications(t, cl)[ObjectName("east", webKey)]; len(got.Spec.Endpoints[0].Endpoints) != 3000 {
+		t.Errorf("published %d endpoints", len(got.Spec.Endpoints[0].Endpoints))
+	}
+}
+
+// TestPublisherRecordsRefusals: a write the publication server refuses
+// (a revoked token) is recorded for the export's Ready condition, and the
+// marker's for /readyz (Problem); both clear once writes go through.
+func TestPublisherRecordsRefusals(t *testing.T) {
+	store := clusterset.NewStore()
+	store.BeginResync("east")
+	store.Put(export())
+	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	refuse := true
+	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if refuse {
+				return apierrors.NewUnauthorized("Unauthorized")
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}
+	if _, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey}); err == nil {
+		t.Fatal("a refused write is no error")
+	}
+	if why := store.Unpublished(webKey); !strings.Contains(why, "Unauthorized") {
+		t.Errorf("unpublished because %q", why)
+	}
+	refuse = false
+	reconcileOK(t, p, webKey)
+	if why := store.Unpublished(webKey); why != "" {
+		t.Errorf("still unpublished: %q", why)
+	}
+	refuse = true
+	if _, err := p.Reconcile(context.Background(), markerRequest); err == nil || !strings.Contains(p.Problem(), "Unauthorized") {
+		t.Errorf("marker refused: %v, problem %q", err, p.Problem())
+	}
+	refuse = false
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	if p.Problem() != "" {
+		t.Errorf("problem %q after the marker was written", p.Problem())
+	}
+}
+
+// TestDecodeRefusesTooManyPorts: a publication of more ports than an
+// EndpointSlice may carry is refused (a hand-made one of 10,000 ports was
+// imported before).
+func TestDecodeRefusesTooManyPorts(t *testing.T) {
+	es := export()
+	for i := range MaxPorts + 1 {
+		es.Spec.Ports = append(es.Spec.Ports, mcsv1beta1.ServicePort{Name: fmt.Sprintf("p%d", i), Protocol: corev1.ProtocolTCP, Port: int32(1000 + i)})
+	}
+	if _, err := Decode(Encode(es, "mcs-system")); err == nil || !strings.Contains(err.Error(), "ports") {
+		t.Errorf("decoded with %d ports: %v", len(es.Spec.Ports), err)
+	}
+}
