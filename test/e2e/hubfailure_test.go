@@ -113,7 +113,9 @@ func TestHubOutageWithdrawsNothing(t *testing.T) {
 	hubDown = true
 	stopped := time.Now()
 	eventually(ctx, t, "north to report the hub unreachable", metricIs(ctx, procs["north"], "mcs_syncer_hub_connected", 0))
-	eventually(ctx, t, "north's /readyz to say east is held", readyzSays(ctx, procs["north"], "[+]member east ok:", "held"))
+	// Its own heartbeat cannot reach the others: not ready, saying why.
+	eventually(ctx, t, "north's /readyz to say east is held and north unheard", readyzAnswers(ctx, procs["north"], 503,
+		"[+]member east ok: held", "[-]publisher failed: the other members do not hear from this one"))
 	// Unexported while the hub is down: east cannot tell anyone yet.
 	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web2"}}); err != nil {
 		t.Fatal(err)
@@ -143,6 +145,7 @@ func TestHubOutageWithdrawsNothing(t *testing.T) {
 	hubDown = false
 	back := time.Now()
 	eventually(ctx, t, "north to report the hub connected", metricIs(ctx, procs["north"], "mcs_syncer_hub_connected", 1))
+	eventually(ctx, t, "north's /readyz to pass again", readyzSays(ctx, procs["north"], "[+]member east ok: engaged", "[+]publisher ok"))
 	lowest := map[string]func() int{}
 	for _, consumer := range consumers {
 		cl := bed.ClientOf(t, consumer)

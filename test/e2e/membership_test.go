@@ -112,6 +112,12 @@ func ownSyncer(ctx context.Context, t *testing.T, path string, args ...string) *
 // readyzSays returns a check that /readyz answers 200 and its verbose text
 // holds every line part in want.
 func readyzSays(ctx context.Context, s *syncerProcess, want ...string) func() error {
+	return readyzAnswers(ctx, s, 200, want...)
+}
+
+// readyzAnswers returns a check that /readyz answers code and its verbose
+// text holds every line part in want.
+func readyzAnswers(ctx context.Context, s *syncerProcess, wantCode int, want ...string) func() error {
 	return func() error {
 		if err := s.Exited(); err != nil {
 			return fmt.Errorf("%w; log: %s", err, s.logPath)
@@ -120,8 +126,8 @@ func readyzSays(ctx context.Context, s *syncerProcess, want ...string) func() er
 		if err != nil {
 			return err
 		}
-		if code != 200 {
-			return fmt.Errorf("/readyz %d:\n%s", code, body)
+		if code != wantCode {
+			return fmt.Errorf("/readyz %d, want %d:\n%s", code, wantCode, body)
 		}
 		for _, w := range want {
 			if !strings.Contains(body, w) {
