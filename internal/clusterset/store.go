@@ -34,8 +34,8 @@ type Store struct {
 // NewStore returns an empty Store.
 func NewStore() *Store {
 	return &Store{
-		byKey:   map[types.NamespacedName]map[ClusterID]*ExportedService{},
-		synced:  map[ClusterID]bool{},
+		byKey:       map[types.NamespacedName]map[ClusterID]*ExportedService{},
+		synced:      map[ClusterID]bool{},
 		blocked:     map[types.NamespacedName]map[ClusterID]string{},
 		unpublished: map[types.NamespacedName]string{},
 	}

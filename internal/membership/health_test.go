@@ -49,7 +49,7 @@ func newHealthSet(t *testing.T, reg prometheus.Registerer) *healthSet {
 	hs := &healthSet{heard: map[clusterset.ClusterID]time.Time{}, silence: time.Minute}
 	hs.set, err = NewSet(path, cfg, Options{
 		Scheme: runtime.NewScheme(), Registerer: reg, Required: "east",
-		Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) { return nil, nil },
+		Engage:            func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) { return nil, nil },
 		ReadsPublications: func(id clusterset.ClusterID) bool { return id != "east" },
 		Heartbeat: func(id clusterset.ClusterID) (time.Time, time.Duration) {
 			hs.mu.Lock()

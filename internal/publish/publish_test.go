@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -305,12 +306,67 @@ func TestReader(t *testing.T) {
 		t.Errorf("refusals counted %v, want 2", n)
 	}
 
-	// Deleted (also as a tombstone): withdrawn; a marker deleted changes nothing.
+	// Deleted: withdrawn once RemovalDelay has passed.
+	delayed := &delayed{}
+	r.delay = delayed.add
 	r.put(Encode(export(), "mcs-system"))
 	r.remove(Encode(export(), "mcs-system"))
-	r.remove(Marker("east", "mcs-system", 0))
+	if got := store.Get(webKey); len(got) != 1 {
+		t.Errorf("withdrawn at once: %+v", got)
+	}
+	delayed.fire()
 	if got := store.Get(webKey); len(got) != 0 || !store.Synced("east") {
 		t.Errorf("after delete: %+v, synced %v", got, store.Synced("east"))
+	}
+}
+
+// TestReaderWipedPublications: every publication of a member deleted at
+// once, the export's before the marker's (a wiped hub): nothing is
+// withdrawn, the member is in a first pass again; when its publisher has
+// written the export and the marker again, what it no longer publishes is
+// withdrawn and the rest stays, never having left. A publication deleted
+// and written again within RemovalDelay is never withdrawn.
+func TestReaderWipedPublications(t *testing.T) {
+	store := clusterset.NewStore()
+	delayed := &delayed{}
+	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard(), delay: delayed.add}
+	store.BeginResync("east")
+	gone := export()
+	gone.Key.Name = "gone"
+	r.put(Encode(export(), "mcs-system"))
+	r.put(Encode(gone, "mcs-system"))
+	r.mu.Lock()
+	r.listed = true
+	r.mu.Unlock()
+	r.put(Marker("east", "mcs-system", 0))
+	if !store.Synced("east") {
+		t.Fatal("not synced")
+	}
+
+	// Deleted and written again at once: never withdrawn.
+	r.remove(Encode(export(), "mcs-system"))
+	r.put(Encode(export(), "mcs-system"))
+	delayed.fire()
+	if got := store.Get(webKey); len(got) != 1 {
+		t.Fatalf("a publication written again was withdrawn: %+v", got)
+	}
+
+	// The wipe.
+	r.remove(Encode(export(), "mcs-system"))
+	r.remove(Encode(gone, "mcs-system"))
+	r.remove(Marker("east", "mcs-system", 0))
+	if store.Synced("east") {
+		t.Error("still synced without its marker")
+	}
+	delayed.fire()
+	if len(store.Get(webKey)) != 1 || len(store.Get(gone.Key)) != 1 {
+		t.Fatalf("withdrawn while the member republishes: web %v, gone %v", store.Get(webKey), store.Get(gone.Key))
+	}
+	// Republished: web and the marker, not gone.
+	r.put(Encode(export(), "mcs-system"))
+	r.put(Marker("east", "mcs-system", 0))
+	if !store.Synced("east") || len(store.Get(webKey)) != 1 || len(store.Get(gone.Key)) != 0 {
+		t.Errorf("after the republication: synced %v, web %v, gone %v", store.Synced("east"), store.Get(webKey), store.Get(gone.Key))
 	}
 }
 
@@ -321,8 +377,12 @@ func TestReader(t *testing.T) {
 func TestDemux(t *testing.T) {
 	store := clusterset.NewStore()
 	inf := controllertest.NewFakeInformer()
+	delayed := &delayed{}
 	newReader := func(id clusterset.ClusterID) *Reader {
-		return &Reader{cluster: id, store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+		// In its steady state: listed, and marked.
+		r := &Reader{cluster: id, store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard(), delay: delayed.add, listed: true}
+		r.put(Marker(id, "mcs-system", 0))
+		return r
 	}
 	publication := func(cluster clusterset.ClusterID, name string) *PublishedExport {
 		es := export()
@@ -368,11 +428,13 @@ func TestDemux(t *testing.T) {
 	relabelled := moved.DeepCopy()
 	relabelled.Labels[mcsv1beta1.LabelSourceCluster] = "east"
 	inf.Update(moved, relabelled)
+	delayed.fire()
 	if got := sources("db"); len(got) != 0 {
 		t.Errorf("db from %v after its label moved to a cluster its spec does not name", got)
 	}
 
 	inf.Delete(publication("west", "web"))
+	delayed.fire()
 	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north"}) {
 		t.Errorf("after west's web was deleted: web from %v", got)
 	}
@@ -489,5 +551,28 @@ func TestPublisherCacheBehind(t *testing.T) {
 	_, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey})
 	if err == nil || !strings.Contains(err.Error(), "in the way") {
 		t.Errorf("an object in the way that is not ours: %v", err)
+	}
+}
+
+// delayed holds the removals a Reader put off (Reader.delay) until the
+// test fires them, as RemovalDelay's timer would.
+type delayed struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+func (d *delayed) add(f func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.fs = append(d.fs, f)
+}
+
+func (d *delayed) fire() {
+	d.mu.Lock()
+	fs := d.fs
+	d.fs = nil
+	d.mu.Unlock()
+	for _, f := range fs {
+		f()
 	}
 }

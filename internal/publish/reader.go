@@ -36,16 +36,33 @@ type Reader struct {
 	cluster    clusterset.ClusterID
 	store      *clusterset.Store
 	heartbeats *Heartbeats
-	cache   cache.Cache
-	logger  logr.Logger
+	cache      cache.Cache
+	logger     logr.Logger
 
 	mu sync.Mutex
 	// keys are the member's exports the reader put into the Store.
 	keys map[types.NamespacedName]bool
 	// listed says the informer's first list went through the handler;
-	// marked that the Store was told the member is synced.
+	// marked that the Store was told the member is synced (since the
+	// marker was last seen).
 	markerSeen, listed, marked bool
+	// removing are the publications whose deletion waits RemovalDelay
+	// before it withdraws anything, by the deletion's sequence number.
+	removing map[types.NamespacedName]uint64
+	removals uint64
+	// delay runs a removal after RemovalDelay (the tests' seam; nil:
+	// time.AfterFunc).
+	delay func(func())
 }
+
+// RemovalDelay is how long a deleted publication waits before its export
+// is withdrawn: when a hub is wiped (or every publication is deleted at
+// once), the deletions reach the readers in no set order, and the
+// marker's among them says that the member's publications are being
+// rebuilt, not withdrawn. Half a second is far more than a burst of
+// deletions takes to go through an informer, and little beside the
+// seconds an unexported Service takes to leave the other clusters.
+var RemovalDelay = 500 * time.Millisecond
 
 // NewReader returns the Reader of member's publications in cl, registers
 // its informer, and marks the member's exports in the Store as being read
@@ -219,6 +236,7 @@ func (r *Reader) put(pub *PublishedExport) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+	delete(r.removing, key) // back before its removal took effect
 	es, err := Decode(pub)
 	if err == nil && es.Cluster != r.cluster {
 		err = fmt.Errorf("published as %s, read from the publications of %s", es.Cluster, r.cluster)
@@ -236,15 +254,56 @@ func (r *Reader) put(pub *PublishedExport) {
 	r.store.Put(es)
 }
 
+// remove withdraws a deleted publication's export after RemovalDelay,
+// unless the member's marker went meanwhile. A marker deleted (a wiped
+// hub, every publication deleted by hand) puts the member back into a
+// first pass: what the Store holds of it stays until its publisher has
+// written everything and its marker again, and only then is what it no
+// longer publishes withdrawn (Store.MarkSynced). A fresh hub is not a
+// member that left.
 func (r *Reader) remove(pub *PublishedExport) {
-	if IsMarker(pub) {
-		return // a marker removed changes nothing: what was read stays complete
-	}
-	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.keys[key] {
-		delete(r.keys, key)
+	if IsMarker(pub) {
+		if pub.Spec.Cluster == string(r.cluster) && r.markerSeen {
+			r.markerSeen, r.marked = false, false
+			r.store.BeginResync(r.cluster)
+			r.logger.Info("The member's marker is gone: what it published is kept until it has published everything again")
+		}
+		return
+	}
+	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+	if !r.keys[key] {
+		return
+	}
+	if !r.marked {
+		delete(r.keys, key) // its first pass: MarkSynced withdraws it
+		return
+	}
+	r.removals++
+	seq := r.removals
+	if r.removing == nil {
+		r.removing = map[types.NamespacedName]uint64{}
+	}
+	r.removing[key] = seq
+	if r.delay != nil {
+		r.delay(func() { r.removed(key, seq) })
+	} else {
+		time.AfterFunc(RemovalDelay, func() { r.removed(key, seq) })
+	}
+}
+
+// removed withdraws the export of a publication deleted RemovalDelay ago,
+// if it was not published again since.
+func (r *Reader) removed(key types.NamespacedName, seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.removing[key] != seq {
+		return
+	}
+	delete(r.removing, key)
+	delete(r.keys, key)
+	if r.marked {
 		r.store.Delete(r.cluster, key)
 	}
 }

@@ -245,3 +245,60 @@ func metricIs(ctx context.Context, p *syncerProcess, sample string, want float64
 		return nil
 	}
 }
+
+// TestWipedHubRepublishes: every publication in the hub is deleted at once,
+// the markers among them (what a wiped hub's returning watches report).
+// Each member publishes everything again, its marker last, on its own;
+// meanwhile no consumer withdraws anything: north never holds fewer than
+// east's 2 ready endpoints, and its ServiceImport keeps its UID and
+// clusterset IP.
+func TestWipedHubRepublishes(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	exclusive(t)
+	t.Cleanup(func() { clearHub(t) })
+	ns := "hub-wiped"
+	bed.Namespace(ctx, t, ns)
+	procs := startHubModeWithHeartbeat(ctx, t)
+	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	var before importIdentity
+	eventually(ctx, t, "north: east's web with a clusterset IP", func() error {
+		if err := readyImported(ctx, north, ns, map[string]int{"east": 2})(); err != nil {
+			return err
+		}
+		id, err := identityOf(ctx, north, ns, "web")
+		if err == nil && id.ips == "" {
+			err = fmt.Errorf("no clusterset IP yet")
+		}
+		before = id
+		return err
+	})
+	lowest := lowestReady(ctx, t, "north", ns, "multicluster.kubernetes.io/source-cluster=east", 2)
+
+	clearHub(t)
+	wiped := time.Now()
+	eventually(ctx, t, "every member to publish again, marker included", func() error {
+		got, err := hubPublications(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"east", "east." + ns + ".web", "north", "west"} {
+			if !slices.Contains(got, want) {
+				return fmt.Errorf("publications %v lack %s", got, want)
+			}
+		}
+		return nil
+	})
+	t.Logf("republished %s after the wipe", time.Since(wiped).Round(time.Millisecond))
+	eventually(ctx, t, "north: east's 2 endpoints", readyImported(ctx, north, ns, map[string]int{"east": 2}))
+	if n := lowest(); n < 2 {
+		t.Errorf("north held %d of east's ready endpoints while the hub was rebuilt, want never fewer than 2", n)
+	}
+	if id, err := identityOf(ctx, north, ns, "web"); err != nil || id != before {
+		t.Errorf("ServiceImport %+v (%v) after the wipe, was %+v", id, err, before)
+	}
+}
