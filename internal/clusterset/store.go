@@ -27,8 +27,11 @@ type Store struct {
 	// the export side can tell the exporters where they look.
 	blocked map[types.NamespacedName]map[ClusterID]string
 	// unpublished[key] says why the local member's export of key could
-	// not be published (per-cluster mode), for its Ready condition.
+	// not be published (per-cluster mode), for its Ready condition;
+	// unheard why none of its exports reaches the others (its marker, its
+	// heartbeat, cannot be written).
 	unpublished map[types.NamespacedName]string
+	unheard     string
 }
 
 // NewStore returns an empty Store.
@@ -59,11 +62,32 @@ func (s *Store) SetUnpublished(key types.NamespacedName, why string) {
 	s.notify(key)
 }
 
-// Unpublished returns why the export of key could not be published, or "".
+// SetUnheard records why the local member's heartbeat does not reach the
+// other members (its marker cannot be written); "" clears it. A change
+// is announced for every key.
+func (s *Store) SetUnheard(why string) {
+	s.mu.Lock()
+	if s.unheard == why {
+		s.mu.Unlock()
+		return
+	}
+	s.unheard = why
+	s.mu.Unlock()
+	s.AnnounceAll()
+}
+
+// Unpublished returns why the export of key does not reach the other
+// members, or "".
 func (s *Store) Unpublished(key types.NamespacedName) string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.unpublished[key]
+	if why := s.unpublished[key]; why != "" {
+		return why
+	}
+	if s.unheard != "" {
+		return "this member's heartbeat cannot be written, so the others withdraw its endpoints once their grace has run out: " + s.unheard
+	}
+	return ""
 }
 
 // SetImportBlocked records why the import of key cannot be written into

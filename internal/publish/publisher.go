@@ -159,7 +159,8 @@ func (p *Publisher) Start(ctx context.Context) error {
 // Reconcile publishes, updates or withdraws the publication of one export,
 // or writes the marker.
 // A write that fails for more than a race is recorded: the export's in the
-// Store (its Ready condition says so), the marker's in Problem (/readyz).
+// Store (its Ready condition says so), the marker's in Problem (/readyz)
+// and in the Store (every export's Ready condition).
 func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if req == markerRequest {
 		res, err := p.syncMarker(ctx)
@@ -168,6 +169,7 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 			why = err.Error()
 		}
 		p.problem.Store(&why)
+		p.opts.Store.SetUnheard(why)
 		return res, err
 	}
 	res, why, err := p.sync(ctx, req.NamespacedName)

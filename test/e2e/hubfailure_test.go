@@ -4,16 +4,20 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
@@ -300,5 +304,95 @@ func TestWipedHubRepublishes(t *testing.T) {
 	}
 	if id, err := identityOf(ctx, north, ns, "web"); err != nil || id != before {
 		t.Errorf("ServiceImport %+v (%v) after the wipe, was %+v", id, err, before)
+	}
+}
+
+// TestRevokedThenRotatedHubToken: west's identity in the hub is deleted
+// (its token revoked). A change of west's export cannot be published:
+// west's ServiceExport says Ready=False with the hub's answer, and its
+// /readyz fails naming the publisher. A new token written into west's hub
+// kubeconfig reaches the publisher without a restart: the change is
+// published and imported by north, and west's status recovers.
+func TestRevokedThenRotatedHubToken(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	exclusive(t)
+	t.Cleanup(func() { clearHub(t) })
+	ns := "hub-token"
+	bed.Namespace(ctx, t, ns)
+	kubeconfig := filepath.Join(bed.StateDir, "hub", "west.kubeconfig")
+	// Whatever happens here, west's identity is back for the tests after.
+	t.Cleanup(func() {
+		if err := bed.HubIdentity(context.Background(), "west", kubeconfig); err != nil {
+			t.Error(err)
+		}
+	})
+	procs := startHubModeWithHeartbeat(ctx, t)
+	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+
+	west, north := bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	if err := manualExport(ctx, west, ns, "w", "10.101.9.4"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north: west's w", importedEndpoints(ctx, north, ns, "w", "west", 1))
+
+	hub, err := bed.Hub.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.CoreV1().ServiceAccounts(testbed.HubNamespace).Delete(ctx, "member-west", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Its heartbeat is refused within one interval: then a change cannot
+	// be published either.
+	eventually(ctx, t, "west's /readyz to fail naming the publisher", readyzAnswers(ctx, procs["west"], 503, "[-]publisher failed", "Unauthorized"))
+	addEndpoint(ctx, t, west, ns, "w-manual", "10.101.9.5")
+	eventually(ctx, t, "west's ServiceExport to say it is not published", func() error {
+		cond, err := workloads.ExportCondition(ctx, west, ns, "w", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "Unauthorized") {
+			return fmt.Errorf("Ready %s %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	if err := importedEndpoints(ctx, north, ns, "w", "west", 1)(); err != nil {
+		t.Errorf("north imported west's unpublished change: %v", err)
+	}
+
+	if err := bed.HubIdentity(ctx, "west", kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	rotated := time.Now()
+	eventually(ctx, t, "north: west's change, published with the new token", importedEndpoints(ctx, north, ns, "w", "west", 2))
+	t.Logf("west's change imported %s after the new token was written", time.Since(rotated).Round(time.Millisecond))
+	eventually(ctx, t, "west's ServiceExport Ready again", func() error {
+		cond, err := workloads.ExportCondition(ctx, west, ns, "w", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready %s %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	eventually(ctx, t, "west's /readyz to pass", readyzSays(ctx, procs["west"], "[+]publisher ok"))
+	if err := procs["west"].Exited(); err != nil {
+		t.Fatalf("west's mcs-syncer restarted: %v", err)
+	}
+}
+
+// addEndpoint adds a ready endpoint to an EndpointSlice.
+func addEndpoint(ctx context.Context, t *testing.T, cl client.Client, ns, name, ip string) {
+	t.Helper()
+	slice := &discoveryv1.EndpointSlice{}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, slice); err != nil {
+		t.Fatal(err)
+	}
+	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	if err := cl.Update(ctx, slice); err != nil {
+		t.Fatal(err)
 	}
 }

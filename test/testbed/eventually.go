@@ -15,8 +15,11 @@ func Eventually(ctx context.Context, t testing.TB, what string, check func() err
 	t.Helper()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
-		last = check()
-		return last == nil, nil
+		got := check()
+		if got == nil || ctx.Err() == nil || last == nil {
+			last = got // the last check's own answer, not the deadline's
+		}
+		return got == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
