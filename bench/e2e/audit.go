@@ -55,6 +55,7 @@ type auditEvent struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	Received time.Time `json:"requestReceivedTimestamp"`
 }
@@ -63,10 +64,18 @@ type auditEvent struct {
 // "serviceimports/status update", ...).
 type writeCounts map[string]int
 
-// isLease tells the leader election's writes (Lease renewals), which are
-// reported apart: they are the price of having a standby, not of the
-// work.
-func isLease(kind string) bool { return strings.HasPrefix(kind, "leases ") }
+// isLease tells the renewals, which are reported apart: the leader
+// election's Lease writes (the price of having a standby) and the
+// markers' heartbeats (the price of telling a stopped member from an
+// unreachable hub), not the work.
+func isLease(kind string) bool {
+	return strings.HasPrefix(kind, "leases ") || strings.HasPrefix(kind, heartbeatKind)
+}
+
+// heartbeatKind is the kind counted for a marker's renewal: an update of
+// a PublishedExport named after its cluster (a publication's name has
+// dots: <cluster>.<namespace>.<name>).
+const heartbeatKind = "heartbeats "
 
 // total counts the writes, Leases apart.
 func (w writeCounts) total() int {
@@ -108,7 +117,7 @@ func (w writeCounts) String() string {
 	}
 	text := strings.Join(parts, ", ")
 	if n := w.leases(); n > 0 {
-		text += fmt.Sprintf("; besides, %d Lease writes (leader election)", n)
+		text += fmt.Sprintf("; besides, %d renewals (leader election's Leases, markers' heartbeats)", n)
 	}
 	return text
 }
@@ -140,6 +149,9 @@ func countWrites(logs []string, from, to time.Time) (writeCounts, error) {
 			kind := e.ObjectRef.Resource
 			if e.ObjectRef.Subresource != "" {
 				kind += "/" + e.ObjectRef.Subresource
+			}
+			if kind == "publishedexports" && e.Verb == "update" && !strings.Contains(e.ObjectRef.Name, ".") {
+				kind = strings.TrimSpace(heartbeatKind)
 			}
 			counts[kind+" "+e.Verb]++
 		}

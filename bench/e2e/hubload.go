@@ -108,7 +108,7 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	pubs := make([]*publish.PublishedExport, sims*f.exported)
 	err := parallel(ctx, len(pubs)+sims, writers, func(ctx context.Context, k int) error {
 		if k >= len(pubs) {
-			return g.hub.Create(ctx, publish.Marker(clusterset.ClusterID(simName(k-len(pubs, 0))), controlplane.SystemNamespace))
+			return g.hub.Create(ctx, publish.Marker(clusterset.ClusterID(simName(k-len(pubs))), controlplane.SystemNamespace, 0))
 		}
 		p := g.publication(k/f.exported, k%f.exported)
 		if err := g.hub.Create(ctx, p); err != nil {
