@@ -66,9 +66,10 @@ func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-// TestPublisherRecordsRefusals: a write the publication server refuses
-// (a revoked token) is recorded for the export's Ready condition, and the
-// marker's for /readyz (Problem); both clear once writes go through.
+// TestPublisherRecordsRefusals: a publisher that has not read its server
+// yet says so; a write the publication server refuses (a revoked token)
+// is recorded for the export's Ready condition, and the marker's for
+// /readyz (Problem); both clear once writes go through.
 func TestPublisherRecordsRefusals(t *testing.T) {
 	store := clusterset.NewStore()
 	store.BeginResync("east")
@@ -84,6 +85,9 @@ func TestPublisherRecordsRefusals(t *testing.T) {
 		},
 	}).Build()
 	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}
+	if !strings.Contains(p.Problem(), "not been read yet") {
+		t.Errorf("a publisher that has not read its server: problem %q", p.Problem())
+	}
 	if _, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey}); err == nil {
 		t.Fatal("a refused write is no error")
 	}

@@ -74,6 +74,8 @@ type Publisher struct {
 	// problem is why the marker could not be written or renewed ("" when
 	// it last was): the member's heartbeat is not reaching the others.
 	problem atomic.Pointer[string]
+	// synced is set once the publisher's cache has synced.
+	synced atomic.Bool
 }
 
 // MaxPublicationBytes bounds a publication's size as JSON: under the
@@ -153,6 +155,7 @@ func (p *Publisher) Start(ctx context.Context) error {
 	if !p.cache.WaitForCacheSync(ctx) {
 		return nil
 	}
+	p.synced.Store(true)
 	return p.controller.Start(ctx)
 }
 
@@ -181,10 +184,14 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 }
 
 // Problem says why the member's marker could not be written or renewed,
-// "" when it last was (or nothing was tried yet).
+// or that the publication server has not been read yet; "" when the
+// marker last was written.
 func (p *Publisher) Problem() string {
 	if why := p.problem.Load(); why != nil {
 		return *why
+	}
+	if !p.synced.Load() {
+		return "the publication server has not been read yet (its cache has not synced)"
 	}
 	return ""
 }
