@@ -29,6 +29,22 @@ import (
 // hubFailureGrace is the grace of the processes these tests start.
 const hubFailureGrace = 20 * time.Second
 
+// hubFailureTest sets up a test of this file: the shared mcs-syncer
+// stopped, namespace ns in every cluster, and one mcs-syncer per member in
+// hub mode, which are stopped (and the hub cleared) when the test ends.
+func hubFailureTest(t *testing.T, ns string, timeout time.Duration) (context.Context, map[string]*syncerProcess) {
+	t.Helper()
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	exclusive(t)
+	t.Cleanup(func() { clearHub(t) })
+	bed.Namespace(ctx, t, ns)
+	procs := startHubModeWithHeartbeat(ctx, t)
+	t.Cleanup(func() { stopAll(t, slices.Collect(maps.Values(procs))) })
+	return ctx, procs
+}
+
 // startHubModeWithHeartbeat runs one mcs-syncer per member in hub mode,
 // with the tests' grace and a 2 s heartbeat.
 func startHubModeWithHeartbeat(ctx context.Context, t *testing.T) map[string]*syncerProcess {
@@ -70,15 +86,8 @@ func identityOf(ctx context.Context, cl client.Client, ns, name string) (importI
 // republishes) and never comes back; a change made in east after the
 // hub's return reaches the consumers.
 func TestHubOutageWithdrawsNothing(t *testing.T) {
-	needTestbed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	exclusive(t)
-	t.Cleanup(func() { clearHub(t) })
 	ns := "hub-outage"
-	bed.Namespace(ctx, t, ns)
-	procs := startHubModeWithHeartbeat(ctx, t)
-	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+	ctx, procs := hubFailureTest(t, ns, 6*time.Minute)
 
 	east := bed.ClientOf(t, "east")
 	d := workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
@@ -185,15 +194,8 @@ func TestHubOutageWithdrawsNothing(t *testing.T) {
 // heartbeat has run out, not before; west's import of its own Service is
 // untouched. East's mcs-syncer restarted, the import comes back.
 func TestStoppedMemberIsWithdrawnThroughTheHub(t *testing.T) {
-	needTestbed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	exclusive(t)
-	t.Cleanup(func() { clearHub(t) })
 	ns := "hub-member-stopped"
-	bed.Namespace(ctx, t, ns)
-	procs := startHubModeWithHeartbeat(ctx, t)
-	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+	ctx, procs := hubFailureTest(t, ns, 5*time.Minute)
 
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
@@ -257,15 +259,8 @@ func metricIs(ctx context.Context, p *syncerProcess, sample string, want float64
 // east's 2 ready endpoints, and its ServiceImport keeps its UID and
 // clusterset IP.
 func TestWipedHubRepublishes(t *testing.T) {
-	needTestbed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	exclusive(t)
-	t.Cleanup(func() { clearHub(t) })
 	ns := "hub-wiped"
-	bed.Namespace(ctx, t, ns)
-	procs := startHubModeWithHeartbeat(ctx, t)
-	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
+	ctx, procs := hubFailureTest(t, ns, 4*time.Minute)
 
 	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
 	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
@@ -305,6 +300,11 @@ func TestWipedHubRepublishes(t *testing.T) {
 	if id, err := identityOf(ctx, north, ns, "web"); err != nil || id != before {
 		t.Errorf("ServiceImport %+v (%v) after the wipe, was %+v", id, err, before)
 	}
+	for member, p := range procs {
+		if err := p.Exited(); err != nil {
+			t.Errorf("%s's mcs-syncer did not recover on its own: %v", member, err)
+		}
+	}
 }
 
 // TestRevokedThenRotatedHubToken: west's identity in the hub is deleted
@@ -314,13 +314,8 @@ func TestWipedHubRepublishes(t *testing.T) {
 // kubeconfig reaches the publisher without a restart: the change is
 // published and imported by north, and west's status recovers.
 func TestRevokedThenRotatedHubToken(t *testing.T) {
-	needTestbed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	exclusive(t)
-	t.Cleanup(func() { clearHub(t) })
 	ns := "hub-token"
-	bed.Namespace(ctx, t, ns)
+	ctx, procs := hubFailureTest(t, ns, 4*time.Minute)
 	kubeconfig := filepath.Join(bed.StateDir, "hub", "west.kubeconfig")
 	// Whatever happens here, west's identity is back for the tests after.
 	t.Cleanup(func() {
@@ -328,8 +323,6 @@ func TestRevokedThenRotatedHubToken(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	procs := startHubModeWithHeartbeat(ctx, t)
-	defer func() { stopAll(t, slices.Collect(maps.Values(procs))) }()
 
 	west, north := bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 	if err := manualExport(ctx, west, ns, "w", "10.101.9.4"); err != nil {
