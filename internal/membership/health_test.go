@@ -77,10 +77,19 @@ func (hs *healthSet) changed() int {
 // TestHealthDownClockSurvivesFlapping: a member that was up and then fails
 // over and over (forbidden, syncing, forbidden, ...: a token that may
 // answer a probe but not list) stays down since it was last up; its grace
-// is not reset by each cycle, and only its first fall is announced.
+// is not reset by each cycle, only its first fall is announced, and the
+// process's readiness does not cycle with it (only a member's first sync
+// holds it).
 func TestHealthDownClockSurvivesFlapping(t *testing.T) {
 	hs := newHealthSet(t, nil)
+	hs.set.run = context.Background() // started
+	for _, id := range []clusterset.ClusterID{"west", "south"} {
+		hs.to(id, Engaged)
+	}
 	hs.to("east", Syncing)
+	if ready, lines := hs.set.Readiness(); ready {
+		t.Errorf("ready during east's first sync: %v", lines)
+	}
 	hs.to("east", Engaged)
 	if h := hs.set.Health("east"); !h.Up || !h.Answering {
 		t.Fatalf("engaged: %+v", h)
@@ -95,6 +104,9 @@ func TestHealthDownClockSurvivesFlapping(t *testing.T) {
 		hs.to("east", Syncing)
 		if h := hs.set.Health("east"); h.Up || !h.Answering || !h.Since.Equal(down.Since) {
 			t.Fatalf("syncing again: %+v, want down since %s", h, down.Since)
+		}
+		if ready, lines := hs.set.Readiness(); !ready {
+			t.Fatalf("not ready while east syncs again: %v", lines)
 		}
 		hs.to("east", Forbidden)
 		if h := hs.set.Health("east"); h.Up || !h.Since.Equal(down.Since) {

@@ -126,6 +126,9 @@ type member struct {
 	// engaged says whether the member was ever engaged; uid is its
 	// cluster's identity once read.
 	engaged bool
+	// settled says whether the member ever came out of its first
+	// connecting and syncing: engaged, or refused for a reason.
+	settled bool
 	uid     types.UID
 }
 
@@ -144,6 +147,14 @@ func (m *member) getStatus() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.status
+}
+
+// firstSync reports whether the member is still in its first connecting
+// and syncing since it joined.
+func (m *member) firstSync() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.settled
 }
 
 // health is the member's health as far as its own state tells: a member
@@ -201,6 +212,9 @@ func (m *member) setState(ctx context.Context, state State, cause error) {
 	}
 	if state == Engaged {
 		m.engaged = true
+	}
+	if state != Connecting && state != Syncing {
+		m.settled = true
 	}
 	m.status = status
 	m.mu.Unlock()

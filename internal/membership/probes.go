@@ -12,9 +12,12 @@ import (
 
 // Readiness tells whether mcs-syncer is ready, with one line per check in
 // the format of Kubernetes' /readyz?verbose. It is ready once no member is
-// connecting or syncing: a member that cannot be engaged (unreachable,
-// missing CRDs, refused) is reported with its cause but does not make the
-// process unready, because nothing mcs-syncer does would change that.
+// in its first connecting or syncing: a member that cannot be engaged
+// (unreachable, missing CRDs, refused) is reported with its cause but does
+// not make the process unready, because nothing mcs-syncer does would
+// change that; nor does one that syncs again after a failure (a member
+// whose token answers the probe but may not list cycles forbidden,
+// syncing, forbidden: the process's readiness would cycle with it).
 func (s *Set) Readiness() (ready bool, lines []string) {
 	s.mu.Lock()
 	started, reload, path := s.run != nil, s.reload, s.path
@@ -47,7 +50,7 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 		default:
 			detail += fmt.Sprintf("; down since %s, its exports are withdrawn once the grace after that has run out", stamp(h.Since))
 		}
-		if st.State == Connecting || st.State == Syncing {
+		if (st.State == Connecting || st.State == Syncing) && m.firstSync() {
 			ready = false
 			lines = append(lines, fmt.Sprintf("[-]member %s failed: %s", m.id(), detail))
 			continue

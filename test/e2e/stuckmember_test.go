@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+)
+
+// TestForbiddenMemberHoldsOthersForTheGraceOnly (central mode, grace 20 s):
+// north's credentials answer the probe (/readyz and discovery are open to
+// every identity) but may list nothing, so north cycles forbidden,
+// syncing, forbidden, ... for good. An export east ends is withdrawn from
+// west once north's grace, counted from the start, has run out (before,
+// the cycle restarted north's clock and the import stayed for as long as
+// north flapped); one ended after that is withdrawn at once. /readyz names
+// north's state and since when it is down.
+func TestForbiddenMemberHoldsOthersForTheGraceOnly(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	exclusive(t)
+	ns := "stuck-member"
+	bed.Namespace(ctx, t, ns)
+
+	northBed := bed.Cluster("north")
+	northAdmin := bed.ClientOf(t, "north")
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mcs-system"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-rights", Namespace: "mcs-system"}},
+	} {
+		if err := northAdmin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	northKubeconfig := filepath.Join(dir, "north-no-rights.kubeconfig")
+	writeTokenKubeconfig(t, northBed, serviceAccountToken(ctx, t, northBed, "mcs-system", "no-rights"), northKubeconfig)
+	path := filepath.Join(dir, "clusterset.yaml")
+	east, west := bed.Cluster("east"), bed.Cluster("west")
+	writeMembers(t, path,
+		testbed.Member{ID: "east", Kubeconfig: east.KubeconfigPath, Context: east.Context},
+		testbed.Member{ID: "west", Kubeconfig: west.KubeconfigPath, Context: west.Context},
+		testbed.Member{ID: "north", Kubeconfig: northKubeconfig})
+	eastClient, westClient := bed.ClientOf(t, "east"), bed.ClientOf(t, "west")
+	for _, name := range []string{"first", "second"} {
+		if err := manualExport(ctx, eastClient, ns, name, "10.100.9.7"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started := time.Now()
+	s := ownSyncer(ctx, t, path)
+	for _, name := range []string{"first", "second"} {
+		eventually(ctx, t, "west: east's "+name, importedEndpoints(ctx, westClient, ns, name, "east", 1))
+	}
+	eventually(ctx, t, "/readyz to name north's refusal and since when it is down", readyzSays(ctx, s, "[+]member north ok: forbidden since", "; down since"))
+
+	unexport := func(name string) {
+		t.Helper()
+		if err := eastClient.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withdrawn := func(name string) func() error {
+		return func() error {
+			if _, err := identityOf(ctx, westClient, ns, name); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("ServiceImport %s still in west (%v)", name, err)
+			}
+			return nil
+		}
+	}
+	unexport("first")
+	eventually(ctx, t, "west to withdraw first once north's grace has run out", withdrawn("first"))
+	t.Logf("first withdrawn %s after the start (grace 20s)", time.Since(started).Round(time.Millisecond))
+	if since := time.Since(started); since < 15*time.Second {
+		t.Errorf("first withdrawn %s after the start, within north's grace", since)
+	}
+	unexport("second")
+	ended := time.Now()
+	eventually(ctx, t, "west to withdraw second at once", withdrawn("second"))
+	if took := time.Since(ended); took > 10*time.Second {
+		t.Errorf("second withdrawn %s after its export ended, past north's grace", took)
+	}
+	t.Logf("second withdrawn %s after its export ended", time.Since(ended).Round(time.Millisecond))
+}
