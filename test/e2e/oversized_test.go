@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
+)
+
+// TestOversizedExportAndAnnotations (hub mode): an export that grows past
+// what one publication may take (8,000 endpoints; etcd refused 7,000
+// before, and the export said Ready=True) is refused with Ready=False
+// naming the limit, and the consumers keep what was published before; an
+// export whose exportedAnnotations exceed their budget (a valid
+// ServiceExport spec that blocked the whole import before) is imported
+// without the key that does not fit, and says so (Valid=True KeysRefused).
+func TestOversizedExportAndAnnotations(t *testing.T) {
+	ns := "hub-oversized"
+	ctx, _ := hubFailureTest(t, ns, 5*time.Minute)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+
+	if err := manualExport(ctx, east, ns, "big", ips(100)...); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north: big's 100 endpoints", importedEndpoints(ctx, north, ns, "big", "east", 100))
+	grow(ctx, t, east, ns, "big", 8000)
+	eventually(ctx, t, "big's ServiceExport to name the publication limit", func() error {
+		cond, err := workloads.ExportCondition(ctx, east, ns, "big", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != string(mcsv1beta1.ServiceExportReasonFailed) ||
+			!strings.Contains(cond.Message, fmt.Sprint(publish.MaxPublicationBytes)) {
+			return fmt.Errorf("Ready %s %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		return nil
+	})
+	if err := importedEndpoints(ctx, north, ns, "big", "east", 100)(); err != nil {
+		t.Errorf("north lost what was published before: %v", err)
+	}
+
+	annotated := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "annotated"}}
+	if err := manualExport(ctx, east, ns, "annotated", "10.100.9.9"); err != nil {
+		t.Fatal(err)
+	}
+	if err := east.Get(ctx, client.ObjectKeyFromObject(annotated), annotated); err != nil {
+		t.Fatal(err)
+	}
+	annotated.Spec.ExportedAnnotations = map[string]string{"a.example/small": "kept", "b.example/huge": strings.Repeat("x", 200<<10)}
+	if err := east.Update(ctx, annotated); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north: annotated imported with the key that fits", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: ns, Name: "annotated"}, si); err != nil {
+			return err
+		}
+		if si.Annotations["a.example/small"] != "kept" {
+			return fmt.Errorf("annotations %d, small %q", len(si.Annotations), si.Annotations["a.example/small"])
+		}
+		if _, ok := si.Annotations["b.example/huge"]; ok {
+			return fmt.Errorf("the huge annotation was imported")
+		}
+		return importedEndpoints(ctx, north, ns, "annotated", "east", 1)()
+	})
+	cond, err := workloads.ExportCondition(ctx, east, ns, "annotated", mcsv1beta1.ServiceExportConditionValid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond.Reason != "KeysRefused" || !strings.Contains(cond.Message, "b.example/huge") {
+		t.Errorf("Valid %s %s: %s", cond.Status, cond.Reason, cond.Message)
+	}
+}
+
+// ips returns n distinct addresses in east's pod range.
+func ips(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("10.100.%d.%d", 100+i/250, 1+i%250)
+	}
+	return out
+}
+
+// grow adds n ready endpoints to name's manual export (of ips(100)), in
+// slices of 1,000 (the most one EndpointSlice holds).
+func grow(ctx context.Context, t *testing.T, cl client.Client, ns, name string, n int) {
+	t.Helper()
+	all := ips(100 + n)[100:]
+	for i := 0; i*1000 < n; i++ {
+		slice := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-grown-%d", name, i), Namespace: ns, Labels: map[string]string{
+				discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "e2e.mcs-syncer"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}
+		for _, ip := range all[i*1000 : min(n, (i+1)*1000)] {
+			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		}
+		if err := cl.Create(ctx, slice); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
