@@ -44,6 +44,7 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--clusterset-config", "c", "--concurrent-import-syncs", "0"}, "--concurrent-import-syncs: 0 is not positive"},
 		{[]string{"--clusterset-config", "c", "--concurrent-export-syncs", "-1"}, "--concurrent-export-syncs: -1 is not positive"},
 		{[]string{"--clusterset-config", "c", "--concurrent-export-syncs", "2.5"}, "concurrent-export-syncs"},
+		{[]string{"--clusterset-config", "c", "--heartbeat-interval", "500ms"}, "--heartbeat-interval: 500ms is under a second"},
 		{[]string{"--clusterset-config", "c", "--leader-election-cluster", "east"}, "need --leader-elect"},
 		{[]string{"--clusterset-config", "c", "--leader-elect", "--leader-election-cluster", "east", "--leader-election-kubeconfig", "k"}, "set one, not both"},
 	} {
