@@ -160,8 +160,7 @@ func (p *Publisher) Start(ctx context.Context) error {
 }
 
 // Reconcile publishes, updates or withdraws the publication of one export,
-// or writes the marker.
-// A write that fails for more than a race is recorded: the export's in the
+// or writes the marker. A write that fails for more than a race is recorded: the export's in the
 // Store (its Ready condition says so), the marker's in Problem (/readyz)
 // and in the Store (every export's Ready condition).
 func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
