@@ -64,7 +64,12 @@ func startHubModeWithHeartbeat(ctx context.Context, t *testing.T) map[string]*sy
 }
 
 func startHubMember(ctx context.Context, member string) (*syncerProcess, error) {
-	return startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", bed.HubConfigPath(member), "--local-cluster", member,
+	return startHubMemberWith(ctx, member, bed.HubConfigPath(member))
+}
+
+// startHubMemberWith is startHubMember with the clusterset config at path.
+func startHubMemberWith(ctx context.Context, member, path string) (*syncerProcess, error) {
+	return startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", path, "--local-cluster", member,
 		"--leader-elect", "--leader-election-namespace", "mcs-system",
 		"--cluster-unreachable-grace", hubFailureGrace.String(), "--heartbeat-interval", "2s")
 }

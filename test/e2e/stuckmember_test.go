@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
@@ -64,31 +66,81 @@ func TestForbiddenMemberHoldsOthersForTheGraceOnly(t *testing.T) {
 	}
 	eventually(ctx, t, "/readyz to name north's refusal and since when it is down", readyzSays(ctx, s, "[+]member north ok: forbidden since", "; down since"))
 
+	heldForTheGraceOnly(ctx, t, eastClient, westClient, ns, started)
+}
+
+// heldForTheGraceOnly ends the exports "first" and "second" of ns in
+// exporter, one after the other, while a member that cannot be read holds
+// consumer's withdrawals: first is withdrawn from consumer once the grace
+// (20 s) counted from started has run out, not before; second at once.
+func heldForTheGraceOnly(ctx context.Context, t *testing.T, exporter, consumer client.Client, ns string, started time.Time) {
+	t.Helper()
 	unexport := func(name string) {
 		t.Helper()
-		if err := eastClient.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+		if err := exporter.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	withdrawn := func(name string) func() error {
 		return func() error {
-			if _, err := identityOf(ctx, westClient, ns, name); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("ServiceImport %s still in west (%v)", name, err)
+			if _, err := identityOf(ctx, consumer, ns, name); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("ServiceImport %s still imported (%v)", name, err)
 			}
 			return nil
 		}
 	}
 	unexport("first")
-	eventually(ctx, t, "west to withdraw first once north's grace has run out", withdrawn("first"))
+	eventually(ctx, t, "first to be withdrawn once the grace has run out", withdrawn("first"))
 	t.Logf("first withdrawn %s after the start (grace 20s)", time.Since(started).Round(time.Millisecond))
 	if since := time.Since(started); since < 15*time.Second {
-		t.Errorf("first withdrawn %s after the start, within north's grace", since)
+		t.Errorf("first withdrawn %s after the start, within the grace", since)
 	}
 	unexport("second")
 	ended := time.Now()
-	eventually(ctx, t, "west to withdraw second at once", withdrawn("second"))
+	eventually(ctx, t, "second to be withdrawn at once", withdrawn("second"))
 	if took := time.Since(ended); took > 10*time.Second {
-		t.Errorf("second withdrawn %s after its export ended, past north's grace", took)
+		t.Errorf("second withdrawn %s after its export ended, past the grace", took)
 	}
 	t.Logf("second withdrawn %s after its export ended", time.Since(ended).Round(time.Millisecond))
+}
+
+// TestNeverMarkedMemberHoldsOthersForTheGraceOnly (hub mode, grace 20 s):
+// north's config names a member, ghost, whose mcs-syncer is not deployed
+// yet (as in a rollout): engaged through the hub, it never publishes its
+// marker, so its exports are never known. An export east ends is
+// withdrawn from north once ghost's grace, counted from north's start, has
+// run out (before, ghost froze every withdrawal for as long as it was
+// named); one ended after that is withdrawn at once.
+func TestNeverMarkedMemberHoldsOthersForTheGraceOnly(t *testing.T) {
+	ns := "hub-never-marked"
+	ctx, procs := hubFailureTest(t, ns, 4*time.Minute)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	for _, name := range []string{"first", "second"} {
+		if err := manualExport(ctx, east, ns, name, "10.100.9.7"); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, "north: east's "+name, importedEndpoints(ctx, north, ns, name, "east", 1))
+	}
+
+	conf := bed.HubConfig("north", filepath.Join(bed.StateDir, "hub", "north.kubeconfig"))
+	conf.Members = append(conf.Members, testbed.Member{ID: "ghost"})
+	raw, err := yaml.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "north-with-ghost.yaml")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := procs["north"].stop(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := startHubMemberWith(ctx, "north", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs["north"] = p
+	started := time.Now()
+	eventually(ctx, t, "north's /readyz to name ghost", readyzSays(ctx, p, "[+]member ghost ok"))
+	heldForTheGraceOnly(ctx, t, east, north, ns, started)
 }

@@ -40,25 +40,11 @@ const HubNamespace = controlplane.SystemNamespace
 // startHub starts the hub: an API server and etcd (no controllers, no
 // nodes) with config/hub applied.
 func (cs *Clusterset) startHub(ctx context.Context) error {
-	hub := controlplane.New(controlplane.Spec{
-		Name: HubName, Index: len(cs.Clusters), Hub: true,
-		WorkDir:        filepath.Join(cs.StateDir, "kwok"),
-		KubeconfigPath: filepath.Join(cs.StateDir, HubName+".kubeconfig"),
-		BinDir:         cs.BinDir, AuditPolicy: cs.opts.AuditPolicy,
-	})
-	if err := hub.Create(ctx); err != nil {
-		return fmt.Errorf("testbed: hub: %w", err)
-	}
-	cs.Hub = hub
-	root, err := host.RepoRoot()
+	hub, err := cs.newHub(ctx, HubName, len(cs.Clusters), false)
 	if err != nil {
 		return err
 	}
-	for _, file := range []string{"namespace.yaml", "role.yaml", "admission.yaml"} {
-		if err := cs.applyToHub(ctx, filepath.Join(root, "config", "hub", file)); err != nil {
-			return err
-		}
-	}
+	cs.Hub = hub
 	raw, err := json.MarshalIndent(hub, "", "  ")
 	if err != nil {
 		return err
@@ -66,13 +52,47 @@ func (cs *Clusterset) startHub(ctx context.Context) error {
 	return os.WriteFile(filepath.Join(cs.StateDir, hubStateFile), raw, 0o644)
 }
 
-// applyToHub creates every object of a YAML file in the hub.
-func (cs *Clusterset) applyToHub(ctx context.Context, path string) error {
+// StartHAHub starts another hub, named name, highly available as kind's
+// HA control planes are (controlplane.Spec.HA: three etcd members, two API
+// servers, haproxy in front), with config/hub applied: for failover tests,
+// which give the members identities there (HubIdentityIn) and end it with
+// Destroy. It lives as long as the calling process; the testbed's
+// teardown stops it too.
+func (cs *Clusterset) StartHAHub(ctx context.Context, name string) (*controlplane.ControlPlane, error) {
+	// The index after the regular hub's, so that no CIDR is shared.
+	return cs.newHub(ctx, name, len(cs.Clusters)+1, true)
+}
+
+// newHub starts a hub control plane and applies config/hub to it.
+func (cs *Clusterset) newHub(ctx context.Context, name string, index int, ha bool) (*controlplane.ControlPlane, error) {
+	hub := controlplane.New(controlplane.Spec{
+		Name: name, Index: index, Hub: true, HA: ha,
+		WorkDir:        filepath.Join(cs.StateDir, "kwok"),
+		KubeconfigPath: filepath.Join(cs.StateDir, name+".kubeconfig"),
+		BinDir:         cs.BinDir, AuditPolicy: cs.opts.AuditPolicy,
+	})
+	if err := hub.Create(ctx); err != nil {
+		return nil, fmt.Errorf("testbed: %s: %w", name, err)
+	}
+	root, err := host.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	for _, file := range []string{"namespace.yaml", "role.yaml", "admission.yaml"} {
+		if err := applyToHub(ctx, hub, filepath.Join(root, "config", "hub", file)); err != nil {
+			return nil, err
+		}
+	}
+	return hub, nil
+}
+
+// applyToHub creates every object of a YAML file in hub.
+func applyToHub(ctx context.Context, hub *controlplane.ControlPlane, path string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("testbed: hub: %w", err)
+		return fmt.Errorf("testbed: %s: %w", hub.Name, err)
 	}
-	cl, err := cs.Hub.Client()
+	cl, err := hub.Client()
 	if err != nil {
 		return err
 	}
@@ -83,17 +103,17 @@ func (cs *Clusterset) applyToHub(ctx context.Context, path string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("testbed: hub: %s: %w", path, err)
+			return fmt.Errorf("testbed: %s: %s: %w", hub.Name, path, err)
 		}
 		obj := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &obj.Object); err != nil {
-			return fmt.Errorf("testbed: hub: %s: %w", path, err)
+			return fmt.Errorf("testbed: %s: %s: %w", hub.Name, path, err)
 		}
 		if len(obj.Object) == 0 {
 			continue
 		}
 		if err := cl.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("testbed: hub: create %s %s from %s: %w", obj.GetKind(), obj.GetName(), path, err)
+			return fmt.Errorf("testbed: %s: create %s %s from %s: %w", hub.Name, obj.GetKind(), obj.GetName(), path, err)
 		}
 	}
 }
@@ -127,7 +147,13 @@ func (cs *Clusterset) HubIdentity(ctx context.Context, member, path string) erro
 	if cs.Hub == nil {
 		return errors.New("testbed: no hub (start it with Options.Hub)")
 	}
-	kube, err := cs.Hub.Kubernetes()
+	return HubIdentityIn(ctx, cs.Hub, member, path)
+}
+
+// HubIdentityIn is HubIdentity in the hub given, such as one that
+// StartHAHub started.
+func HubIdentityIn(ctx context.Context, hub *controlplane.ControlPlane, member, path string) error {
+	kube, err := hub.Kubernetes()
 	if err != nil {
 		return err
 	}
@@ -149,7 +175,7 @@ func (cs *Clusterset) HubIdentity(ctx context.Context, member, path string) erro
 	if err != nil {
 		return fmt.Errorf("testbed: hub: token of %s: %w", sa, err)
 	}
-	rc := cs.Hub.RESTConfig()
+	rc := hub.RESTConfig()
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData}
 	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}

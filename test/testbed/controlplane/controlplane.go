@@ -57,6 +57,10 @@ type Spec struct {
 	// Hub starts an API server and etcd only, no controllers and no nodes:
 	// a hub for hub mode (Zones and NodesPerZone are ignored).
 	Hub bool
+	// HA (with Hub) makes the control plane highly available as kind
+	// does: three etcd members, two kube-apiservers and haproxy in front
+	// of them on the kubeconfig's address (ha.go).
+	HA bool
 }
 
 // ControlPlane is one running (or described) control plane. Its exported
@@ -89,6 +93,10 @@ type ControlPlane struct {
 	Index int
 	// WorkDir is kwokctl's work directory.
 	WorkDir string
+	// HA describes the processes of an HA control plane (Spec.HA), else
+	// nil. It is not read back by Load: an HA control plane lives as long
+	// as the process that created it.
+	HA *HA `json:",omitempty"`
 
 	binDir       string
 	auditPolicy  string
@@ -96,6 +104,7 @@ type ControlPlane struct {
 	zoneCPU      []string
 	kcmFlags     []string
 	hub          bool
+	ha           bool
 	restConfig   *rest.Config
 }
 
@@ -115,6 +124,7 @@ func New(spec Spec) *ControlPlane {
 		zoneCPU:        spec.ZoneCPU,
 		kcmFlags:       spec.ControllerManagerFlags,
 		hub:            spec.Hub,
+		ha:             spec.Hub && spec.HA,
 	}
 	if spec.Hub {
 		spec.Zones = 0
@@ -169,6 +179,11 @@ func (cp *ControlPlane) Create(ctx context.Context) error {
 	}
 	if !cp.hub {
 		if err := cp.createNodes(ctx); err != nil {
+			return err
+		}
+	}
+	if cp.ha {
+		if err := cp.makeHA(ctx); err != nil {
 			return err
 		}
 	}
@@ -367,7 +382,17 @@ func (cp *ControlPlane) Pids() (map[string]int, error) {
 // StopAPIServer kills this cluster's kube-apiserver (SIGKILL, as in a
 // crash) and waits until it is gone; everything else keeps running. For
 // fault tests: clients see connection errors and watches break.
+//
+// Of an HA control plane it kills every API server replica.
 func (cp *ControlPlane) StopAPIServer(ctx context.Context) error {
+	if cp.HA != nil {
+		for i := range cp.HA.APIServerPorts {
+			if err := cp.StopAPIServerReplica(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	pids, err := cp.Pids()
 	if err != nil {
 		return err
@@ -396,6 +421,14 @@ func (cp *ControlPlane) StopAPIServer(ctx context.Context) error {
 // StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with
 // the same flags and data, and returns once it is ready.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if cp.HA != nil {
+		for i := range cp.HA.APIServerPorts {
+			if err := cp.StartAPIServerReplica(ctx, i); err != nil {
+				return err
+			}
+		}
+		return cp.waitReady(ctx)
+	}
 	// kwokctl start skips the components that still run. No --wait: that
 	// waits for every component to report ready (through kubectl's
 	// /healthz), which after an outage took up to two minutes although the
