@@ -32,10 +32,12 @@ func TestHubFailover(t *testing.T) {
 	t.Cleanup(cancel)
 	exclusive(t)
 	bed.Namespace(ctx, t, ns)
+	began := time.Now()
 	hub, err := bed.StartHAHub(ctx, "hub-ha")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("FIGURE HA hub up in %s", time.Since(began).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if err := hub.Destroy(context.Background()); err != nil {
 			t.Error(err)
@@ -134,6 +136,9 @@ func TestHubFailover(t *testing.T) {
 		func(ctx context.Context) error { return hub.StopEtcdMember(ctx, leader) },
 		func(context.Context) error { return hub.StartEtcdMember(leader) })
 
+	if rss, err := hub.ResidentBytes(); err == nil {
+		t.Logf("FIGURE HA hub resident memory after the failovers: %v MiB", mebibytes(rss))
+	}
 	for _, consumer := range consumers {
 		if id, err := identityOf(ctx, bed.ClientOf(t, consumer), ns, "web"); err != nil || id != before[consumer] {
 			t.Errorf("%s: ServiceImport %+v (%v) after the failovers, was %+v", consumer, id, err, before[consumer])
@@ -156,4 +161,13 @@ func publishedReady(p *publish.PublishedExport) int {
 		n += workloads.CountReady(g.Endpoints)
 	}
 	return n
+}
+
+// mebibytes rounds each process's resident bytes to MiB.
+func mebibytes(rss map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for name, n := range rss {
+		out[name] = n >> 20
+	}
+	return out
 }
