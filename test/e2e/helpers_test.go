@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -18,6 +19,23 @@ import (
 func eventually(ctx context.Context, t *testing.T, what string, check func() error) {
 	t.Helper()
 	testbed.Eventually(ctx, t, what, check)
+}
+
+// holds checks every second, for d, that check still passes, and fails t
+// at once when it does not (what must not change while something is down).
+func holds(ctx context.Context, t *testing.T, what string, d time.Duration, check func() error) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < d {
+		if err := check(); err != nil {
+			t.Fatalf("%s, %s in: %v", what, time.Since(start).Round(time.Second), err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // createNamespace creates a namespace named after the test in cluster c,

@@ -74,16 +74,22 @@ func (cs *Clusterset) newHub(ctx context.Context, name string, index int, ha boo
 	if err := hub.Create(ctx); err != nil {
 		return nil, fmt.Errorf("testbed: %s: %w", name, err)
 	}
+	return hub, ApplyHubConfig(ctx, hub)
+}
+
+// ApplyHubConfig applies config/hub (the namespace, the members' Role and
+// the admission policy) to hub: on a new hub, or again on a wiped one.
+func ApplyHubConfig(ctx context.Context, hub *controlplane.ControlPlane) error {
 	root, err := host.RepoRoot()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, file := range []string{"namespace.yaml", "role.yaml", "admission.yaml"} {
 		if err := applyToHub(ctx, hub, filepath.Join(root, "config", "hub", file)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return hub, nil
+	return nil
 }
 
 // applyToHub creates every object of a YAML file in hub.

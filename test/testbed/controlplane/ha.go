@@ -355,6 +355,42 @@ func (cp *ControlPlane) stopProcess(ctx context.Context, name string) error {
 	return os.Remove(cp.pidFile(name))
 }
 
+// Wipe empties the etcd of an HA control plane, as a hub rebuilt from
+// nothing is: every API server and etcd member is killed, the etcd data
+// removed, and the control plane started again with what Create installs
+// (the MCS CRDs and the system namespace) and nothing else. It returns once
+// the control plane answers through haproxy again.
+func (cp *ControlPlane) Wipe(ctx context.Context) error {
+	for i := range cp.HA.APIServerPorts {
+		if err := cp.StopAPIServerReplica(ctx, i); err != nil {
+			return err
+		}
+	}
+	for i := range cp.HA.EtcdClientPorts {
+		if err := cp.StopEtcdMember(ctx, i); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(filepath.Join(cp.haDir(), etcdName(i))); err != nil {
+			return err
+		}
+	}
+	for i := range cp.HA.EtcdClientPorts {
+		if err := cp.StartEtcdMember(i); err != nil {
+			return err
+		}
+	}
+	if err := cp.waitEtcd(ctx); err != nil {
+		return err
+	}
+	if err := cp.StartAPIServer(ctx); err != nil {
+		return err
+	}
+	if err := cp.InstallCRDs(ctx); err != nil {
+		return err
+	}
+	return cp.createNamespace(ctx, SystemNamespace)
+}
+
 // Destroy stops every process of an HA control plane at once (SIGKILL)
 // and removes its data; the testbed's other control planes run on.
 func (cp *ControlPlane) Destroy(ctx context.Context) error {
