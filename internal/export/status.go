@@ -143,4 +143,20 @@ func (w *Watcher) recordProblems(before, after *mcsv1beta1.ServiceExport) {
 	if now != nil && strings.Contains(now.Message, notImportedEverywhere) && (was == nil || was.Message != now.Message) {
 		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, "ImportBlocked", "Export", "%s", now.Message)
 	}
+	// Once when publishing starts to fail (the hub is down, the token
+	// revoked, the export too large), not on every new wording of the
+	// server's answer while it goes on.
+	if failed(now) && !failed(was) {
+		w.recorder.Eventf(after, nil, corev1.EventTypeWarning, ReasonNotPublished, "Publish", "%s", now.Message)
+	}
+}
+
+// ReasonNotPublished is the reason of the Warning event on an export that
+// can no longer be published to the other members (its Ready turned False
+// with reason Failed).
+const ReasonNotPublished = "NotPublished"
+
+// failed reports whether a Ready condition says the export failed.
+func failed(ready *metav1.Condition) bool {
+	return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == string(mcsv1beta1.ServiceExportReasonFailed)
 }

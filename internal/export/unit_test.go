@@ -380,6 +380,39 @@ func TestUnitImportBlocked(t *testing.T) {
 	}
 }
 
+// TestUnitNotPublishedEvent: an export that can no longer be published
+// gets one Warning event when its Ready turns False, none while the
+// failure goes on in other words, and one again after it recovered and
+// failed anew.
+func TestUnitNotPublishedEvent(t *testing.T) {
+	h := newUnitHarness(t, serviceExportOf(time.Now()), service(nil))
+	h.sync()
+	if ev := h.events(); len(ev) != 0 {
+		t.Fatalf("events of a published export: %v", ev)
+	}
+	h.store.SetUnpublished(webKey, "dial tcp 127.0.0.1:6443: connect: connection refused")
+	h.sync()
+	if ready := h.condition(mcsv1beta1.ServiceExportConditionReady); ready.Status != metav1.ConditionFalse {
+		t.Fatalf("Ready %s %q", ready.Status, ready.Message)
+	}
+	ev := h.events()
+	if len(ev) != 1 || !strings.Contains(ev[0], "Warning "+ReasonNotPublished) || !strings.Contains(ev[0], "connection refused") {
+		t.Fatalf("events %v, want one NotPublished Warning with the server's answer", ev)
+	}
+	h.store.SetUnpublished(webKey, "Unauthorized")
+	h.sync()
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("a new wording of the same failure raised %v", ev)
+	}
+	h.store.SetUnpublished(webKey, "")
+	h.sync()
+	h.store.SetUnpublished(webKey, "Unauthorized")
+	h.sync()
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Unauthorized") {
+		t.Errorf("events %v after a recovery and a new failure, want one", ev)
+	}
+}
+
 func TestUnitStatusConflictIsRetried(t *testing.T) {
 	h := newUnitHarness(t, serviceExportOf(time.Now()), service(nil))
 	h.statusFail = func() error {

@@ -10,13 +10,16 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/export"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
@@ -134,6 +137,8 @@ func TestHubOutageWithdrawsNothing(t *testing.T) {
 	// Its own heartbeat cannot reach the others: not ready, saying why.
 	eventually(ctx, t, "north's /readyz to say east is held and north unheard", readyzAnswers(ctx, procs["north"], 503,
 		"[+]member east ok: held", "[-]publisher failed: the other members do not hear from this one"))
+	// East's exports say so, once: a Warning event.
+	eventually(ctx, t, "east: a NotPublished Warning event on web", warningEvent(ctx, east, ns, "web", export.ReasonNotPublished))
 	// Unexported while the hub is down: east cannot tell anyone yet.
 	if err := east.Delete(ctx, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web2"}}); err != nil {
 		t.Fatal(err)
@@ -388,5 +393,24 @@ func addEndpoint(ctx context.Context, t *testing.T, cl client.Client, ns, name, 
 	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	if err := cl.Update(ctx, slice); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// warningEvent returns a check that a Warning event with reason is
+// recorded for object ns/name.
+func warningEvent(ctx context.Context, cl client.Client, ns, name, reason string) func() error {
+	return func() error {
+		var list eventsv1.EventList
+		if err := cl.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+				return nil
+			}
+			seen = append(seen, e.Type+" "+e.Reason+" "+e.Regarding.Name)
+		}
+		return fmt.Errorf("no Warning %s event for %s/%s among %v", reason, ns, name, seen)
 	}
 }
