@@ -27,6 +27,26 @@ func TestReserved(t *testing.T) {
 	}
 }
 
+// TestReservedLabel: the managed-by label is refused on export, where
+// mcs-syncer would overwrite it, but is no Reserved key (a publication of
+// an older mcs-syncer that carries it is still read); annotations keep it.
+func TestReservedLabel(t *testing.T) {
+	if !ReservedLabel(ManagedByLabel) || !ReservedLabel("multicluster.kubernetes.io/x") || ReservedLabel("tier") {
+		t.Error("ReservedLabel")
+	}
+	if Reserved(ManagedByLabel) {
+		t.Error("Reserved(managed-by): readers would refuse older publications")
+	}
+	in := map[string]string{ManagedByLabel: "me", "tier": "front"}
+	kept, dropped := WithoutReservedLabels(in)
+	if !maps.Equal(kept, map[string]string{"tier": "front"}) || !slices.Equal(dropped, []string{ManagedByLabel}) {
+		t.Errorf("WithoutReservedLabels: kept %v, dropped %v", kept, dropped)
+	}
+	if kept, _ := WithoutReserved(in); !maps.Equal(kept, in) {
+		t.Errorf("WithoutReserved dropped from %v: %v", in, kept)
+	}
+}
+
 func TestWithoutReserved(t *testing.T) {
 	in := map[string]string{"tier": "front", "multicluster.kubernetes.io/service-name": "x", "mcs-syncer.io/a": "b"}
 	kept, dropped := WithoutReserved(in)

@@ -259,8 +259,8 @@ func TestExportFollowsTheService(t *testing.T) {
 }
 
 // TestReservedKeysRefused: reserved keys in exportedLabels and
-// exportedAnnotations (multicluster.kubernetes.io/*, mcs-syncer.io/*, ...)
-// never reach the import; the rest of the export does, and Valid says
+// exportedAnnotations (multicluster.kubernetes.io/*, mcs-syncer.io/*, ...,
+// and the label app.kubernetes.io/managed-by) never reach the import; the rest of the export does, and Valid says
 // which keys were refused.
 func TestReservedKeysRefused(t *testing.T) {
 	needTestbed(t)
@@ -270,14 +270,14 @@ func TestReservedKeysRefused(t *testing.T) {
 	bed.Namespace(ctx, t, "export-reserved", "east")
 	workloads.CreateApp(ctx, t, east, "export-reserved", 1, 80, false, nil)
 	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "export-reserved"}, Spec: mcsv1beta1.ServiceExportSpec{
-		ExportedLabels:      map[string]string{"tier": "front", "multicluster.kubernetes.io/service-name": "other"},
-		ExportedAnnotations: map[string]string{"note": "ok", "mcs-syncer.io/owner": "me", "endpointslice.kubernetes.io/managed-by": "x"},
+		ExportedLabels:      map[string]string{"tier": "front", "multicluster.kubernetes.io/service-name": "other", "app.kubernetes.io/managed-by": "helm"},
+		ExportedAnnotations: map[string]string{"note": "ok", "mcs-syncer.io/owner": "me", "endpointslice.kubernetes.io/managed-by": "x", "app.kubernetes.io/managed-by": "helm"},
 	}}
 	if err := east.Create(ctx, se); err != nil {
 		t.Fatal(err)
 	}
 	c := condition(ctx, t, "east", "export-reserved", mcsv1beta1.ServiceExportConditionValid, metav1.ConditionTrue, "ReservedKeysRefused")
-	for _, want := range []string{"exportedLabels multicluster.kubernetes.io/service-name", "exportedAnnotations endpointslice.kubernetes.io/managed-by, mcs-syncer.io/owner"} {
+	for _, want := range []string{"exportedLabels app.kubernetes.io/managed-by, multicluster.kubernetes.io/service-name", "exportedAnnotations endpointslice.kubernetes.io/managed-by, mcs-syncer.io/owner"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("Valid's message %q does not say %q", c.Message, want)
 		}
@@ -287,7 +287,9 @@ func TestReservedKeysRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !maps.Equal(es.Spec.Labels, map[string]string{"tier": "front"}) || !maps.Equal(es.Spec.Annotations, map[string]string{"note": "ok"}) {
+	// The managed-by label is mcs-syncer's own on a ServiceImport; as an
+	// annotation it is the exporter's to give.
+	if !maps.Equal(es.Spec.Labels, map[string]string{"tier": "front"}) || !maps.Equal(es.Spec.Annotations, map[string]string{"note": "ok", "app.kubernetes.io/managed-by": "helm"}) {
 		t.Errorf("exported labels %v, annotations %v: want the unreserved ones only", es.Spec.Labels, es.Spec.Annotations)
 	}
 }

@@ -29,7 +29,7 @@ import (
 
 // ManagedByLabel marks the ServiceImports and derived Services mcs-syncer
 // owns (value: the managed-by value); others are never modified.
-const ManagedByLabel = "app.kubernetes.io/managed-by"
+const ManagedByLabel = clusterset.ManagedByLabel
 
 var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
 
