@@ -86,6 +86,16 @@ func identityOf(ctx context.Context, cl client.Client, ns, name string) (importI
 	return importIdentity{uid: string(si.UID), ips: strings.Join(si.Spec.IPs, ",")}, nil
 }
 
+// addressedIdentityOf is identityOf, with an error while the ServiceImport
+// has no clusterset IP yet.
+func addressedIdentityOf(ctx context.Context, cl client.Client, ns, name string) (importIdentity, error) {
+	id, err := identityOf(ctx, cl, ns, name)
+	if err == nil && id.ips == "" {
+		err = fmt.Errorf("ServiceImport %s/%s has no clusterset IP yet", ns, name)
+	}
+	return id, err
+}
+
 // TestHubOutageWithdrawsNothing: the hub's API server is down for longer
 // than the grace while every member stays healthy. Throughout, north and
 // west keep east's endpoints and their ServiceImports (same UIDs, same
@@ -113,10 +123,7 @@ func TestHubOutageWithdrawsNothing(t *testing.T) {
 			if err := importedEndpoints(ctx, cl, ns, "web2", "east", 1)(); err != nil {
 				return err
 			}
-			id, err := identityOf(ctx, cl, ns, "web")
-			if err == nil && id.ips == "" {
-				err = fmt.Errorf("no clusterset IP yet")
-			}
+			id, err := addressedIdentityOf(ctx, cl, ns, "web")
 			before[consumer] = id
 			return err
 		})
@@ -275,10 +282,7 @@ func TestWipedHubRepublishes(t *testing.T) {
 		if err := readyImported(ctx, north, ns, map[string]int{"east": 2})(); err != nil {
 			return err
 		}
-		id, err := identityOf(ctx, north, ns, "web")
-		if err == nil && id.ips == "" {
-			err = fmt.Errorf("no clusterset IP yet")
-		}
+		id, err := addressedIdentityOf(ctx, north, ns, "web")
 		before = id
 		return err
 	})

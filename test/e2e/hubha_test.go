@@ -113,10 +113,7 @@ func importsKept(ctx context.Context, t *testing.T, ns string) func() {
 			if err := readyImported(ctx, cl, ns, map[string]int{"east": 2})(); err != nil {
 				return err
 			}
-			id, err := identityOf(ctx, cl, ns, "web")
-			if err == nil && id.ips == "" {
-				err = fmt.Errorf("no clusterset IP yet")
-			}
+			id, err := addressedIdentityOf(ctx, cl, ns, "web")
 			before[consumer] = id
 			return err
 		})
