@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,25 +90,11 @@ func (cp *ControlPlane) makeHA(ctx context.Context) error {
 	if err := cp.kwokctl(ctx, "stop", "cluster", "--name", cp.Name); err != nil {
 		return err
 	}
-	for range etcdMembers {
-		client, err := host.FreePort(false)
-		if err != nil {
-			return err
-		}
-		peer, err := host.FreePort(false)
-		if err != nil {
-			return err
-		}
-		ha.EtcdClientPorts = append(ha.EtcdClientPorts, client)
-		ha.EtcdPeerPorts = append(ha.EtcdPeerPorts, peer)
+	ports, err := freePorts(2*etcdMembers + apiServers)
+	if err != nil {
+		return err
 	}
-	for range apiServers {
-		port, err := host.FreePort(false)
-		if err != nil {
-			return err
-		}
-		ha.APIServerPorts = append(ha.APIServerPorts, port)
-	}
+	ha.EtcdClientPorts, ha.EtcdPeerPorts, ha.APIServerPorts = ports[:etcdMembers], ports[etcdMembers:2*etcdMembers], ports[2*etcdMembers:]
 	ha.etcdArgs = etcdArgs
 	var etcdServers []string
 	for _, port := range ha.EtcdClientPorts {
@@ -135,6 +122,25 @@ func (cp *ControlPlane) makeHA(ctx context.Context) error {
 		return err
 	}
 	return cp.waitReady(ctx)
+}
+
+// freePorts returns n distinct free loopback ports (host.FreePort may
+// hand out a port twice: each is free when it answers).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		port, err := host.FreePort(false)
+		if err != nil {
+			return nil, err
+		}
+		if tries > 10*n {
+			return nil, fmt.Errorf("no %d distinct free ports", n)
+		}
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
+	}
+	return ports, nil
 }
 
 // processArgs returns the command-line arguments of process pid, less the

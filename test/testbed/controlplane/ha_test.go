@@ -37,3 +37,13 @@ func TestProcessArgs(t *testing.T) {
 		t.Error("processArgs(0): no error")
 	}
 }
+
+func TestFreePorts(t *testing.T) {
+	ports, err := freePorts(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 8 || len(slices.Compact(slices.Sorted(slices.Values(ports)))) != 8 {
+		t.Errorf("freePorts(8) = %v, want 8 distinct ports", ports)
+	}
+}
