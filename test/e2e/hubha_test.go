@@ -218,7 +218,7 @@ func publishedReady(p *publish.PublishedExport) int {
 	return n
 }
 
-// mebibytes rounds each process's resident bytes to MiB.
+// mebibytes gives each process's resident bytes in whole MiB.
 func mebibytes(rss map[string]int64) map[string]int64 {
 	out := map[string]int64{}
 	for name, n := range rss {
@@ -309,6 +309,11 @@ func TestWipedHubRecovers(t *testing.T) {
 		})
 		t.Logf("%s: web2 withdrawn %s after the identities were restored", consumer, time.Since(restored).Round(time.Millisecond))
 		eventually(ctx, t, consumer+": east's 2 endpoints", readyImported(ctx, cl, ns, map[string]int{"east": 2}))
+	}
+	for _, consumer := range haConsumers {
+		if err := importedEndpoints(ctx, bed.ClientOf(t, consumer), ns, "web2", "east", 0)(); err != nil {
+			t.Errorf("%s: web2 came back: %v", consumer, err)
+		}
 	}
 	kept()
 	ha.noneExited(t)
