@@ -260,8 +260,8 @@ func TestExportFollowsTheService(t *testing.T) {
 
 // TestReservedKeysRefused: reserved keys in exportedLabels and
 // exportedAnnotations (multicluster.kubernetes.io/*, mcs-syncer.io/*, ...,
-// and the label app.kubernetes.io/managed-by) never reach the import; the rest of the export does, and Valid says
-// which keys were refused.
+// and the label app.kubernetes.io/managed-by) never reach the import; the
+// rest of the export does, and Valid says which keys were refused.
 func TestReservedKeysRefused(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

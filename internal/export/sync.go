@@ -96,8 +96,9 @@ func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExp
 
 // exportedSpec is what the ServiceExport and its Service give the import.
 // Reserved keys (clusterset.ReservedLabel, clusterset.Reserved) of
-// exportedLabels and exportedAnnotations are left out, and so is a LocalClusterFirstAnnotation
-// that is neither "true" nor "false"; cav says so (zero if nothing was).
+// exportedLabels and exportedAnnotations are left out, and so is a
+// LocalClusterFirstAnnotation that is neither "true" nor "false"; cav says
+// so (zero if nothing was).
 func exportedSpec(se *mcsv1beta1.ServiceExport, svc *corev1.Service) (spec clusterset.ExportedSpec, cav caveat) {
 	labels, refusedLabels := clusterset.WithoutReservedLabels(se.Spec.ExportedLabels)
 	annotations, refusedAnnotations := clusterset.WithoutReserved(se.Spec.ExportedAnnotations)

@@ -63,8 +63,14 @@ func hubClient(t *testing.T, member string) client.Client {
 
 // hubPublications returns the names of the publications in the hub.
 func hubPublications(ctx context.Context, t *testing.T) ([]string, error) {
+	return publicationNames(ctx, hubClient(t, ""))
+}
+
+// publicationNames returns the names of the publications in the hub that
+// cl (its administrator) reaches, sorted.
+func publicationNames(ctx context.Context, cl client.Client) ([]string, error) {
 	var list publish.PublishedExportList
-	if err := hubClient(t, "").List(ctx, &list, client.InNamespace(testbed.HubNamespace)); err != nil {
+	if err := cl.List(ctx, &list, client.InNamespace(testbed.HubNamespace)); err != nil {
 		return nil, err
 	}
 	var names []string

@@ -86,6 +86,23 @@ func identityOf(ctx context.Context, cl client.Client, ns, name string) (importI
 	return importIdentity{uid: string(si.UID), ips: strings.Join(si.Spec.IPs, ",")}, nil
 }
 
+// republished returns a check that the hub cl reaches holds every
+// member's marker and east's publication of web in ns again.
+func republished(ctx context.Context, cl client.Client, ns string) func() error {
+	return func() error {
+		got, err := publicationNames(ctx, cl)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"east", "east." + ns + ".web", "north", "west"} {
+			if !slices.Contains(got, want) {
+				return fmt.Errorf("publications %v lack %s", got, want)
+			}
+		}
+		return nil
+	}
+}
+
 // addressedIdentityOf is identityOf, with an error while the ServiceImport
 // has no clusterset IP yet.
 func addressedIdentityOf(ctx context.Context, cl client.Client, ns, name string) (importIdentity, error) {
@@ -290,18 +307,7 @@ func TestWipedHubRepublishes(t *testing.T) {
 
 	clearHub(t)
 	wiped := time.Now()
-	eventually(ctx, t, "every member to publish again, marker included", func() error {
-		got, err := hubPublications(ctx, t)
-		if err != nil {
-			return err
-		}
-		for _, want := range []string{"east", "east." + ns + ".web", "north", "west"} {
-			if !slices.Contains(got, want) {
-				return fmt.Errorf("publications %v lack %s", got, want)
-			}
-		}
-		return nil
-	})
+	eventually(ctx, t, "every member to publish again, marker included", republished(ctx, hubClient(t, ""), ns))
 	t.Logf("republished %s after the wipe", time.Since(wiped).Round(time.Millisecond))
 	eventually(ctx, t, "north: east's 2 endpoints", readyImported(ctx, north, ns, map[string]int{"east": 2}))
 	if n := lowest(); n < 2 {

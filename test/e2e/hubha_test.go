@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
@@ -281,22 +279,7 @@ func TestWipedHubRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, "every member to publish again, marker included", func() error {
-		var list publish.PublishedExportList
-		if err := hubAdmin.List(ctx, &list, client.InNamespace(testbed.HubNamespace)); err != nil {
-			return err
-		}
-		var got []string
-		for _, p := range list.Items {
-			got = append(got, p.Name)
-		}
-		for _, want := range []string{"east", "east." + ns + ".web", "north", "west"} {
-			if !slices.Contains(got, want) {
-				return fmt.Errorf("publications %v lack %s", got, want)
-			}
-		}
-		return nil
-	})
+	eventually(ctx, t, "every member to publish again, marker included", republished(ctx, hubAdmin, ns))
 	t.Logf("FIGURE wiped hub: republished %s after the wipe, %s after the identities were restored",
 		time.Since(wiped).Round(time.Millisecond), time.Since(restored).Round(time.Millisecond))
 	for _, consumer := range haConsumers {

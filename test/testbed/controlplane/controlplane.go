@@ -441,7 +441,12 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 
 // waitReady waits until the kube-apiserver answers /readyz.
 func (cp *ControlPlane) waitReady(ctx context.Context) error {
-	cs, err := cp.Kubernetes()
+	return waitReadyAt(ctx, cp.RESTConfig())
+}
+
+// waitReadyAt waits until the kube-apiserver at rc answers /readyz.
+func waitReadyAt(ctx context.Context, rc *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
@@ -218,14 +216,7 @@ func (cp *ControlPlane) StartAPIServerReplica(ctx context.Context, i int) error 
 	}
 	rc := cp.RESTConfig()
 	rc.Host = "https://127.0.0.1:" + strconv.Itoa(cp.HA.APIServerPorts[i])
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	return host.PollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil, nil
-	})
+	return waitReadyAt(ctx, rc)
 }
 
 // StopAPIServerReplica kills API server replica i (SIGKILL, as in a
