@@ -429,6 +429,15 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		}
 		return cp.waitReady(ctx)
 	}
+	// kube-controller-manager exits when it cannot renew its leader Lease
+	// during the outage, and stays a zombie for a while: kwokctl would take
+	// it for running and not start it again, and the cluster would go on
+	// without controllers (a namespace without its default ServiceAccount
+	// failed a later test in CI). Remove the pid files of the components
+	// that are gone, as kwokctl's own stop does.
+	if err := cp.forgetExited(); err != nil {
+		return err
+	}
 	// kwokctl start skips the components that still run. No --wait: that
 	// waits for every component to report ready (through kubectl's
 	// /healthz), which after an outage took up to two minutes although the
@@ -437,6 +446,23 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		return err
 	}
 	return cp.waitReady(ctx)
+}
+
+// forgetExited removes the pid files of this control plane's components
+// whose process has exited (gone, or a zombie).
+func (cp *ControlPlane) forgetExited() error {
+	files, err := filepath.Glob(filepath.Join(cp.clusterDir(), "pids", "*.pid"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if _, alive, err := host.ReadPidFile(f); err == nil && !alive {
+			if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("testbed: %s: %w", cp.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // waitReady waits until the kube-apiserver answers /readyz.
