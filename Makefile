@@ -28,22 +28,25 @@ help: ## List the targets.
 tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, kwok, kwokctl, CoreDNS and the real nodes' images into .cache/bin (idempotent).
 	MCS_TOOLS_CACHE=$(CACHE)/bin bash hack/tools/build.sh
 
-IMAGE ?= mcs-syncer:latest
+# The version mcs-syncer --version prints and the image's tag: the newest
+# tag of the commit (git describe), else the short commit.
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+IMAGE       ?= mcs-syncer:$(VERSION)
+IMAGE_ARCHIVE ?= $(BIN)/mcs-syncer.tar
+VERSION_PKG := github.com/mcs-syncer/mcs-syncer/internal/version
+LDFLAGS     := -s -w -buildid= -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
 
 .PHONY: build
-build: ## Build every package; mcs-syncer (as the image does) and the testbed CLI into bin/.
+build: ## Build every package; mcs-syncer (as the image has it, version stamped) and the testbed CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath ./...
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/mcs-syncer ./cmd/mcs-syncer
+	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(BIN)/mcs-syncer ./cmd/mcs-syncer
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/testbed ./test/testbed/cmd/testbed
 
 .PHONY: image
-image: ## Build the container image $(IMAGE) (needs a Docker engine).
-	@if ! docker info >/dev/null 2>&1; then \
-		echo "make image: no Docker engine is reachable here, so no image was built."; \
-		echo "The Dockerfile's build step is what 'make build' runs (CGO_ENABLED=0 -trimpath -ldflags '-s -w')."; \
-		exit 1; \
-	fi
-	docker build -t $(IMAGE) .
+image: ## Build the image $(IMAGE) into $(IMAGE_ARCHIVE), an OCI archive, without a container engine (load it with ctr images import, docker load or kind load image-archive).
+	@mkdir -p $(BIN)
+	go run ./hack/image -out $(IMAGE_ARCHIVE) -name $(IMAGE) -version $(VERSION) -revision $(REVISION)
 
 .PHONY: test
 test: tools ## Unit and integration tests (the race detector on).

@@ -39,6 +39,7 @@ import (
 	imports "github.com/mcs-syncer/mcs-syncer/internal/import"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/internal/version"
 )
 
 // options are the command-line flags.
@@ -61,6 +62,7 @@ type options struct {
 	exportSyncs           int
 	heartbeat             time.Duration
 	zap                   zap.Options
+	printVersion          bool
 }
 
 // parseFlags parses args; every bad value is an error naming its flag.
@@ -85,9 +87,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.importSyncs, "concurrent-import-syncs", 10, "ServiceImports synced at once in each consumer cluster")
 	fs.IntVar(&o.exportSyncs, "concurrent-export-syncs", 5, "ServiceExports synced at once in each member cluster")
 	fs.DurationVar(&o.heartbeat, "heartbeat-interval", publish.DefaultHeartbeat, "per-cluster mode: how often this member renews its marker where it publishes (the other members count it gone after 3 intervals without a renewal, then withdraw its endpoints after --cluster-unreachable-grace)")
+	fs.BoolVar(&o.printVersion, "version", false, "print the version and the source revision, then exit")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.printVersion {
+		return o, nil
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -150,7 +156,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mcs-syncer:", err)
 		os.Exit(2)
 	}
+	if o.printVersion {
+		fmt.Println(version.String())
+		os.Exit(0)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	v, r := version.Get()
+	ctrl.Log.WithName("setup").Info("starting mcs-syncer", "version", v, "revision", r)
 	if os.Getenv("GOGC") == "" {
 		// The heap is mostly the informer caches, which live as long as the
 		// process: a GC target of 50 % over them instead of Go's 100 % cut
@@ -215,7 +227,8 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	if err := errors.Join(export.RegisterMetrics(crmetrics.Registry, store), publish.RegisterMetrics(crmetrics.Registry)); err != nil {
+	if err := errors.Join(export.RegisterMetrics(crmetrics.Registry, store), publish.RegisterMetrics(crmetrics.Registry),
+		version.RegisterBuildInfo(crmetrics.Registry)); err != nil {
 		return err
 	}
 	// writesInto tells the members mcs-syncer imports into and whose

@@ -55,6 +55,15 @@ func TestFlagsRejectBadValues(t *testing.T) {
 	}
 }
 
+// TestVersionNeedsNoConfig: --version answers without the settings a run
+// needs, as `kubectl version --client` does.
+func TestVersionNeedsNoConfig(t *testing.T) {
+	o, err := parseFlags([]string{"--version"}, io.Discard)
+	if err != nil || !o.printVersion {
+		t.Errorf("--version: %+v, %v; want it parsed without --clusterset-config", o, err)
+	}
+}
+
 func TestFlagDefaults(t *testing.T) {
 	o, err := parseFlags([]string{"--clusterset-config", "c"}, io.Discard)
 	if err != nil {

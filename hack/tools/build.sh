@@ -99,7 +99,7 @@ if [ ! -x "$busybox" ] || readelf -l "$busybox" 2>/dev/null | grep -q INTERP; th
 	exit 1
 fi
 stamp="$out/.stamp-images"
-want=$(cat "$root"/go.sum "$root"/test/images/*.go "$root"/test/images/*/*.go "$busybox" "$0" | sha256sum | cut -d' ' -f1)
+want=$(cat "$root"/go.sum "$root"/test/images/*.go "$root"/test/images/*/*.go "$root"/hack/image/ociimage/*.go "$busybox" "$0" | sha256sum | cut -d' ' -f1)
 if [ -f "$out/images/pause.tar" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
 	echo "up to date: images"
 else

@@ -13,5 +13,7 @@
 //   - Client (mcs.test/netclient:1): busybox (sh, nc, nslookup, ...) and
 //     probe, which asks a server, an HTTP URL or DNS with Go's resolver.
 //
-// The archives are reproducible: the same inputs give the same bytes.
+// The archives are written by hack/image/ociimage, the builder of
+// mcs-syncer's own image, and are reproducible: the same inputs give the
+// same bytes.
 package images

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcs-syncer/mcs-syncer/hack/image/ociimage"
 )
 
 // The images' names, as pods and containerd's sandbox_image refer to them.
@@ -33,59 +35,36 @@ func Build(srcDir, outDir, busybox string) error {
 	}
 	programs := map[string][]byte{}
 	for _, name := range []string{"pause", "netserver", "probe"} {
-		bin := filepath.Join(outDir, name+".bin")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -buildid=", "-o", bin, "./test/images/"+name)
-		cmd.Dir = srcDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("images: go build %s: %w\n%s", name, err, out)
-		}
-		data, err := os.ReadFile(bin)
+		data, err := ociimage.GoBinary(srcDir, "./test/images/"+name)
 		if err != nil {
 			return err
 		}
 		programs[name] = data
-		_ = os.Remove(bin)
 	}
 	bb, err := busyboxFiles(busybox)
 	if err != nil {
 		return err
 	}
-	pause := File{Path: "pause", Mode: 0o755, Data: programs["pause"]}
+	pause := ociimage.File{Path: "pause", Mode: 0o755, Data: programs["pause"]}
 	env := []string{"PATH=/bin:/"}
-	imgs := []Image{
-		{Name: Pause, Entrypoint: []string{"/pause"}, Env: env, Files: []File{pause}},
+	imgs := []ociimage.Image{
+		{Name: Pause, Entrypoint: []string{"/pause"}, Env: env, Files: []ociimage.File{pause}},
 		{Name: Server, Entrypoint: []string{"/netserver"}, Env: env,
-			Files: []File{{Path: "netserver", Mode: 0o755, Data: programs["netserver"]}}},
+			Files: []ociimage.File{{Path: "netserver", Mode: 0o755, Data: programs["netserver"]}}},
 		{Name: Client, Entrypoint: []string{"/pause"}, Env: env,
-			Files: append(bb, pause, File{Path: "probe", Mode: 0o755, Data: programs["probe"]})},
+			Files: append(bb, pause, ociimage.File{Path: "probe", Mode: 0o755, Data: programs["probe"]})},
 	}
 	for _, img := range imgs {
-		if err := writeArchiveFile(filepath.Join(outDir, Archives[img.Name]), img); err != nil {
+		if _, err := ociimage.WriteArchive(filepath.Join(outDir, Archives[img.Name]), img); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeArchiveFile(path string, img Image) error {
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return err
-	}
-	if err := WriteArchive(f, img); err != nil {
-		f.Close()
-		return fmt.Errorf("images: %s: %w", img.Name, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(path+".tmp", path)
-}
-
 // busyboxFiles returns /bin/busybox and a link for each of its applets,
 // plus the few files a shell in a pod expects.
-func busyboxFiles(busybox string) ([]File, error) {
+func busyboxFiles(busybox string) ([]ociimage.File, error) {
 	data, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("images: the client image needs a static busybox (Debian: apt-get install busybox-static): %w", err)
@@ -94,14 +73,14 @@ func busyboxFiles(busybox string) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("images: %s --list: %w", busybox, err)
 	}
-	files := []File{
+	files := []ociimage.File{
 		{Path: "bin/busybox", Mode: 0o755, Data: data},
 		{Path: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/:/bin/sh\n")},
 		{Path: "tmp/.keep", Mode: 0o644},
 	}
 	for _, applet := range strings.Fields(string(out)) {
 		if applet != "busybox" && !strings.Contains(applet, "/") {
-			files = append(files, File{Path: "bin/" + applet, Link: "busybox"})
+			files = append(files, ociimage.File{Path: "bin/" + applet, Link: "busybox"})
 		}
 	}
 	return files, nil
