@@ -35,18 +35,27 @@ type Cluster struct {
 }
 
 func newCluster(cs *Clusterset, index int, name string) *Cluster {
+	advertise, nsAnnotations := "", map[string]string(nil)
+	if cs.opts.RealNodes {
+		// The real nodes' pods reach the API server on the host's bridge
+		// address, in-cluster clients (mcs-syncer as a Pod) included.
+		advertise = realnode.HostIP
+		nsAnnotations = realnode.NamespacePolicy
+	}
 	c := &Cluster{bed: cs, ControlPlane: controlplane.New(controlplane.Spec{
-		Name:                   name,
-		Index:                  index,
-		WorkDir:                filepath.Join(cs.StateDir, "kwok"),
-		KubeconfigPath:         filepath.Join(cs.StateDir, name+".kubeconfig"),
-		BinDir:                 cs.BinDir,
-		DualStack:              cs.opts.DualStack,
-		AuditPolicy:            cs.opts.AuditPolicy,
-		Zones:                  cs.opts.Zones,
-		NodesPerZone:           cs.opts.NodesPerZone,
-		ZoneCPU:                cs.opts.ZoneCPU,
-		ControllerManagerFlags: cs.opts.ControllerManagerFlags,
+		AdvertiseAddress:           advertise,
+		SystemNamespaceAnnotations: nsAnnotations,
+		Name:                       name,
+		Index:                      index,
+		WorkDir:                    filepath.Join(cs.StateDir, "kwok"),
+		KubeconfigPath:             filepath.Join(cs.StateDir, name+".kubeconfig"),
+		BinDir:                     cs.BinDir,
+		DualStack:                  cs.opts.DualStack,
+		AuditPolicy:                cs.opts.AuditPolicy,
+		Zones:                      cs.opts.Zones,
+		NodesPerZone:               cs.opts.NodesPerZone,
+		ZoneCPU:                    cs.opts.ZoneCPU,
+		ControllerManagerFlags:     cs.opts.ControllerManagerFlags,
 	})}
 	if cs.opts.RealNodes {
 		c.RealNode = realnode.New(cs.StateDir, name, index, cs.opts.DualStack)

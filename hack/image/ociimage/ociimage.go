@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -98,6 +99,10 @@ func Build(img Image) (v1.Image, error) {
 // returns the manifest's digest, the image's ID as `ctr images ls` and
 // `crictl images --digests` show it.
 func WriteArchive(file string, img Image) (v1.Hash, error) {
+	ref, tag, err := canonicalName(img.Name)
+	if err != nil {
+		return v1.Hash{}, err
+	}
 	built, err := Build(img)
 	if err != nil {
 		return v1.Hash{}, err
@@ -118,12 +123,12 @@ func WriteArchive(file string, img Image) (v1.Hash, error) {
 	if err := lp.AppendImage(built, layout.WithAnnotations(map[string]string{
 		// containerd (ctr images import, kind load) and Docker 25+ name
 		// the image by this annotation; the OCI one carries the tag.
-		"io.containerd.image.name":          img.Name,
-		"org.opencontainers.image.ref.name": tagOf(img.Name),
+		"io.containerd.image.name":          ref,
+		"org.opencontainers.image.ref.name": tag,
 	})); err != nil {
 		return v1.Hash{}, fmt.Errorf("ociimage: %s: %w", img.Name, err)
 	}
-	if err := dockerManifest(lp, built, img.Name); err != nil {
+	if err := dockerManifest(lp, built, ref); err != nil {
 		return v1.Hash{}, fmt.Errorf("ociimage: %s: %w", img.Name, err)
 	}
 	tmp := filepath.Join(dir, "archive.tar")
@@ -133,13 +138,24 @@ func WriteArchive(file string, img Image) (v1.Hash, error) {
 	return digest, os.Rename(tmp, file)
 }
 
-// tagOf returns the tag of an image reference ("latest" if it has none).
-func tagOf(name string) string {
-	last := name[strings.LastIndex(name, "/")+1:]
-	if _, tag, ok := strings.Cut(last, ":"); ok {
-		return tag
+// canonicalName returns an image name in the full form containerd stores
+// and the kubelet looks up: "mcs-syncer:v1" is
+// "docker.io/library/mcs-syncer:v1" (a Pod's `image: mcs-syncer:v1` is
+// normalized to that; an image imported under the short name is never
+// found, and the Pod fails with ErrImagePull). A name without a tag gets
+// "latest", as docker's does.
+func canonicalName(s string) (full, tag string, err error) {
+	t, err := name.NewTag(s)
+	if err != nil {
+		return "", "", fmt.Errorf("ociimage: image name %q: %w", s, err)
 	}
-	return "latest"
+	registry := t.RegistryStr()
+	if registry == name.DefaultRegistry {
+		// go-containerregistry says index.docker.io; containerd, Docker
+		// and the kubelet say docker.io.
+		registry = "docker.io"
+	}
+	return registry + "/" + t.RepositoryStr() + ":" + t.TagStr(), t.TagStr(), nil
 }
 
 // dockerManifest adds manifest.json, the index of a `docker save` archive,

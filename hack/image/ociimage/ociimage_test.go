@@ -78,7 +78,7 @@ func TestArchiveReadsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(im.Manifests) != 1 || im.Manifests[0].Digest != want ||
-		im.Manifests[0].Annotations["io.containerd.image.name"] != sample.Name ||
+		im.Manifests[0].Annotations["io.containerd.image.name"] != "example.test/app:v1" ||
 		im.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "v1" {
 		t.Fatalf("index: %+v, want one manifest %s named %s", im.Manifests, want, sample.Name)
 	}
@@ -126,12 +126,36 @@ func TestArchiveReadsBack(t *testing.T) {
 	if err := json.Unmarshal(data, &docker); err != nil {
 		t.Fatal(err)
 	}
-	if len(docker) != 1 || docker[0].RepoTags[0] != sample.Name || len(docker[0].Layers) != 1 {
+	if len(docker) != 1 || docker[0].RepoTags[0] != "example.test/app:v1" || len(docker[0].Layers) != 1 {
 		t.Fatalf("manifest.json: %s", data)
 	}
 	for _, blob := range append(docker[0].Layers, docker[0].Config) {
 		if _, err := os.Stat(filepath.Join(root, blob)); err != nil {
 			t.Errorf("manifest.json names %s: %v", blob, err)
+		}
+	}
+}
+
+// TestNamesAreCanonical: the archive names an image as containerd stores
+// it and the kubelet looks it up, or a Pod's `image: mcs-syncer:v1` would
+// never find the imported image (ErrImagePull, seen on the testbed).
+func TestNamesAreCanonical(t *testing.T) {
+	for in, want := range map[string]string{
+		"mcs-syncer:v1":             "docker.io/library/mcs-syncer:v1",
+		"mcs-syncer":                "docker.io/library/mcs-syncer:latest",
+		"me/mcs-syncer:v1":          "docker.io/me/mcs-syncer:v1",
+		"docker.io/library/a:1":     "docker.io/library/a:1",
+		"mcs.test/pause:1":          "mcs.test/pause:1",
+		"localhost:5000/mcs:v2":     "localhost:5000/mcs:v2",
+		"registry.example/a/b/c:v3": "registry.example/a/b/c:v3",
+	} {
+		if got, _, err := canonicalName(in); err != nil || got != want {
+			t.Errorf("canonicalName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "Upper/case:1", "a:b:c", "mcs@sha256:abc"} {
+		if _, _, err := canonicalName(bad); err == nil {
+			t.Errorf("canonicalName(%q): no error", bad)
 		}
 	}
 }

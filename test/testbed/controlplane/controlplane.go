@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,6 +62,19 @@ type Spec struct {
 	// does: three etcd members, two kube-apiservers and haproxy in front
 	// of them on the kubeconfig's address (ha.go).
 	HA bool
+	// AdvertiseAddress is the address the API server gives the
+	// `kubernetes` Service as its endpoint: where a pod's in-cluster
+	// client (rest.InClusterConfig) is sent by kube-proxy. Set it to the
+	// host's address on the real nodes' bridge for pods to reach the API
+	// server; empty leaves kube-apiserver's choice (an address of the
+	// host's default interface).
+	AdvertiseAddress string
+	// SystemNamespaceAnnotations are given to the namespace mcs-system
+	// when the control plane creates it. With AdvertiseAddress set, the API
+	// server runs the admission plugins PodNodeSelector and
+	// PodTolerationRestriction, which read a namespace's node selector and
+	// default tolerations from such annotations.
+	SystemNamespaceAnnotations map[string]string
 }
 
 // ControlPlane is one running (or described) control plane. Its exported
@@ -105,6 +119,8 @@ type ControlPlane struct {
 	kcmFlags     []string
 	hub          bool
 	ha           bool
+	advertise    string
+	nsAnnotation map[string]string
 	restConfig   *rest.Config
 }
 
@@ -125,6 +141,8 @@ func New(spec Spec) *ControlPlane {
 		kcmFlags:       spec.ControllerManagerFlags,
 		hub:            spec.Hub,
 		ha:             spec.Hub && spec.HA,
+		advertise:      spec.AdvertiseAddress,
+		nsAnnotation:   spec.SystemNamespaceAnnotations,
 	}
 	if spec.Hub {
 		spec.Zones = 0
@@ -203,7 +221,7 @@ func (cp *ControlPlane) createNamespace(ctx context.Context, ns string) error {
 	if err != nil {
 		return err
 	}
-	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err = kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Annotations: cp.nsAnnotation}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", ns, err)
 	}
@@ -226,7 +244,36 @@ func createCluster(ctx context.Context, cp *ControlPlane) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("testbed: lock %s: %w", lock.Name(), err)
 	}
-	return cp.kwokctl(ctx, cp.createArgs()...)
+	config, err := cp.writeKwokctlConfig()
+	if err != nil {
+		return err
+	}
+	return cp.kwokctl(ctx, append(cp.createArgs(), "--config", config)...)
+}
+
+// writeKwokctlConfig writes the kwokctl configuration this control plane
+// is created with, and returns its path. The API server's certificate
+// names, besides the host's addresses kwokctl adds, the first address of
+// each service CIDR: the `kubernetes` Service's ClusterIP, which a pod's
+// in-cluster client dials and checks the certificate against.
+func (cp *ControlPlane) writeKwokctlConfig() (string, error) {
+	var sans []string
+	for _, cidr := range []string{cp.ServiceCIDR, cp.ServiceCIDRv6} {
+		if cidr == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return "", fmt.Errorf("testbed: service CIDR %q: %w", cidr, err)
+		}
+		sans = append(sans, prefix.Addr().Next().String())
+	}
+	config := "apiVersion: config.kwok.x-k8s.io/v1alpha1\nkind: KwokctlConfiguration\noptions:\n  kubeApiserverCertSANs: [" + strings.Join(sans, ", ") + "]\n"
+	path := filepath.Join(cp.WorkDir, cp.Name+".kwokctl.yaml")
+	if err := os.MkdirAll(cp.WorkDir, 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(config), 0o644)
 }
 
 func (cp *ControlPlane) createArgs() []string {
@@ -254,6 +301,10 @@ func (cp *ControlPlane) createArgs() []string {
 		for _, f := range cp.kcmFlags {
 			args = append(args, "--extra-args", "kube-controller-manager="+f)
 		}
+	}
+	if cp.advertise != "" {
+		args = append(args, "--extra-args", "kube-apiserver=advertise-address="+cp.advertise,
+			"--extra-args", "kube-apiserver=enable-admission-plugins=PodNodeSelector,PodTolerationRestriction")
 	}
 	if cp.auditPolicy != "" {
 		args = append(args, "--kube-audit-policy", cp.auditPolicy)

@@ -47,6 +47,18 @@ var Taint = corev1.Taint{Key: Label, Effect: corev1.TaintEffectNoSchedule}
 // Label marks real nodes (value "true"); the taint has the same key.
 const Label = "mcs-syncer.io/real-node"
 
+// NamespacePolicy are the annotations that put every pod of a namespace
+// on the real node, as Place does one pod: read by the API server's
+// admission plugins PodNodeSelector and PodTolerationRestriction. The
+// testbed gives them to mcs-system, a cluster's policy as an operator
+// would pin system pods to system nodes, so that mcs-syncer's Pods,
+// installed from config/ unchanged, run for real instead of on a fake
+// node.
+var NamespacePolicy = map[string]string{
+	"scheduler.alpha.kubernetes.io/node-selector":      Label + "=true",
+	"scheduler.alpha.kubernetes.io/defaultTolerations": `[{"key":"` + Label + `","operator":"Exists","effect":"NoSchedule"}]`,
+}
+
 // Node is a cluster's node with a real kubelet, containerd, runc, CNI
 // bridge and kube-proxy, in a network namespace of its own.
 type Node struct {
@@ -103,6 +115,16 @@ func New(stateDir, cluster string, index int, dualStack bool) *Node {
 		n.IPv6, n.PodCIDRv6 = nodeIPv6(index), nodePodCIDRv6(index)
 	}
 	return n
+}
+
+// ImportImage imports the image archive (an OCI or docker archive, as
+// `make image` writes) into the node's containerd, where the kubelet finds
+// it: `ctr -n k8s.io images import`, as on any containerd node.
+func (n *Node) ImportImage(ctx context.Context, archive string) error {
+	if out, err := n.ctr(ctx, "images", "import", "--snapshotter", "native", archive); err != nil {
+		return fmt.Errorf("real node %s: import %s: %w: %s", n.Name, archive, err, out)
+	}
+	return nil
 }
 
 // Spec is what a real node needs of its cluster.
@@ -314,10 +336,9 @@ func (n *Node) waitContainerd(ctx context.Context, pid int) error {
 // importImages loads the testbed's images, the sandbox image among them,
 // into the node's containerd: no registry is reachable to pull from.
 func (n *Node) importImages(ctx context.Context, binDir string) error {
-	for name, archive := range images.Archives {
-		out, err := n.ctr(ctx, "images", "import", "--snapshotter", "native", filepath.Join(binDir, "images", archive))
-		if err != nil {
-			return fmt.Errorf("real node: import image %s: %w: %s", name, err, out)
+	for _, archive := range images.Archives {
+		if err := n.ImportImage(ctx, filepath.Join(binDir, "images", archive)); err != nil {
+			return err
 		}
 	}
 	return nil
