@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
@@ -200,7 +201,7 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 	if err := syncer.Build(ctx, g.syncerBin); err != nil {
 		return err
 	}
-	policy, err := writeAuditPolicy(f.stateDir)
+	policy, err := audit.WritePolicy(f.stateDir)
 	if err != nil {
 		return err
 	}

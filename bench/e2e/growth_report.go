@@ -169,7 +169,7 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 		ms(percentile(h.MCS, 50)), ms(percentile(h.MCS, 99)), ms(percentile(h.Floor, 50)), ms(percentile(h.Floor, 99)),
 		ratio(percentile(h.MCS, 50), percentile(h.Floor, 50)))
 	fmt.Fprintf(out, "  importer restart: ready after %s, last reconcile after %s, %d writes (%s)\n",
-		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.total(), h.RestartWrite)
+		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.Total(), h.RestartWrite)
 }
 
 func mibs(bs []int64) string {
@@ -221,7 +221,7 @@ func (r *growthReport) printGoals(out io.Writer) {
 		goal(p50 > 0 && p50 <= 2*f50, "hub load, %d members: change latency p50 %s ms <= 2x relay floor %s ms (%s)",
 			h.Members, ms(p50), ms(f50), ratio(p50, f50))
 		goal(h.Lost == 0 && h.Wrong == 0, "hub load: every change arrived with its condition (lost %d, wrong %d)", h.Lost, h.Wrong)
-		goal(h.RestartWrite.total() == 0, "hub load: importer restart writes %d == 0", h.RestartWrite.total())
+		goal(h.RestartWrite.Total() == 0, "hub load: importer restart writes %d == 0", h.RestartWrite.Total())
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
@@ -60,7 +61,7 @@ type hubLoadResult struct {
 	Load1        string
 	Restart      time.Duration
 	RestartReady time.Duration
-	RestartWrite writeCounts
+	RestartWrite audit.Writes
 }
 
 // simName is the s-th simulated member.
@@ -369,7 +370,7 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	res.Restart = settled
 	sleep(ctx, time.Second) // the last writes' audit events
 	logs := []string{first.AuditLogPath, g.bed.Hub.AuditLogPath}
-	if res.RestartWrite, err = countWrites(logs, r0, time.Now()); err != nil {
+	if res.RestartWrite, err = audit.CountWrites(logs, r0, time.Now()); err != nil {
 		return nil, err
 	}
 	return res, nil

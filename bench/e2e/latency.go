@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 )
 
 // Labels of the relay's slices: the floor's source slices in east and
@@ -55,7 +57,7 @@ type latencyResult struct {
 	MCS, Floor     []time.Duration
 	Sent           map[string]int // changes sent, by path
 	Wrong          map[string]int // slices seen with a change's trigger time but not its condition, by path
-	Writes         writeCounts    // mcs-syncer's writes in every consumer during the scenario
+	Writes         audit.Writes   // mcs-syncer's writes in every consumer during the scenario
 	CPU            time.Duration  // mcs-syncer's CPU time during the scenario, idle share removed
 	IdleCPURate    time.Duration  // per second of wall time
 	Hist           histogram      // the propagation histogram's observations (east -> west)
@@ -317,7 +319,7 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	// The audit log is written as requests complete; give the last ones a
 	// moment to land before counting.
 	sleep(ctx, time.Second)
-	if res.Writes, err = countWrites(b.auditLogs(), begin, end); err != nil {
+	if res.Writes, err = audit.CountWrites(b.auditLogs(), begin, end); err != nil {
 		return nil, err
 	}
 	tr.mu.Lock()

@@ -26,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
@@ -238,7 +239,7 @@ func run(ctx context.Context, f *flags) error {
 	if err := syncer.Build(ctx, b.syncerBin); err != nil {
 		return err
 	}
-	policy, err := writeAuditPolicy(f.stateDir)
+	policy, err := audit.WritePolicy(f.stateDir)
 	if err != nil {
 		return err
 	}
@@ -386,7 +387,7 @@ type report struct {
 	latency []*latencyResult
 	scale   *scaleResult
 	restart *restartResult
-	idle    writeCounts
+	idle    audit.Writes
 	// memberReturn is the member-return scenario's result.
 	memberReturn *returnResult
 }
@@ -408,15 +409,15 @@ func (r *report) print(out io.Writer) {
 				writers, s.FloorWrites, s.Floor.Round(10*time.Millisecond), ratio(s.Converge, s.Floor))
 		}
 		fmt.Fprintf(out, "  mcs-syncer: converged %s after its start; write floor %s\n", conv, floor)
-		fmt.Fprintf(out, "  writes: %d (%.2f per import per consumer): %s\n", s.Writes.total(), float64(s.Writes.total())/float64(3*s.Services), s.Writes)
+		fmt.Fprintf(out, "  writes: %d (%.2f per import per consumer): %s\n", s.Writes.Total(), float64(s.Writes.Total())/float64(3*s.Services), s.Writes)
 		fmt.Fprintf(out, "  memory: RSS %s, peak %s = %.0f bytes per imported endpoint; CPU %s; load %s\n",
 			mib(s.RSS), mib(s.PeakRSS), float64(s.PeakRSS)/float64(s.ImportedEndpoints), s.CPU.Round(10*time.Millisecond), s.Load1)
 	}
 	if r.restart != nil {
-		fmt.Fprintf(out, "restart over the scale imports: %d writes in %s (%s)\n", r.restart.Writes.total(), r.restart.Window.Round(time.Second), r.restart.Writes)
+		fmt.Fprintf(out, "restart over the scale imports: %d writes in %s (%s)\n", r.restart.Writes.Total(), r.restart.Window.Round(time.Second), r.restart.Writes)
 	}
 	if r.idle != nil {
-		fmt.Fprintf(out, "idle %s: %d writes (%s)\n", r.flags.idle, r.idle.total(), r.idle)
+		fmt.Fprintf(out, "idle %s: %d writes (%s)\n", r.flags.idle, r.idle.Total(), r.idle)
 	}
 	if m := r.memberReturn; m != nil {
 		fmt.Fprintf(out, "member return (west's API server answers again -> a change made in west then imported into north): %s; outage seen after %s\n",
@@ -436,7 +437,7 @@ func (r *report) printLatency(out io.Writer) {
 		fp := []time.Duration{percentile(l.Floor, 50), percentile(l.Floor, 90), percentile(l.Floor, 99)}
 		mp := []time.Duration{percentile(l.MCS, 50), percentile(l.MCS, 90), percentile(l.MCS, 99)}
 		sent := l.Sent[pathMCS]
-		writes := float64(l.Writes.total()) / float64(max(sent, 1)) / 3
+		writes := float64(l.Writes.Total()) / float64(max(sent, 1)) / 3
 		cpu := float64(l.CPU) / float64(time.Millisecond) / float64(max(sent, 1))
 		fmt.Fprintf(w, "%s\t%s/%s/%s\t%s/%s/%s\t%s\t%s\t%s (%d obs)\t%d (%d)\t%.2f\t%.2f\t%s-%s\t\n",
 			l.Scenario.Name, ms(fp[0]), ms(fp[1]), ms(fp[2]), ms(mp[0]), ms(mp[1]), ms(mp[2]),
@@ -502,10 +503,10 @@ func (r *report) printGoals(out io.Writer) {
 		goal(perEndpoint <= 1500, "memory: %.0f bytes of peak RSS per imported endpoint <= 1.5 KB", perEndpoint)
 	}
 	if r.restart != nil {
-		goal(r.restart.Writes.total() == 0, "restart: %d writes == 0", r.restart.Writes.total())
+		goal(r.restart.Writes.Total() == 0, "restart: %d writes == 0", r.restart.Writes.Total())
 	}
 	if r.idle != nil {
-		goal(r.idle.total() == 0, "idle %s: %d writes == 0", r.flags.idle, r.idle.total())
+		goal(r.idle.Total() == 0, "idle %s: %d writes == 0", r.flags.idle, r.idle.Total())
 	}
 	if m := r.memberReturn; m != nil {
 		worst := slices.Max(m.Times)

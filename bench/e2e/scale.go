@@ -19,6 +19,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
@@ -45,7 +46,7 @@ type scaleResult struct {
 	// import; Converged false if that did not happen within the limit.
 	Converge  time.Duration
 	Converged bool
-	Writes    writeCounts
+	Writes    audit.Writes
 	// RSS and PeakRSS of mcs-syncer once converged; ImportedEndpoints the
 	// endpoints it imported (every consumer counted).
 	RSS, PeakRSS      int64
@@ -144,7 +145,7 @@ func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*s
 	}
 	res.ImportedEndpoints = services * b.endpoints * 2 * len(b.bed.Clusters)
 	sleep(ctx, time.Second) // the last writes' audit events
-	if res.Writes, err = countWrites(b.auditLogs(), t0, time.Now()); err != nil {
+	if res.Writes, err = audit.CountWrites(b.auditLogs(), t0, time.Now()); err != nil {
 		return nil, err
 	}
 	for _, v := range views {
@@ -389,7 +390,7 @@ func exportedEndpoints(o, i, endpoints int) []string {
 // restartResult: the writes of a restart over the scale scenario's imports.
 type restartResult struct {
 	Window time.Duration
-	Writes writeCounts
+	Writes audit.Writes
 }
 
 // runRestart stops mcs-syncer, starts it again, and counts its writes from
@@ -409,7 +410,7 @@ func (b *bench) runRestart(ctx context.Context, minWindow, quiet time.Duration) 
 	sleep(ctx, time.Second)
 	res := &restartResult{Window: time.Since(t0)}
 	var err error
-	res.Writes, err = countWrites(b.auditLogs(), t0, time.Now())
+	res.Writes, err = audit.CountWrites(b.auditLogs(), t0, time.Now())
 	return res, err
 }
 
@@ -454,11 +455,11 @@ func reconciles(ctx context.Context, p *syncer.Process) (float64, error) {
 }
 
 // runIdle counts mcs-syncer's writes while nothing changes.
-func (b *bench) runIdle(ctx context.Context, d time.Duration) (writeCounts, error) {
+func (b *bench) runIdle(ctx context.Context, d time.Duration) (audit.Writes, error) {
 	t0 := time.Now()
 	sleep(ctx, d)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return countWrites(b.auditLogs(), t0, time.Now())
+	return audit.CountWrites(b.auditLogs(), t0, time.Now())
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 )
 
 // bed is the clusterset shared by the tests of this package.
@@ -41,8 +42,22 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// Every API server logs mcs-syncer's writes (TestUpgradeUnderTraffic
+	// counts them); the state folder must be empty, so the policy lives apart.
+	policyDir, err := os.MkdirTemp("", "mcs-e2e-policy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(policyDir)
+	policy, err := audit.WritePolicy(policyDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	start := time.Now()
 	bed, err = testbed.Start(ctx, testbed.Options{
+		AuditPolicy:    policy,
 		StateDir:       stateDir,
 		TeardownOnExit: true,
 		RealNodes:      true,

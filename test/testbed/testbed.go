@@ -287,7 +287,8 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		}
 		fmt.Fprintf(opts.Log, "testbed: hub up in %s (KUBECONFIG=%s)\n", time.Since(start).Round(time.Millisecond), cs.Hub.KubeconfigPath)
 	}
-	for _, write := range []func(*Clusterset) error{writeClustersetConfig, writeState} {
+	writeKubeconfig := func(cs *Clusterset) error { return cs.WriteKubeconfig(cs.KubeconfigPath()) }
+	for _, write := range []func(*Clusterset) error{writeClustersetConfig, writeState, writeKubeconfig} {
 		if err := write(cs); err != nil {
 			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
 		}

@@ -101,6 +101,7 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Printf("clusterset config: %s\n", cs.ConfigPath)
+	fmt.Printf("every cluster in one kubeconfig, a context each (east, ...; hub): KUBECONFIG=%s\n", cs.KubeconfigPath())
 	for _, c := range cs.Clusters {
 		fmt.Printf("%-8s KUBECONFIG=%s  pods %s  services %s  DNS %s\n",
 			c.Name, c.KubeconfigPath, host.JoinIPFamilies(c.PodCIDR, c.PodCIDRv6), host.JoinIPFamilies(c.ServiceCIDR, c.ServiceCIDRv6), c.DNSAddr)

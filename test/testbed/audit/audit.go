@@ -1,4 +1,4 @@
-package main
+package audit
 
 import (
 	"bufio"
@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// auditPolicy logs, at the Metadata level, every write to the kinds
+// Policy logs, at the Metadata level, every write to the kinds
 // mcs-syncer writes, Leases included (with --leader-elect, its renewals are
 // writes); nothing else (the nodes' heartbeat Leases would only make the
 // logs long).
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+const Policy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
@@ -43,13 +43,13 @@ rules:
 // (client-go's default agent starts with the binary's name).
 const syncerUserAgent = "mcs-syncer/"
 
-func writeAuditPolicy(dir string) (string, error) {
+func WritePolicy(dir string) (string, error) {
 	path := filepath.Join(dir, "audit-policy.yaml")
-	return path, os.WriteFile(path, []byte(auditPolicy), 0o644)
+	return path, os.WriteFile(path, []byte(Policy), 0o644)
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the bench reads.
-type auditEvent struct {
+// event is the part of an audit.k8s.io/v1 Event the bench reads.
+type event struct {
 	Verb      string `json:"verb"`
 	UserAgent string `json:"userAgent"`
 	ObjectRef *struct {
@@ -60,17 +60,23 @@ type auditEvent struct {
 	Received time.Time `json:"requestReceivedTimestamp"`
 }
 
-// writeCounts are writes by kind ("endpointslices create",
+// Writes are writes by kind ("endpointslices create",
 // "serviceimports/status update", ...).
-type writeCounts map[string]int
+type Writes map[string]int
 
 // isLease tells the renewals, which are reported apart: the leader
 // election's Lease writes (the price of having a standby) and the
 // markers' heartbeats (the price of telling a stopped member from an
 // unreachable hub), not the work.
 func isLease(kind string) bool {
-	return strings.HasPrefix(kind, "leases ") || strings.HasPrefix(kind, heartbeatKind)
+	return strings.HasPrefix(kind, "leases ") || strings.HasPrefix(kind, heartbeatKind) || strings.HasPrefix(kind, leaderEventKind)
 }
+
+// leaderEventKind is the kind counted for the event the leader election
+// records on its Lease when a replica becomes leader (named
+// "<Lease>.<suffix>", and mcs-syncer's Lease is mcs-syncer-<clusterset>):
+// part of a handover, like the Lease's own writes.
+const leaderEventKind = "leader election events "
 
 // heartbeatKind is the kind counted for a marker's renewal: an update of
 // a PublishedExport named after its cluster (a publication's name has
@@ -78,7 +84,7 @@ func isLease(kind string) bool {
 const heartbeatKind = "heartbeats "
 
 // total counts the writes, Leases apart.
-func (w writeCounts) total() int {
+func (w Writes) Total() int {
 	n := 0
 	for k, c := range w {
 		if !isLease(k) {
@@ -89,7 +95,7 @@ func (w writeCounts) total() int {
 }
 
 // leases counts the Lease writes.
-func (w writeCounts) leases() int {
+func (w Writes) Leases() int {
 	n := 0
 	for k, c := range w {
 		if isLease(k) {
@@ -100,8 +106,8 @@ func (w writeCounts) leases() int {
 }
 
 // String lists the kinds, most written first, then the Lease writes apart.
-func (w writeCounts) String() string {
-	if w.total() == 0 && w.leases() == 0 {
+func (w Writes) String() string {
+	if w.Total() == 0 && w.Leases() == 0 {
 		return "none"
 	}
 	keys := make([]string, 0, len(w))
@@ -116,16 +122,16 @@ func (w writeCounts) String() string {
 		parts[i] = fmt.Sprintf("%d %s", w[k], k)
 	}
 	text := strings.Join(parts, ", ")
-	if n := w.leases(); n > 0 {
-		text += fmt.Sprintf("; besides, %d renewals (leader election's Leases, markers' heartbeats)", n)
+	if n := w.Leases(); n > 0 {
+		text += fmt.Sprintf("; besides, %d renewals (leader election's Leases and events, markers' heartbeats)", n)
 	}
 	return text
 }
 
-// countWrites counts the writes mcs-syncer's user agent made, received in
+// CountWrites counts the writes mcs-syncer's user agent made, received in
 // [from, to), in the audit logs given.
-func countWrites(logs []string, from, to time.Time) (writeCounts, error) {
-	counts := writeCounts{}
+func CountWrites(logs []string, from, to time.Time) (Writes, error) {
+	counts := Writes{}
 	for _, path := range logs {
 		f, err := os.Open(path)
 		if err != nil {
@@ -138,7 +144,7 @@ func countWrites(logs []string, from, to time.Time) (writeCounts, error) {
 			if !strings.Contains(string(line), syncerUserAgent) {
 				continue
 			}
-			var e auditEvent
+			var e event
 			if err := json.Unmarshal(line, &e); err != nil {
 				f.Close()
 				return nil, fmt.Errorf("%s: %w", path, err)
@@ -152,6 +158,9 @@ func countWrites(logs []string, from, to time.Time) (writeCounts, error) {
 			}
 			if kind == "publishedexports" && e.Verb == "update" && !strings.Contains(e.ObjectRef.Name, ".") {
 				kind = strings.TrimSpace(heartbeatKind)
+			}
+			if kind == "events" && strings.HasPrefix(e.ObjectRef.Name, "mcs-syncer-") {
+				kind = strings.TrimSpace(leaderEventKind)
 			}
 			counts[kind+" "+e.Verb]++
 		}

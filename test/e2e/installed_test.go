@@ -1,0 +1,664 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+)
+
+// The e2e tests with mcs-syncer as Pods, installed as docs/user-guide.md
+// says: its blocks marked `sh build-image` and `sh install-<mode>` are run
+// as they are written there, in a folder holding a copy of config/ and
+// hack/, with a kubeconfig whose contexts are named after the members.
+
+// installedNamespace is where config/ installs mcs-syncer.
+const installedNamespace = "mcs-system"
+
+// docBlock returns the code of the block of docs/user-guide.md whose info
+// string is "sh <tag>".
+func docBlock(t *testing.T, tag string) string {
+	t.Helper()
+	root, err := host.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "docs", "user-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var code strings.Builder
+	in, found := false, false
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		line := scanner.Text()
+		switch {
+		case !in && line == "```sh "+tag:
+			in, found = true, true
+		case in && line == "```":
+			in = false
+		case in:
+			code.WriteString(line + "\n")
+		}
+	}
+	if !found || in {
+		t.Fatalf("docs/user-guide.md has no complete block ```sh %s", tag)
+	}
+	return code.String()
+}
+
+// runDoc runs the block tag of the user guide with bash (-e, -u,
+// pipefail) in dir, with the testbed's kubectl first in PATH and
+// KUBECONFIG set to kubeconfig (if not empty), and returns its output.
+func runDoc(ctx context.Context, t *testing.T, dir, kubeconfig, tag string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", docBlock(t, tag))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bed.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
+	}
+	start := time.Now()
+	out := &stampedLines{start: start}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the user guide's block %q failed after %s: %v\n%s", tag, time.Since(start).Round(time.Millisecond), err, out.b.String())
+	}
+	t.Logf("the user guide's block %q ran in %s:\n%s", tag, time.Since(start).Round(time.Millisecond), out.b.String())
+	return out.b.String()
+}
+
+// stampedLines collects output, each line prefixed by the seconds since
+// start: where a block spends its time.
+type stampedLines struct {
+	start   time.Time
+	mu      sync.Mutex
+	b       strings.Builder
+	midLine bool
+}
+
+func (s *stampedLines) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, line := range strings.SplitAfter(string(p), "\n") {
+		if line == "" {
+			continue
+		}
+		if !s.midLine {
+			fmt.Fprintf(&s.b, "%6.1fs ", time.Since(s.start).Seconds())
+		}
+		s.b.WriteString(line)
+		s.midLine = !strings.HasSuffix(line, "\n")
+	}
+	return len(p), nil
+}
+
+// installFolder returns a new folder for a user's install: a copy of
+// config/ and hack/ of this checkout, and kubeconfig, the user's
+// kubeconfig of every member and the hub.
+func installFolder(t *testing.T) (dir, kubeconfig string) {
+	t.Helper()
+	root, err := host.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	for _, sub := range []string{"config", "hack"} {
+		if err := os.CopyFS(filepath.Join(dir, sub), os.DirFS(filepath.Join(root, sub))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "hack", "kubeconfig.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := bed.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return dir, kubeconfig
+}
+
+// buildAndLoadImage runs the user guide's build-image block in the
+// checkout and imports the archive into every real node, as `ctr -n
+// k8s.io images import` on each node does.
+func buildAndLoadImage(ctx context.Context, t *testing.T) {
+	t.Helper()
+	root, err := host.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDoc(ctx, t, root, "", "build-image")
+	for _, c := range bed.Clusters {
+		if err := c.RealNode.ImportImage(ctx, filepath.Join(root, "bin", "mcs-syncer.tar")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// uninstall removes what the user guide says to remove in each cluster
+// (the Deployment, the metrics Service, the Secret) and waits until no
+// mcs-syncer Pod is left, so that none writes after the test.
+func uninstall(ctx context.Context, t *testing.T, clusters ...string) {
+	t.Helper()
+	for _, c := range clusters {
+		cl := bed.ClientOf(t, c)
+		for _, obj := range []client.Object{
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer", Namespace: installedNamespace}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-metrics", Namespace: installedNamespace}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mcs-syncer-clusterset", Namespace: installedNamespace}},
+		} {
+			if err := cl.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("%s: uninstall %T: %v", c, obj, err)
+			}
+		}
+	}
+	for _, c := range clusters {
+		cl := bed.ClientOf(t, c)
+		eventually(ctx, t, c+"'s mcs-syncer Pods to be gone", func() error {
+			var pods corev1.PodList
+			if err := cl.List(ctx, &pods, client.InNamespace(installedNamespace), client.MatchingLabels{"app.kubernetes.io/name": "mcs-syncer"}); err != nil {
+				return err
+			}
+			if len(pods.Items) > 0 {
+				return fmt.Errorf("%d left", len(pods.Items))
+			}
+			return nil
+		})
+	}
+}
+
+// checkTraffic serves web in east and west (one netserver each), exports
+// it, and checks that every member imports it and that a pod in north
+// reaches both exporters through the clusterset name. It returns the data
+// plane, for more checks.
+func checkTraffic(ctx context.Context, t *testing.T, ns string) *dataPlane {
+	t.Helper()
+	dp := newDataPlane(ctx, t, ns)
+	for _, c := range []string{"east", "west"} {
+		serve(ctx, t, c, ns, "web", 1, true, nil, port("tcp", corev1.ProtocolTCP, 80))
+	}
+	for _, c := range bed.Clusters {
+		eventually(ctx, t, c.Name+" to import web from east and west", readyImported(ctx, bed.ClientOf(t, c.Name), ns, map[string]int{"east": 1, "west": 1}))
+	}
+	dp.reaches(ctx, t, "tcp", "web."+ns+".svc.clusterset.local:80", 20, "east", "west")
+	return dp
+}
+
+// unexport deletes web's ServiceExports and waits until north no longer
+// imports it: withdrawn by the installed mcs-syncers themselves, before
+// they are uninstalled.
+func unexport(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	for _, c := range []string{"east", "west"} {
+		se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
+		if err := bed.ClientOf(t, c).Delete(ctx, se); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range bed.Clusters {
+		cl := bed.ClientOf(t, c.Name)
+		eventually(ctx, t, c.Name+" to withdraw web", func() error {
+			if _, err := getImport(ctx, cl, ns); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("ServiceImport web: %v", err)
+			}
+			return nil
+		})
+	}
+}
+
+// TestInstalledFromTheDocs installs mcs-syncer as Pods from its image in
+// each mode exactly as docs/user-guide.md says (central, per-cluster
+// direct, hub), and checks traffic through the clusterset name each time.
+// In central mode it also deletes the leader Pod (the standby takes over;
+// the takeover time is printed; no import is withdrawn or rewritten),
+// upgrades and rolls back mcs-syncer under traffic (upgradeUnderTraffic),
+// and stops east's API server for longer than the grace (east is withdrawn
+// after it, and returns).
+func TestInstalledFromTheDocs(t *testing.T) {
+	exclusive(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	buildAndLoadImage(ctx, t)
+
+	t.Run("central", func(t *testing.T) {
+		dir, kubeconfig := installFolder(t)
+		t.Cleanup(func() { uninstall(context.Background(), t, "north") })
+		runDoc(ctx, t, dir, kubeconfig, "install-central")
+		ns := "installed-central"
+		dp := checkTraffic(ctx, t, ns)
+		leaderPodDeleted(ctx, t, ns, dp)
+		upgradeUnderTraffic(ctx, t, kubeconfig, ns, dp)
+		memberOutage(ctx, t, dir, kubeconfig, ns)
+		unexport(ctx, t, ns)
+	})
+	t.Run("per-cluster", func(t *testing.T) {
+		dir, kubeconfig := installFolder(t)
+		t.Cleanup(func() { uninstall(context.Background(), t, "east", "west", "north") })
+		runDoc(ctx, t, dir, kubeconfig, "install-per-cluster")
+		ns := "installed-per-cluster"
+		checkTraffic(ctx, t, ns)
+		unexport(ctx, t, ns)
+	})
+	t.Run("hub", func(t *testing.T) {
+		dir, kubeconfig := installFolder(t)
+		t.Cleanup(func() { uninstall(context.Background(), t, "east", "west", "north") })
+		runDoc(ctx, t, dir, kubeconfig, "install-hub")
+		ns := "installed-hub"
+		checkTraffic(ctx, t, ns)
+		unexport(ctx, t, ns)
+	})
+}
+
+// leaseHolder returns the Pod that holds north's leader election Lease.
+func leaseHolder(ctx context.Context, t *testing.T) (pod string, err error) {
+	var lease coordinationv1.Lease
+	if err := bed.ClientOf(t, "north").Get(ctx, types.NamespacedName{Namespace: installedNamespace, Name: "mcs-syncer-demo"}, &lease); err != nil {
+		return "", err
+	}
+	holder, _, _ := strings.Cut(ptrString(lease.Spec.HolderIdentity), "_")
+	return holder, nil
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// importedState is what a consumer holds of an import: the ServiceImport's
+// UID and resourceVersion and each imported EndpointSlice's
+// resourceVersion, by cluster.
+func importedState(ctx context.Context, t *testing.T, ns string) (map[string]string, error) {
+	state := map[string]string{}
+	for _, c := range bed.Clusters {
+		cl := bed.ClientOf(t, c.Name)
+		si, err := getImport(ctx, cl, ns)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Name, err)
+		}
+		state[c.Name+"/ServiceImport"] = string(si.UID) + "@" + si.ResourceVersion
+		var slices discoveryv1.EndpointSliceList
+		if err := cl.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: "web"}); err != nil {
+			return nil, err
+		}
+		for _, s := range slices.Items {
+			state[c.Name+"/"+s.Name] = string(s.UID) + "@" + s.ResourceVersion
+		}
+	}
+	return state, nil
+}
+
+// leaderPodDeleted deletes the Pod that leads north's mcs-syncer and
+// measures until the other replica holds the Lease. Nothing imported
+// changes meanwhile or in the 10 s after, and the traffic still reaches
+// both exporters.
+func leaderPodDeleted(ctx context.Context, t *testing.T, ns string, dp *dataPlane) {
+	t.Helper()
+	north := bed.ClientOf(t, "north")
+	var leader string
+	eventually(ctx, t, "a leader", func() (err error) {
+		leader, err = leaseHolder(ctx, t)
+		if err == nil && leader == "" {
+			err = fmt.Errorf("no holder")
+		}
+		return err
+	})
+	before, err := importedState(ctx, t, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	if err := north.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: leader, Namespace: installedNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	var next string
+	eventually(ctx, t, "the standby to take over", func() (err error) {
+		next, err = leaseHolder(ctx, t)
+		if err == nil && (next == "" || next == leader) {
+			err = fmt.Errorf("held by %q", next)
+		}
+		return err
+	})
+	takeover := time.Since(deleted)
+	fmt.Printf("installed, central: leader Pod %s deleted, %s took over after %s\n", leader, next, takeover.Round(10*time.Millisecond))
+	holds(ctx, t, "the imports after the takeover", 10*time.Second, func() error {
+		after, err := importedState(ctx, t, ns)
+		if err != nil {
+			return err
+		}
+		for k, v := range before {
+			if after[k] != v {
+				return fmt.Errorf("%s was %s, is %q: the new leader rewrote or withdrew it", k, v, after[k])
+			}
+		}
+		for k := range after {
+			if _, ok := before[k]; !ok {
+				return fmt.Errorf("%s is new", k)
+			}
+		}
+		return nil
+	})
+	dp.reaches(ctx, t, "tcp", "web."+ns+".svc.clusterset.local:80", 20, "east", "west")
+}
+
+// memberOutage sets a grace of 20 s (a flag patched in as the user guide
+// says, which rolls the Deployment), stops east's API server, and checks
+// that north withdraws east's endpoints only after the grace and imports
+// them again once east is back.
+func memberOutage(ctx context.Context, t *testing.T, dir, kubeconfig, ns string) {
+	t.Helper()
+	patch := exec.CommandContext(ctx, filepath.Join(bed.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--context", "north",
+		"-n", installedNamespace, "patch", "deployment", "mcs-syncer", "--type", "json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--cluster-unreachable-grace=20s"}]`)
+	if out, err := patch.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl patch: %v\n%s", err, out)
+	}
+	rollout := exec.CommandContext(ctx, filepath.Join(bed.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--context", "north",
+		"-n", installedNamespace, "rollout", "status", "deployment/mcs-syncer", "--timeout", "3m")
+	rollout.Dir = dir
+	if out, err := rollout.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl rollout status: %v\n%s", err, out)
+	}
+	north := bed.ClientOf(t, "north")
+	eventually(ctx, t, "north to import web from east and west after the rollout", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
+
+	east := bed.Cluster("east")
+	down := true
+	t.Cleanup(func() {
+		if down {
+			_ = east.StartAPIServer(context.Background())
+		}
+	})
+	// From before the stop: mcs-syncer sees east go as soon as the server
+	// is killed, before StopAPIServer returns.
+	stopped := time.Now()
+	if err := east.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north to withdraw east's endpoints", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if len(bySource["east"]) > 0 {
+			return fmt.Errorf("%d slices from east", len(bySource["east"]))
+		}
+		return nil
+	})
+	withdrawn := time.Since(stopped)
+	if withdrawn < 20*time.Second {
+		t.Errorf("east withdrawn %s after its API server stopped, before the 20 s grace", withdrawn)
+	}
+	if err := east.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	down = false
+	back := time.Now()
+	eventually(ctx, t, "north to import east again", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
+	fmt.Printf("installed, central: east's API server down: withdrawn after %s (grace 20 s); back, imported again after %s\n",
+		withdrawn.Round(100*time.Millisecond), time.Since(back).Round(100*time.Millisecond))
+}
+
+// secondVersion is the version the upgrade goes to: the same commit as
+// the installed v0.1.0, built with another version string.
+const secondVersion = "v0.1.1"
+
+// buildSecondVersion builds the image of secondVersion, as make image
+// does, and loads it into north's real node.
+func buildSecondVersion(ctx context.Context, t *testing.T) {
+	t.Helper()
+	root, err := host.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(root, "bin", "mcs-syncer-"+secondVersion+".tar")
+	cmd := exec.CommandContext(ctx, "make", "image", "VERSION="+secondVersion, "IMAGE_ARCHIVE="+archive)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make image VERSION=%s: %v\n%s", secondVersion, err, out)
+	}
+	if err := bed.Cluster("north").RealNode.ImportImage(ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubectlNorth runs kubectl with the user's kubeconfig on north's
+// mcs-system.
+func kubectlNorth(ctx context.Context, t *testing.T, kubeconfig string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(bed.BinDir, "kubectl"),
+		append([]string{"--kubeconfig", kubeconfig, "--context", "north", "-n", installedNamespace}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// importIDs are the UID and clusterset IPs of every ServiceImport of the
+// namespaces, in every member, by cluster/namespace/name.
+func importIDs(ctx context.Context, t *testing.T, namespaces ...string) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for _, c := range bed.Clusters {
+		for _, ns := range namespaces {
+			var list mcsv1beta1.ServiceImportList
+			if err := bed.ClientOf(t, c.Name).List(ctx, &list, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			for _, si := range list.Items {
+				ids[c.Name+"/"+ns+"/"+si.Name] = string(si.UID) + " " + strings.Join(si.Spec.IPs, ",")
+			}
+		}
+	}
+	return ids
+}
+
+// traffic sends a TCP connection to target from north's client pod every
+// 50 ms until stop is closed, and counts the tries and the failed ones.
+func traffic(ctx context.Context, dp *dataPlane, target string, stop <-chan struct{}) (done <-chan [2]int) {
+	out := make(chan [2]int, 1)
+	go func() {
+		tries, failed := 0, 0
+		for {
+			select {
+			case <-stop:
+				out <- [2]int{tries, failed}
+				return
+			default:
+			}
+			// 100 tries (5 s) a command: kubectl exec starts between them.
+			text, _ := dp.probe(ctx, "-n", "100", "-interval", "50ms", "-timeout", "1s", "tcp", target)
+			by, f := answeredBy(text)
+			for _, n := range by {
+				tries += n
+			}
+			tries += f
+			failed += f
+		}
+	}()
+	return out
+}
+
+// upgradeUnderTraffic: with a few hundred imports and a client in north
+// connecting to web's clusterset IP every 50 ms, north's mcs-syncer is
+// upgraded to another version with `kubectl set image` (a rolling update
+// of both replicas), then rolled back with `kubectl rollout undo`. No
+// request fails, no ServiceImport's UID or IP changes, and no mcs-syncer
+// writes anything but its Lease meanwhile (the API servers' audit logs):
+// nothing changed, so a new leader has nothing to write.
+func upgradeUnderTraffic(ctx context.Context, t *testing.T, kubeconfig, ns string, dp *dataPlane) {
+	t.Helper()
+	buildSecondVersion(ctx, t)
+	many := ns + "-many"
+	bed.Namespace(ctx, t, many)
+	east := bed.ClientOf(t, "east")
+	const services = 200
+	for i := range services {
+		name := fmt.Sprintf("svc-%03d", i)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: many},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: many}}
+		for _, obj := range []client.Object{svc, se} {
+			if err := east.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range bed.Clusters {
+		cl := bed.ClientOf(t, c.Name)
+		eventually(ctx, t, fmt.Sprintf("%s to import the %d Services", c.Name, services), func() error {
+			var list mcsv1beta1.ServiceImportList
+			if err := cl.List(ctx, &list, client.InNamespace(many)); err != nil {
+				return err
+			}
+			if len(list.Items) != services {
+				return fmt.Errorf("%d imported", len(list.Items))
+			}
+			for _, si := range list.Items {
+				if len(si.Spec.IPs) == 0 {
+					return fmt.Errorf("%s has no clusterset IP yet", si.Name)
+				}
+			}
+			return nil
+		})
+	}
+	before := importIDs(ctx, t, ns, many)
+	target := importIP(ctx, t, ns, "web") + ":80"
+
+	stop := make(chan struct{})
+	counted := traffic(ctx, dp, target, stop)
+	leaders := watchLeaders(ctx, t)
+	begin := time.Now()
+	kubectlNorth(ctx, t, kubeconfig, "set", "image", "deployment/mcs-syncer", "mcs-syncer=mcs-syncer:"+secondVersion)
+	kubectlNorth(ctx, t, kubeconfig, "rollout", "status", "deployment/mcs-syncer", "--timeout", "5m")
+	upgraded := time.Since(begin)
+	waitLeaderImage(ctx, t, "mcs-syncer:"+secondVersion)
+	rollback := time.Now()
+	kubectlNorth(ctx, t, kubeconfig, "rollout", "undo", "deployment/mcs-syncer")
+	kubectlNorth(ctx, t, kubeconfig, "rollout", "status", "deployment/mcs-syncer", "--timeout", "5m")
+	rolledBack := time.Since(rollback)
+	waitLeaderImage(ctx, t, "mcs-syncer:v0.1.0")
+	// The last leader's first sync, if it wrote, would write within
+	// seconds: the imports stay as they were for 10 s.
+	holds(ctx, t, "the imports after the rollback", 10*time.Second, func() error {
+		for k, v := range importIDs(ctx, t, ns, many) {
+			if before[k] != v {
+				return fmt.Errorf("ServiceImport %s was %q, is %s", k, before[k], v)
+			}
+		}
+		return nil
+	})
+	end := time.Now()
+	close(stop)
+	sent := <-counted
+	handovers := leaders()
+
+	var logs []string
+	for _, c := range bed.Clusters {
+		logs = append(logs, c.AuditLogPath)
+	}
+	writes, err := audit.CountWrites(logs, begin, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := importIDs(ctx, t, ns, many)
+	changed := 0
+	for k, v := range before {
+		if after[k] != v {
+			changed++
+			t.Errorf("ServiceImport %s was %s, is %q", k, v, after[k])
+		}
+	}
+	fmt.Printf("installed, central: upgrade to %s under traffic (%d ServiceImports): rolled out in %s, rolled back in %s; %d leader handovers %v; "+
+		"%d requests every 50 ms, %d failed; %d ServiceImport UIDs or IPs changed; writes by mcs-syncer: %s\n",
+		secondVersion, len(before), upgraded.Round(100*time.Millisecond), rolledBack.Round(100*time.Millisecond), len(handovers), handovers,
+		sent[0], sent[1], changed, writes)
+	if sent[1] > 0 {
+		t.Errorf("%d of %d requests failed during the upgrade and rollback", sent[1], sent[0])
+	}
+	if sent[0] < 100 {
+		t.Errorf("only %d requests were sent", sent[0])
+	}
+	if writes.Total() > 0 {
+		t.Errorf("mcs-syncer wrote during the upgrade and rollback, when nothing changed: %s", writes)
+	}
+	if len(handovers) == 0 {
+		t.Error("the leader never changed: the rolling update did not replace it")
+	}
+}
+
+// watchLeaders records each change of north's Lease holder, with the time
+// since it started, until the returned function is called.
+func watchLeaders(ctx context.Context, t *testing.T) (stop func() []string) {
+	var mu sync.Mutex
+	var changes []string
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		start := time.Now()
+		last, _ := leaseHolder(ctx, t)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			holder, err := leaseHolder(ctx, t)
+			if err != nil || holder == last || holder == "" {
+				continue
+			}
+			mu.Lock()
+			changes = append(changes, fmt.Sprintf("%s at %.1fs", holder, time.Since(start).Seconds()))
+			mu.Unlock()
+			last = holder
+		}
+	}()
+	return func() []string {
+		close(done)
+		<-stopped
+		mu.Lock()
+		defer mu.Unlock()
+		return changes
+	}
+}
+
+// waitLeaderImage waits until the Pod that holds north's Lease runs image.
+func waitLeaderImage(ctx context.Context, t *testing.T, image string) {
+	t.Helper()
+	north := bed.ClientOf(t, "north")
+	eventually(ctx, t, "a leader that runs "+image, func() error {
+		holder, err := leaseHolder(ctx, t)
+		if err != nil {
+			return err
+		}
+		var pod corev1.Pod
+		if err := north.Get(ctx, types.NamespacedName{Namespace: installedNamespace, Name: holder}, &pod); err != nil {
+			return err
+		}
+		if got := pod.Spec.Containers[0].Image; got != image {
+			return fmt.Errorf("the leader %s runs %s", holder, got)
+		}
+		return nil
+	})
+}
