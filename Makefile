@@ -10,6 +10,7 @@ CACHE       ?= $(CURDIR)/.cache
 TOOLS_BIN   := $(if $(MCS_TOOLS_DIR),$(MCS_TOOLS_DIR),$(CACHE)/bin)
 STATE_DIR   ?= $(CACHE)/testbed
 MODE        ?= central
+IN_CLUSTER  ?=
 BIN         := $(CURDIR)/bin
 # The EndpointSlice reconciler library, a Go module of its own.
 LIBRARY     := pkg/reconciler
@@ -78,8 +79,8 @@ bench-e2e: tools ## End-to-end benchmark on the testbed: mcs-syncer against floo
 	cd bench && MCS_TOOLS_DIR=$(TOOLS_BIN) go run ./e2e $(BENCH_E2E_ARGS)
 
 .PHONY: demo
-demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from two of them, and what the third imports (MODE=hub: through a hub).
-	STATE_DIR=$(STATE_DIR) MCS_TOOLS_DIR=$(TOOLS_BIN) MODE=$(MODE) bash hack/demo.sh
+demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from two of them, and what the third imports (MODE=hub: through a hub; IN_CLUSTER=1: mcs-syncer as Pods from its image, installed as docs/user-guide.md says, MODE=central, per-cluster or hub).
+	STATE_DIR=$(STATE_DIR) MCS_TOOLS_DIR=$(TOOLS_BIN) MODE=$(MODE) IN_CLUSTER=$(IN_CLUSTER) bash hack/demo.sh
 
 .PHONY: demo-down
 demo-down: ## Stop the demo (mcs-syncer and the clusters) and remove its state.

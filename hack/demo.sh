@@ -9,6 +9,11 @@
 # server besides the clusters, and one mcs-syncer per member that
 # publishes its exports into the hub and reads the others from there.
 #
+# IN_CLUSTER=1 runs mcs-syncer as Pods instead of processes: its image is
+# built (make image) and imported into every real node's containerd, and
+# the Install steps of docs/user-guide.md for MODE (central, per-cluster or
+# hub) are run as written there, in $STATE_DIR/install.
+#
 # The clusterset stays up for you to look around; `make demo-down` stops it
 # (and mcs-syncer). Ctrl-C while this script runs stops everything too.
 set -euo pipefail
@@ -32,11 +37,45 @@ trap cleanup INT TERM
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-say "Building mcs-syncer"
-(cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$syncer" ./cmd/mcs-syncer)
-
 mode=${MODE:-central}
+
+# docs_block TAG prints the block of docs/user-guide.md marked ```sh TAG.
+docs_block() {
+	awk -v start='```sh '"$1" '$0 == start { on = 1; next } on && $0 == "```" { exit } on' "$root/docs/user-guide.md"
+}
+
+if [ -n "${IN_CLUSTER:-}" ]; then
+	case $mode in
+	central | per-cluster) up_flags=() ;;
+	hub) up_flags=(--hub) ;;
+	*)
+		echo "MODE=$mode: want central, per-cluster or hub" >&2
+		exit 2
+		;;
+	esac
+	say "Starting the clusterset (east, west, north${up_flags[*]:+ and a hub})"
+	"$testbed" up "${up_flags[@]}" --state "$state" --bin "$bin"
+
+	say "Building mcs-syncer's image (docs/user-guide.md: Install, 1) and importing it into every real node"
+	(cd "$root" && bash -euo pipefail -c "$(docs_block build-image)")
+	for c in east west north; do
+		ctr --address "$state/nodes/$c/containerd/containerd.sock" -n k8s.io images import --snapshotter native "$root/bin/mcs-syncer.tar"
+	done
+
+	say "Installing mcs-syncer as Pods, $mode mode, as docs/user-guide.md says (in $state/install)"
+	mkdir -p "$state/install"
+	cp -r "$root/config" "$root/hack" "$state/install/"
+	(cd "$state/install" && PATH="$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block "install-$mode")")
+	mode=in-cluster
+fi
+
+if [ "$mode" != in-cluster ]; then
+	say "Building mcs-syncer"
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$syncer" ./cmd/mcs-syncer)
+fi
+
 case $mode in
+in-cluster) ;;
 central)
 	say "Starting the clusterset (east, west, north)"
 	"$testbed" up --state "$state" --bin "$bin"
@@ -104,11 +143,23 @@ for _ in $(seq 1 60); do
 	k exec client -- /probe -timeout 1s http http://web.demo.svc.clusterset.local/ >/dev/null 2>&1 && break
 	sleep 1
 done
-for i in 1 2 3 4 5 6 7 8; do
+# Requests until both exporters have answered (at most 40: kube-proxy picks
+# at random, so 8 in a row from one cluster happen, 40 do not); the demo
+# fails if one never does.
+answered=" "
+for i in $(seq 1 40); do
 	# netserver answers "<cluster> <pod> <pod IP> tcp/8080".
 	read -r cluster pod ip _ < <(k exec client -- /probe http http://web.demo.svc.clusterset.local/ 2>&1)
 	printf '  request %d: answered by cluster %-5s pod %s (%s)\n' "$i" "$cluster" "$pod" "$ip"
+	[[ $answered == *" $cluster "* ]] || answered="$answered$cluster "
+	if [ "$i" -ge 8 ] && [[ $answered == *" east "* && $answered == *" west "* ]]; then
+		break
+	fi
 done
+if [[ $answered != *" east "* || $answered != *" west "* ]]; then
+	echo "FAILED: answered by${answered}only; want east and west" >&2
+	exit 1
+fi
 
 cat <<MSG
 
@@ -119,7 +170,7 @@ Look around:
   $testbed lookup --state $state --cluster west web.demo.svc.clusterset.local
   KUBECONFIG=$state/north.kubeconfig $kubectl exec -n demo client -- /probe -n 10 tcp web.demo.svc.clusterset.local:80
   KUBECONFIG=$state/north.kubeconfig $kubectl exec -it -n demo client -- sh
-  mcs-syncer log: $state/mcs-syncer*.log
+  mcs-syncer log: $state/mcs-syncer*.log, or as Pods: KUBECONFIG=$state/kubeconfig $kubectl --context north -n mcs-system logs deploy/mcs-syncer
   hub mode: KUBECONFIG=$state/hub.kubeconfig $kubectl get publishedexports -n mcs-system
 
 Stop everything: make demo-down
