@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -71,6 +72,27 @@ func render(t *testing.T, overlay string) map[string][]byte {
 	return docs
 }
 
+// TestMemberOverlay: a member whose mcs-syncer runs elsewhere gets the
+// CRDs, the roles and the identities, and runs nothing.
+func TestMemberOverlay(t *testing.T) {
+	docs := render(t, "member")
+	for _, want := range []string{
+		"CustomResourceDefinition/serviceexports.multicluster.x-k8s.io", "CustomResourceDefinition/serviceimports.multicluster.x-k8s.io",
+		"CustomResourceDefinition/publishedexports.mcs-syncer.io", "Namespace/mcs-system",
+		"ServiceAccount/mcs-syncer", "ServiceAccount/mcs-syncer-remote-reader",
+		"ClusterRoleBinding/mcs-syncer", "ClusterRoleBinding/mcs-syncer-remote-reader",
+	} {
+		if docs[want] == nil {
+			t.Errorf("renders no %s", want)
+		}
+	}
+	for name := range docs {
+		if strings.HasPrefix(name, "Deployment/") {
+			t.Errorf("renders %s: a member served from elsewhere runs no mcs-syncer", name)
+		}
+	}
+}
+
 func TestOverlaysRender(t *testing.T) {
 	for _, overlay := range []string{"central", "per-cluster"} {
 		t.Run(overlay, func(t *testing.T) {
@@ -95,6 +117,16 @@ func TestOverlaysRender(t *testing.T) {
 				sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || c.SecurityContext == nil || !*c.SecurityContext.ReadOnlyRootFilesystem ||
 				c.Resources.Requests.Cpu().IsZero() || d.Namespace != "mcs-system" {
 				t.Errorf("Deployment is not deployable as a controller should be: %+v", d.Spec.Template.Spec)
+			}
+			if c.ImagePullPolicy != corev1.PullIfNotPresent {
+				t.Errorf("imagePullPolicy %q: an image loaded into the nodes (ctr import, kind load) must run without a registry", c.ImagePullPolicy)
+			}
+			var ns corev1.Namespace
+			if err := sigsyaml.UnmarshalStrict(docs["Namespace/mcs-system"], &ns); err != nil {
+				t.Fatal(err)
+			}
+			if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+				t.Errorf("namespace mcs-system enforces %q, want the restricted Pod Security Standard", ns.Labels["pod-security.kubernetes.io/enforce"])
 			}
 			hasLocal := slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--local-cluster=") })
 			if hasLocal != (overlay == "per-cluster") {

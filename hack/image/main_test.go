@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // TestSameCommitSameDigest builds mcs-syncer's image twice from this
@@ -53,21 +53,12 @@ func TestSameCommitSameDigest(t *testing.T) {
 	}
 }
 
-// extract unpacks the archive's OCI layout and writes the image's file
-// name into a temporary executable, returning its path.
+// extract reads the archive as `docker load` does (its manifest.json,
+// through go-containerregistry's tarball reader) and writes the image's
+// file name into a temporary executable, returning its path.
 func extract(t *testing.T, archive, name string) string {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "layout")
-	untar(t, archive, root)
-	index, err := layout.ImageIndexFromPath(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := index.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := index.Image(im.Manifests[0].Digest)
+	img, err := tarball.ImageFromPath(archive, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,41 +78,6 @@ func extract(t *testing.T, archive, name string) string {
 				t.Fatal(err)
 			}
 			return p
-		}
-	}
-}
-
-func untar(t *testing.T, archive, dst string) {
-	t.Helper()
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dst, h.Name)
-		if h.Typeflag == tar.TypeDir {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		data, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

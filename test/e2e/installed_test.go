@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -251,22 +252,16 @@ func TestInstalledFromTheDocs(t *testing.T) {
 		memberOutage(ctx, t, dir, kubeconfig, ns)
 		unexport(ctx, t, ns)
 	})
-	t.Run("per-cluster", func(t *testing.T) {
-		dir, kubeconfig := installFolder(t)
-		t.Cleanup(func() { uninstall(context.Background(), t, "east", "west", "north") })
-		runDoc(ctx, t, dir, kubeconfig, "install-per-cluster")
-		ns := "installed-per-cluster"
-		checkTraffic(ctx, t, ns)
-		unexport(ctx, t, ns)
-	})
-	t.Run("hub", func(t *testing.T) {
-		dir, kubeconfig := installFolder(t)
-		t.Cleanup(func() { uninstall(context.Background(), t, "east", "west", "north") })
-		runDoc(ctx, t, dir, kubeconfig, "install-hub")
-		ns := "installed-hub"
-		checkTraffic(ctx, t, ns)
-		unexport(ctx, t, ns)
-	})
+	for _, mode := range []string{"per-cluster", "hub"} {
+		t.Run(mode, func(t *testing.T) {
+			dir, kubeconfig := installFolder(t)
+			t.Cleanup(func() { uninstall(context.Background(), t, "east", "west", "north") })
+			runDoc(ctx, t, dir, kubeconfig, "install-"+mode)
+			ns := "installed-" + mode
+			checkTraffic(ctx, t, ns)
+			unexport(ctx, t, ns)
+		})
+	}
 }
 
 // leaseHolder returns the Pod that holds north's leader election Lease.
@@ -604,11 +599,32 @@ func upgradeUnderTraffic(ctx context.Context, t *testing.T, kubeconfig, ns strin
 		t.Errorf("only %d requests were sent", sent[0])
 	}
 	if writes.Total() > 0 {
-		t.Errorf("mcs-syncer wrote during the upgrade and rollback, when nothing changed: %s", writes)
+		t.Errorf("mcs-syncer wrote during the upgrade and rollback, when nothing changed: %s; its events since:\n%s", writes, syncerEvents(ctx, t, begin))
 	}
 	if len(handovers) == 0 {
 		t.Error("the leader never changed: the rolling update did not replace it")
 	}
+}
+
+// syncerEvents lists, one line each, the events mcs-syncer recorded in any
+// member since since: what a failed write count was.
+func syncerEvents(ctx context.Context, t *testing.T, since time.Time) string {
+	var b strings.Builder
+	for _, c := range bed.Clusters {
+		var list eventsv1.EventList
+		if err := bed.ClientOf(t, c.Name).List(ctx, &list); err != nil {
+			fmt.Fprintf(&b, "  %s: %v\n", c.Name, err)
+			continue
+		}
+		for _, e := range list.Items {
+			if e.CreationTimestamp.Time.Before(since.Truncate(time.Second)) || !strings.Contains(e.ReportingController+e.DeprecatedSource.Component, "mcs") {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s %s: %s %s %s/%s by %s/%s: %s\n", c.Name, e.CreationTimestamp.Format(time.RFC3339), e.Type, e.Reason,
+				e.Regarding.Kind, e.Regarding.Name, e.ReportingController, e.ReportingInstance, e.Note)
+		}
+	}
+	return b.String()
 }
 
 // watchLeaders records each change of north's Lease holder, with the time
