@@ -110,8 +110,9 @@ deploy() {
 	} >"$dir/clusterset.yaml"
 	k "$c" apply -k "$root/config/rbac"
 	k "$c" create namespace mcs-system --dry-run=client -o yaml | k "$c" apply -f -
-	k "$c" -n mcs-system create secret generic mcs-syncer-clusterset --from-file "$dir" --dry-run=client -o yaml | k "$c" apply -f -
-	"$kubectl" kustomize "$root/config/overlays/per-cluster" | sed "s/LOCAL_CLUSTER/$c/" |
+	k "$c" -n mcs-system create secret generic mcs-syncer-clusterset --from-file "$dir" --from-literal local-cluster="$c" \
+		--dry-run=client -o yaml | k "$c" apply -f -
+	"$kubectl" kustomize "$root/config/overlays/per-cluster" |
 		sed "s|image: mcs-syncer:latest|image: $image|" | k "$c" apply -f -
 	rm -rf "$dir"
 }
@@ -120,9 +121,9 @@ up() {
 	local c
 	for c in "${clusters[@]}"; do create "$c"; done
 	routes
-	make -C "$root" image IMAGE="$image"
+	make -C "$root" image IMAGE="$image" IMAGE_ARCHIVE="$root/bin/mcs-syncer.tar"
 	for c in "${clusters[@]}"; do
-		kind load docker-image "$image" --name "mcs-$c"
+		kind load image-archive "$root/bin/mcs-syncer.tar" --name "mcs-$c"
 		k "$c" apply -k "$root/config/crd"
 		k "$c" apply -k "$root/config/rbac"
 		coredns "$c"
