@@ -599,7 +599,9 @@ func upgradeUnderTraffic(ctx context.Context, t *testing.T, kubeconfig, ns strin
 		t.Errorf("only %d requests were sent", sent[0])
 	}
 	if writes.Total() > 0 {
-		t.Errorf("mcs-syncer wrote during the upgrade and rollback, when nothing changed: %s; its events since:\n%s", writes, syncerEvents(ctx, t, begin))
+		listed, _ := audit.ListWrites(logs, begin, end)
+		t.Errorf("mcs-syncer wrote during the upgrade and rollback, when nothing changed: %s:\n  %s\nits events since:\n%s",
+			writes, strings.Join(listed, "\n  "), syncerEvents(ctx, t, begin))
 	}
 	if len(handovers) == 0 {
 		t.Error("the leader never changed: the rolling update did not replace it")

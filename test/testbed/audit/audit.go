@@ -55,6 +55,7 @@ type event struct {
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
 		Name        string `json:"name"`
 	} `json:"objectRef"`
 	Received time.Time `json:"requestReceivedTimestamp"`
@@ -122,6 +123,9 @@ func (w Writes) String() string {
 		parts[i] = fmt.Sprintf("%d %s", w[k], k)
 	}
 	text := strings.Join(parts, ", ")
+	if text == "" {
+		text = "none"
+	}
 	if n := w.Leases(); n > 0 {
 		text += fmt.Sprintf("; besides, %d renewals (leader election's Leases and events, markers' heartbeats)", n)
 	}
@@ -132,10 +136,31 @@ func (w Writes) String() string {
 // [from, to), in the audit logs given.
 func CountWrites(logs []string, from, to time.Time) (Writes, error) {
 	counts := Writes{}
+	err := eachWrite(logs, from, to, func(kind string, _ event) { counts[kind]++ })
+	return counts, err
+}
+
+// ListWrites lists the writes CountWrites counts, renewals apart, one
+// "<kind> <verb> <namespace>/<name> at <time>" each: what a count that
+// should be 0 was.
+func ListWrites(logs []string, from, to time.Time) ([]string, error) {
+	var list []string
+	err := eachWrite(logs, from, to, func(kind string, e event) {
+		if !isLease(kind) {
+			list = append(list, fmt.Sprintf("%s %s/%s at %s", kind, e.ObjectRef.Namespace, e.ObjectRef.Name, e.Received.Format(time.RFC3339Nano)))
+		}
+	})
+	return list, err
+}
+
+// eachWrite calls write with the kind ("<resource>[/<subresource>]
+// <verb>", or a renewal's kind) of every write mcs-syncer's user agent
+// made, received in [from, to), in the audit logs given.
+func eachWrite(logs []string, from, to time.Time, write func(kind string, e event)) error {
 	for _, path := range logs {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -147,7 +172,7 @@ func CountWrites(logs []string, from, to time.Time) (Writes, error) {
 			var e event
 			if err := json.Unmarshal(line, &e); err != nil {
 				f.Close()
-				return nil, fmt.Errorf("%s: %w", path, err)
+				return fmt.Errorf("%s: %w", path, err)
 			}
 			if !strings.HasPrefix(e.UserAgent, syncerUserAgent) || e.ObjectRef == nil || e.Received.Before(from) || !e.Received.Before(to) {
 				continue
@@ -162,13 +187,13 @@ func CountWrites(logs []string, from, to time.Time) (Writes, error) {
 			if kind == "events" && strings.HasPrefix(e.ObjectRef.Name, "mcs-syncer-") {
 				kind = strings.TrimSpace(leaderEventKind)
 			}
-			counts[kind+" "+e.Verb]++
+			write(kind+" "+e.Verb, e)
 		}
 		err = sc.Err()
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	return counts, nil
+	return nil
 }

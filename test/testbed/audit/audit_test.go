@@ -37,4 +37,11 @@ func TestCountWrites(t *testing.T) {
 	if w.Leases() != 3 {
 		t.Errorf("renewals: %d, want the Lease update, its leader election event and the heartbeat: %v", w.Leases(), w)
 	}
+	listed, err := ListWrites([]string{path}, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 3 || !strings.HasPrefix(listed[0], "serviceimports create /web at ") {
+		t.Errorf("ListWrites: %q, want the three writes of the work", listed)
+	}
 }
