@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -539,6 +540,27 @@ func upgradeUnderTraffic(ctx context.Context, t *testing.T, kubeconfig, ns strin
 			return nil
 		})
 	}
+	var logs []string
+	for _, c := range bed.Clusters {
+		logs = append(logs, c.AuditLogPath)
+	}
+	// The imports' last writes, and the events that follow them
+	// asynchronously, must not fall into the window counted below: it
+	// starts once mcs-syncer has written nothing for 5 s.
+	// Each check reads the audit logs whole: once a second, not 4 times.
+	var busy error
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		listed, err := audit.ListWrites(logs, time.Now().Add(-5*time.Second), time.Now())
+		if err != nil {
+			return false, err
+		}
+		if len(listed) > 0 {
+			busy = fmt.Errorf("%d writes in the last 5 s, the last: %s", len(listed), listed[len(listed)-1])
+		}
+		return len(listed) == 0, nil
+	}); err != nil {
+		t.Fatalf("waiting for mcs-syncer to be done with the new imports (no write for 5 s): %v (last: %v)", err, busy)
+	}
 	before := importIDs(ctx, t, ns, many)
 	target := importIP(ctx, t, ns, "web") + ":80"
 
@@ -572,10 +594,6 @@ func upgradeUnderTraffic(ctx context.Context, t *testing.T, kubeconfig, ns strin
 	trafficTime := time.Since(trafficStart)
 	handovers := leaders()
 
-	var logs []string
-	for _, c := range bed.Clusters {
-		logs = append(logs, c.AuditLogPath)
-	}
 	writes, err := audit.CountWrites(logs, begin, end)
 	if err != nil {
 		t.Fatal(err)
