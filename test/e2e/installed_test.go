@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -271,15 +272,8 @@ func leaseHolder(ctx context.Context, t *testing.T) (pod string, err error) {
 	if err := bed.ClientOf(t, "north").Get(ctx, types.NamespacedName{Namespace: installedNamespace, Name: "mcs-syncer-demo"}, &lease); err != nil {
 		return "", err
 	}
-	holder, _, _ := strings.Cut(ptrString(lease.Spec.HolderIdentity), "_")
+	holder, _, _ := strings.Cut(ptr.Deref(lease.Spec.HolderIdentity, ""), "_")
 	return holder, nil
-}
-
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // importedState is what a consumer holds of an import: the ServiceImport's
@@ -378,6 +372,29 @@ func memberOutage(ctx context.Context, t *testing.T, dir, kubeconfig, ns string)
 	}
 	north := bed.ClientOf(t, "north")
 	eventually(ctx, t, "north to import web from east and west after the rollout", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
+	// The imports above are the old leader's. The new leader counts east's
+	// grace from when it last had east engaged, or, if east goes down
+	// during its first sync, from its own start (seen: withdrawn 15.7 s
+	// after the stop): stop east once the leader has engaged it, as its
+	// /readyz (through the API server's proxy to the Pod) says.
+	eventually(ctx, t, "the new leader to have engaged east", func() error {
+		leader, err := leaseHolder(ctx, t)
+		if err != nil {
+			return err
+		}
+		kube, err := bed.Cluster("north").Kubernetes()
+		if err != nil {
+			return err
+		}
+		body, err := kube.CoreV1().Pods(installedNamespace).ProxyGet("http", leader, "8081", "readyz", map[string]string{"verbose": ""}).DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("%s's /readyz: %w: %s", leader, err, body)
+		}
+		if !strings.Contains(string(body), "[+]member east ok: engaged since") {
+			return fmt.Errorf("%s's /readyz: %s", leader, body)
+		}
+		return nil
+	})
 
 	east := bed.Cluster("east")
 	down := true
