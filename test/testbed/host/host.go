@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,15 +32,22 @@ func RepoRoot() (string, error) {
 }
 
 // FreePort returns a loopback port that is free for TCP (and for UDP too
-// when udp is set). Another process may take it before it is used; the
-// window is small enough for a testbed.
+// when udp is set), chosen at random in [freePortMin, freePortMax).
+//
+// Not a port the kernel hands out for :0: those come from the ephemeral
+// range (32768-60999 on Linux), where every outgoing connection also
+// takes its local port, so a port picked there and bound a moment later
+// by a child process was sometimes taken by a connection meanwhile (seen
+// in CI: an mcs-syncer of bench-scale exited with "bind: address already
+// in use"). The range is also below the ports kwokctl counts down from
+// 32767 for its components (about five per cluster).
 func FreePort(udp bool) (int, error) {
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 100 {
+		port := freePortMin + rand.IntN(freePortMax-freePortMin)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return 0, err
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		if !udp {
 			return port, nil
@@ -51,5 +59,8 @@ func FreePort(udp bool) (int, error) {
 		pc.Close()
 		return port, nil
 	}
-	return 0, fmt.Errorf("no free loopback port for TCP and UDP")
+	return 0, fmt.Errorf("no free loopback port for TCP%s in %d..%d", map[bool]string{true: " and UDP"}[udp], freePortMin, freePortMax-1)
 }
+
+// The range FreePort picks from.
+const freePortMin, freePortMax = 20000, 30000
