@@ -251,7 +251,7 @@ func TestInstalledFromTheDocs(t *testing.T) {
 		dp := checkTraffic(ctx, t, ns)
 		leaderPodDeleted(ctx, t, ns, dp)
 		upgradeUnderTraffic(ctx, t, kubeconfig, ns, dp)
-		memberOutage(ctx, t, dir, kubeconfig, ns)
+		memberOutage(ctx, t, kubeconfig, ns)
 		unexport(ctx, t, ns)
 	})
 	for _, mode := range []string{"per-cluster", "hub"} {
@@ -356,20 +356,11 @@ func leaderPodDeleted(ctx context.Context, t *testing.T, ns string, dp *dataPlan
 // says, which rolls the Deployment), stops east's API server, and checks
 // that north withdraws east's endpoints only after the grace and imports
 // them again once east is back.
-func memberOutage(ctx context.Context, t *testing.T, dir, kubeconfig, ns string) {
+func memberOutage(ctx context.Context, t *testing.T, kubeconfig, ns string) {
 	t.Helper()
-	patch := exec.CommandContext(ctx, filepath.Join(bed.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--context", "north",
-		"-n", installedNamespace, "patch", "deployment", "mcs-syncer", "--type", "json", "-p",
+	kubectlNorth(ctx, t, kubeconfig, "patch", "deployment", "mcs-syncer", "--type", "json", "-p",
 		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--cluster-unreachable-grace=20s"}]`)
-	if out, err := patch.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl patch: %v\n%s", err, out)
-	}
-	rollout := exec.CommandContext(ctx, filepath.Join(bed.BinDir, "kubectl"), "--kubeconfig", kubeconfig, "--context", "north",
-		"-n", installedNamespace, "rollout", "status", "deployment/mcs-syncer", "--timeout", "3m")
-	rollout.Dir = dir
-	if out, err := rollout.CombinedOutput(); err != nil {
-		t.Fatalf("kubectl rollout status: %v\n%s", err, out)
-	}
+	kubectlNorth(ctx, t, kubeconfig, "rollout", "status", "deployment/mcs-syncer", "--timeout", "3m")
 	north := bed.ClientOf(t, "north")
 	eventually(ctx, t, "north to import web from east and west after the rollout", readyImported(ctx, north, ns, map[string]int{"east": 1, "west": 1}))
 	// The imports above are the old leader's. The new leader counts east's
