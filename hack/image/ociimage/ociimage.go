@@ -62,7 +62,10 @@ func Build(img Image) (v1.Image, error) {
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	}, tarball.WithMediaType(types.OCILayer),
+		// Once: the digest is computed over the compressed bytes, and the
+		// same bytes are written into the archive.
+		tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, fmt.Errorf("ociimage: %s: %w", img.Name, err)
 	}
