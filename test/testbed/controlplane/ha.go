@@ -227,26 +227,60 @@ func (cp *ControlPlane) StopAPIServerReplica(ctx context.Context, i int) error {
 }
 
 // waitEtcd waits until every etcd member says it is healthy (a member is
-// healthy once the cluster has a leader).
+// healthy once the cluster has a leader). If they do not within a minute,
+// the error names each member that is not, whether its process has exited,
+// and the last lines of its log.
 func (cp *ControlPlane) waitEtcd(ctx context.Context) error {
-	return host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		for _, port := range cp.HA.EtcdClientPorts {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/health", port), nil)
-			if err != nil {
-				return false, err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return false, nil
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if !strings.Contains(string(body), `"health":"true"`) {
-				return false, nil
+	var unhealthy []int
+	err := host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		unhealthy = unhealthy[:0]
+		for i, port := range cp.HA.EtcdClientPorts {
+			if !etcdHealthy(ctx, port) {
+				unhealthy = append(unhealthy, i)
 			}
 		}
-		return true, nil
+		return len(unhealthy) == 0, nil
 	})
+	if err == nil {
+		return nil
+	}
+	var seen []string
+	for _, i := range unhealthy {
+		state := "running"
+		if cmd, ok := cp.HA.procs[etcdName(i)]; !ok || !host.ProcessAlive(cmd.Process.Pid) {
+			state = "exited"
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s; last lines of its log:\n%s)", etcdName(i), state,
+			lastLines(filepath.Join(cp.LogDir(), etcdName(i)+".log"), 5)))
+	}
+	return fmt.Errorf("testbed: %s: etcd not healthy: %w; not healthy: %s", cp.Name, err, strings.Join(seen, ", "))
+}
+
+// etcdHealthy reports whether the etcd member serving clients on port
+// answers its /health with "health":"true".
+func etcdHealthy(ctx context.Context, port int) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/health", port), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return strings.Contains(string(body), `"health":"true"`)
+}
+
+// lastLines returns the last n lines of the file at path, or why it
+// cannot.
+func lastLines(path string, n int) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // haproxyConfig is haproxy's configuration for an HA control plane, as

@@ -23,7 +23,13 @@ func PollUntil(ctx context.Context, timeout time.Duration, cond wait.ConditionWi
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, cond)
 }
 
-// ProcessAlive reports whether pid runs and is not a zombie.
+// ProcessAlive reports whether pid runs: it exists and is not a zombie.
+// A zombie main thread is not enough: the main thread of a killed
+// multi-threaded process (etcd, kube-apiserver) often exits first and shows
+// state Z while its other threads are still exiting and still hold its
+// sockets and files, so a process started again at once on its port
+// failed with "address already in use". The process is gone only when its
+// main thread is a zombie and no other thread is left.
 func ProcessAlive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -31,10 +37,14 @@ func ProcessAlive(pid int) bool {
 	}
 	// The state follows the command name, which is in parentheses.
 	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
+	if i := strings.LastIndexByte(s, ')'); i < 0 || i+2 >= len(s) || s[i+2] != 'Z' {
+		return true
 	}
-	return true
+	threads, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false
+	}
+	return len(threads) > 1
 }
 
 // ReadPidFile returns the pid that path holds, and false when the file is
