@@ -26,7 +26,7 @@ help: ## List the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 .PHONY: tools
-tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, etcd, kwok, kwokctl, CoreDNS and the real nodes' images into .cache/bin (idempotent).
+tools: ## Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, kube-proxy, kubeadm, etcd, kwok, kwokctl, CoreDNS and the real nodes' images into .cache/bin (idempotent).
 	MCS_TOOLS_CACHE=$(CACHE)/bin bash hack/tools/build.sh
 
 # The version mcs-syncer --version prints and the image's tag: the newest
@@ -86,6 +86,22 @@ demo: tools build ## Run it: 3 clusters, mcs-syncer, a sample app exported from 
 demo-down: ## Stop the demo (mcs-syncer and the clusters) and remove its state.
 	go run ./test/testbed/cmd/testbed down --state $(STATE_DIR) --bin $(TOOLS_BIN)
 
+.PHONY: kind-images
+kind-images: tools ## Build the kind node image mcs-kind-node:v1.36.3 (Debian's packages, the components of make tools, the control plane's images preloaded) into the Docker engine of hack/kind (cached in .cache/kind).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh images
+
+.PHONY: kind-up
+kind-up: tools ## A 3-cluster clusterset on kind with mcs-syncer installed from its image as docs/user-guide.md says (hack/kind/README.md).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh up
+
+.PHONY: kind-down
+kind-down: ## Delete the kind clusterset and the Docker engine hack/kind started.
+	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh down
+
+.PHONY: kind-e2e
+kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down; fails unless the host's network is left as it was.
+	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh e2e
+
 .PHONY: lint
 lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -94,7 +110,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 	$(STATICCHECK) ./...
 	cd $(LIBRARY) && go vet ./... && $(STATICCHECK) ./...
 	cd bench && go vet ./... && $(STATICCHECK) ./...
-	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh test/testbed/teardown.sh .ci/run; \
+	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum

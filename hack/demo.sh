@@ -36,6 +36,8 @@ cleanup() {
 trap cleanup INT TERM
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# shellcheck source=hack/lib/demo-app.sh
+. "$root/hack/lib/demo-app.sh"
 
 mode=${MODE:-central}
 
@@ -112,12 +114,7 @@ done
 
 k() { "$kubectl" --kubeconfig "$state/north.kubeconfig" -n demo "$@"; }
 say "Waiting for north to import both clusters' endpoints"
-for _ in $(seq 1 120); do
-	ready=$(k get endpointslices -l multicluster.kubernetes.io/service-name=web \
-		-o jsonpath='{range .items[*]}{range .endpoints[*]}{.conditions.ready}{"\n"}{end}{end}' 2>/dev/null | grep -c true || true)
-	[ "$ready" -ge 4 ] && break
-	sleep 1
-done
+wait_imported k
 
 say "north: ServiceImports"
 k get serviceimports
@@ -137,29 +134,7 @@ k wait --for=condition=Ready pod/client --timeout=120s >/dev/null
 echo "its resolv.conf: $(k exec client -- cat /etc/resolv.conf | tr '\n' ' ')"
 echo "nslookup web.demo.svc.clusterset.local (in the pod):"
 k exec client -- nslookup web.demo.svc.clusterset.local | sed -n '/^Name:/,$p' | sed 's/^/    /'
-# kube-proxy programs the clusterset IP within a second or two of the
-# import; wait for the first answer before counting.
-for _ in $(seq 1 60); do
-	k exec client -- /probe -timeout 1s http http://web.demo.svc.clusterset.local/ >/dev/null 2>&1 && break
-	sleep 1
-done
-# Requests until both exporters have answered (at most 40: kube-proxy picks
-# at random, so 8 in a row from one cluster happen, 40 do not); the demo
-# fails if one never does.
-answered=" "
-for i in $(seq 1 40); do
-	# netserver answers "<cluster> <pod> <pod IP> tcp/8080".
-	read -r cluster pod ip _ < <(k exec client -- /probe http http://web.demo.svc.clusterset.local/ 2>&1)
-	printf '  request %d: answered by cluster %-5s pod %s (%s)\n' "$i" "$cluster" "$pod" "$ip"
-	[[ $answered == *" $cluster "* ]] || answered="$answered$cluster "
-	if [ "$i" -ge 8 ] && [[ $answered == *" east "* && $answered == *" west "* ]]; then
-		break
-	fi
-done
-if [[ $answered != *" east "* || $answered != *" west "* ]]; then
-	echo "FAILED: answered by${answered}only; want east and west" >&2
-	exit 1
-fi
+both_answer k
 
 cat <<MSG
 

@@ -1,60 +1,215 @@
 #!/usr/bin/env bash
-# A 3-cluster clusterset on kind, with mcs-syncer in per-cluster mode.
-# NOT exercised by CI (our build machines have no Docker engine); see
-# README.md. Idempotent: run it again to converge.
+# A 3-cluster clusterset on kind (east, west and north: the kind clusters
+# mcs-east, mcs-west and mcs-north), with mcs-syncer installed from its
+# image in per-cluster mode by the steps of docs/user-guide.md, run as they
+# are written there. README.md beside this file says what it needs.
 #
-#   hack/kind/clusterset.sh up     create/converge east, west, north
-#   hack/kind/clusterset.sh down   delete them
+#   hack/kind/clusterset.sh images  build the node image (hack/kind/images.sh)
+#   hack/kind/clusterset.sh up      create the clusters and install mcs-syncer
+#                                   (converges: run it again to finish a run)
+#   hack/kind/clusterset.sh check   the demo's check: a pod in north asks
+#                                   web.demo.svc.clusterset.local and is
+#                                   answered by pods of east and west
+#   hack/kind/clusterset.sh down    delete what up made, the Docker engine it
+#                                   started included
+#   hack/kind/clusterset.sh e2e     up, check and down (make kind-e2e); fails
+#                                   if the host's network (links, routes,
+#                                   iptables rules) is not left as it was
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=${MCS_TOOLS_DIR:-$root/.cache/bin}
+cache=${MCS_KIND_CACHE:-$root/.cache/kind}
+state=${KIND_STATE_DIR:-$cache/state}
 clusters=(east west north)
-image=${IMAGE:-mcs-syncer:latest}
-kubectl=${KUBECTL:-kubectl}
+kind_version=v0.33.0
+kind=$cache/bin/kind
+kubectl=$bin/kubectl
+export KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-mcs-kind-node:v1.36.3}
 
-# Non-overlapping pod and service CIDRs per cluster.
-pod_cidr() { case $1 in east) echo 10.10.0.0/16 ;; west) echo 10.20.0.0/16 ;; north) echo 10.30.0.0/16 ;; esac; }
-svc_cidr() { case $1 in east) echo 10.110.0.0/16 ;; west) echo 10.120.0.0/16 ;; north) echo 10.130.0.0/16 ;; esac; }
+# shellcheck source=hack/lib/demo-app.sh
+. "$root/hack/lib/demo-app.sh"
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# Pod and service CIDRs of each cluster: none overlap, so pods reach the
+# other clusters' pods through routes between the nodes.
+pod_cidr() { case $1 in east) echo 10.10.0.0/16 ;; west) echo 10.20.0.0/16 ;; north) echo 10.30.0.0/16 ;; esac }
+svc_cidr() { case $1 in east) echo 10.110.0.0/16 ;; west) echo 10.120.0.0/16 ;; north) echo 10.130.0.0/16 ;; esac }
 node() { echo "mcs-$1-control-plane"; }
-k() { local c=$1; shift; "$kubectl" --context "kind-mcs-$c" "$@"; }
+node_ip() { docker inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' "$(node "$1")"; }
+k() {
+	local c=$1
+	shift
+	"$kubectl" --kubeconfig "$state/kubeconfig" --context "$c" "$@"
+}
+
+# --- The Docker engine ------------------------------------------------------
+#
+# A Docker engine of the user's (DOCKER_HOST, or Docker's own socket) is used
+# as it is. Otherwise this script starts one of its own, with its socket in
+# $state/docker and its images in $cache/docker (kept by down, so the node
+# image is built again only when its inputs change), that leaves the host's network alone: no iptables rules
+# (the host's FORWARD policy stays as it is, and the testbed of make e2e
+# works beside it), no docker0 bridge, no IP forwarding switched on; the
+# nodes talk over the kind network's bridge, and pods across clusters
+# through the nodes' own routes.
+
+engine_dir=$state/docker
+engine_data=$cache/docker
+
+use_engine() {
+	if [ -n "${DOCKER_HOST:-}" ] || docker info >/dev/null 2>&1; then
+		return
+	fi
+	export DOCKER_HOST=unix://$engine_dir/docker.sock
+}
+
+# has_cap_sys_resource: the bounding set holds CAP_SYS_RESOURCE (bit 24).
+has_cap_sys_resource() {
+	local bounding
+	bounding=$(awk '/^CapBnd:/ {print $2}' /proc/self/status)
+	(((16#$bounding >> 24) & 1))
+}
+
+start_engine() {
+	use_engine
+	[ "$DOCKER_HOST" = "unix://$engine_dir/docker.sock" ] || return 0
+	docker info >/dev/null 2>&1 && return
+	command -v dockerd >/dev/null || {
+		echo "no Docker engine: apt-get install docker.io (or set DOCKER_HOST)" >&2
+		exit 1
+	}
+	mkdir -p "$engine_dir" "$engine_data"
+	local args=(--iptables=false --ip6tables=false --ip-masq=false --ip-forward=false --bridge=none
+		--data-root "$engine_data" --exec-root "$engine_dir/exec" --pidfile "$engine_dir/dockerd.pid"
+		--host "$DOCKER_HOST")
+	if ! has_cap_sys_resource; then
+		echo "this host withholds CAP_SYS_RESOURCE: privileged containers run through hack/kind/runc-without-sys-resource"
+		args+=(--add-runtime "mcs-runc=$here/runc-without-sys-resource" --default-runtime mcs-runc)
+	fi
+	echo "starting a Docker engine of this script's own (log: $engine_dir/dockerd.log)"
+	setsid dockerd "${args[@]}" >"$engine_dir/dockerd.log" 2>&1 </dev/null &
+	for _ in $(seq 1 60); do
+		docker info >/dev/null 2>&1 && return
+		sleep 1
+	done
+	tail -20 "$engine_dir/dockerd.log" >&2
+	echo "the Docker engine did not answer within a minute" >&2
+	exit 1
+}
+
+stop_engine() {
+	[ -f "$engine_dir/dockerd.pid" ] || return 0
+	local pid
+	pid=$(cat "$engine_dir/dockerd.pid")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 1 60); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 1
+	done
+	# Whatever it left mounted under its folders goes before they do.
+	awk -v a="$engine_dir/" -v b="$engine_data/" 'index($2, a) == 1 || index($2, b) == 1 {print $2}' /proc/mounts |
+		sort -r | xargs -r -n1 umount -l
+	rm -rf "$engine_dir"
+}
+
+# --- The clusters -----------------------------------------------------------
+
+kind_binary() {
+	if [ "$("$kind" version 2>/dev/null | awk '{print $2}')" != "$kind_version" ]; then
+		echo "building kind $kind_version (sigs.k8s.io/kind, from the Go module proxy)"
+		mkdir -p "$(dirname "$kind")"
+		GOBIN=$(dirname "$kind") go install "sigs.k8s.io/kind@$kind_version"
+	fi
+}
 
 create() {
 	local c=$1
-	if kind get clusters | grep -qx "mcs-$c"; then
+	if "$kind" get clusters 2>/dev/null | grep -qx "mcs-$c"; then
 		return
 	fi
-	kind create cluster --name "mcs-$c" --config - <<KIND
+	# kind's own network plugin (kindnetd) is an image no registry here
+	# serves: the nodes get the CNI bridge plugin instead (network below).
+	# The kubelet of Kubernetes 1.35 and later refuses cgroup v1 unless told.
+	"$kind" create cluster --name "mcs-$c" --image "$KIND_NODE_IMAGE" \
+		--kubeconfig "$state/kind-$c.kubeconfig" --config - <<KIND
 kind: Cluster
 apiVersion: kind.x-k8s.io/v1alpha4
 networking:
+  disableDefaultCNI: true
   podSubnet: $(pod_cidr "$c")
   serviceSubnet: $(svc_cidr "$c")
+kubeadmConfigPatches:
+- |
+  kind: KubeletConfiguration
+  failCgroupV1: false
 KIND
 }
 
-# Pods of every cluster reach the pods of the others through the nodes.
-routes() {
-	local a b ip
+# kubeconfigs writes $state/kubeconfig with a context per member, named
+# after it, at the address of its control plane container: the address
+# mcs-syncer's Pods in the other clusters reach it at too.
+kubeconfigs() {
+	local c files=()
+	for c in "${clusters[@]}"; do
+		"$kind" get kubeconfig --name "mcs-$c" --internal |
+			sed -e "s#https://$(node "$c"):6443#https://$(node_ip "$c"):6443#" -e "s/kind-mcs-$c/$c/g" >"$state/$c.kubeconfig"
+		files+=("$state/$c.kubeconfig")
+	done
+	KUBECONFIG=$(
+		IFS=:
+		echo "${files[*]}"
+	) "$kubectl" config view --flatten >"$state/kubeconfig"
+}
+
+# network gives every node the CNI bridge plugin on its pod CIDR and routes
+# to the other clusters' pod CIDRs through their nodes, and labels it as a
+# real node (the demo's pods ask for one).
+network() {
+	local a b cidr
 	for a in "${clusters[@]}"; do
+		cidr=$(k "$a" get node "$(node "$a")" -o jsonpath='{.spec.podCIDR}')
+		docker exec -i "$(node "$a")" sh -c 'cat > /etc/cni/net.d/10-mcs-kind.conflist' <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "mcs-kind",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+CNI
 		for b in "${clusters[@]}"; do
-			[ "$a" = "$b" ] && continue
-			ip=$(docker inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' "$(node "$b")")
-			docker exec "$(node "$a")" ip route replace "$(pod_cidr "$b")" via "$ip"
+			[ "$a" = "$b" ] || docker exec "$(node "$a")" ip route replace "$(pod_cidr "$b")" via "$(node_ip "$b")"
 		done
+		k "$a" label node --all --overwrite mcs-syncer.io/real-node=true >/dev/null
+	done
+	for a in "${clusters[@]}"; do
+		k "$a" wait --for=condition=Ready node --all --timeout=3m >/dev/null
 	done
 }
 
-# CoreDNS answers clusterset.local from ServiceImports.
+# coredns makes CoreDNS authoritative for clusterset.local from the
+# ServiceImports (the kubernetes plugin's multicluster option, in the
+# project's CoreDNS build) and lets it read them. Its forward to the node's
+# resolver goes: that resolver is Docker's, on the node's loopback, where a
+# pod asking it asks itself.
 coredns() {
 	local c=$1 corefile
 	corefile=$(k "$c" -n kube-system get configmap coredns -o jsonpath='{.data.Corefile}')
 	if ! grep -q 'multicluster clusterset.local' <<<"$corefile"; then
-		local old='kubernetes cluster.local in-addr.arpa ip6.arpa {'
-		local new=$'kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {\n       multicluster clusterset.local'
-		corefile=${corefile/"$old"/"$new"}
-		k "$c" -n kube-system create configmap coredns --from-literal=Corefile="$corefile" --dry-run=client -o yaml | k "$c" apply -f -
+		corefile=$(awk '
+			/^ *kubernetes cluster.local / { sub(/cluster.local /, "cluster.local clusterset.local "); print; print "       multicluster clusterset.local"; next }
+			/^ *forward \. / { skip = 1 }
+			skip { if ($0 ~ /^ *}/) skip = 0; next }
+			{ print }' <<<"$corefile")
+		k "$c" -n kube-system create configmap coredns --from-literal=Corefile="$corefile" \
+			--dry-run=client -o yaml | k "$c" replace -f - >/dev/null
 	fi
-	k "$c" apply -f - <<RBAC
+	k "$c" apply -f - >/dev/null <<RBAC
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: coredns-multicluster}
@@ -70,78 +225,127 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: coredns-
 subjects:
 - {kind: ServiceAccount, name: coredns, namespace: kube-system}
 RBAC
-	k "$c" -n kube-system rollout restart deployment coredns
+	k "$c" -n kube-system rollout restart deployment coredns >/dev/null
+	k "$c" -n kube-system rollout status deployment coredns --timeout 3m >/dev/null
 }
 
-# A read-only kubeconfig of cluster c for the other members' mcs-syncers.
-remote_kubeconfig() {
-	local c=$1 token server ca
-	k "$c" create namespace mcs-system --dry-run=client -o yaml | k "$c" apply -f -
-	k "$c" -n mcs-system create serviceaccount mcs-syncer-remote --dry-run=client -o yaml | k "$c" apply -f -
-	k "$c" create clusterrolebinding mcs-syncer-remote-reader --clusterrole mcs-syncer-remote-reader \
-		--serviceaccount mcs-system:mcs-syncer-remote --dry-run=client -o yaml | k "$c" apply -f -
-	token=$(k "$c" -n mcs-system create token mcs-syncer-remote --duration 8760h)
-	server="https://$(node "$c"):6443"
-	ca=$(k "$c" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-	cat <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters: [{name: $c, cluster: {server: "$server", certificate-authority-data: $ca}}]
-users: [{name: mcs-syncer-remote, user: {token: $token}}]
-contexts: [{name: $c, context: {cluster: $c, user: mcs-syncer-remote}}]
-current-context: $c
-KUBECONFIG
+# docs_block TAG prints the block of docs/user-guide.md marked ```sh TAG.
+docs_block() {
+	awk -v start='```sh '"$1" '$0 == start { on = 1; next } on && $0 == "```" { exit } on' "$root/docs/user-guide.md"
 }
 
-deploy() {
-	local c=$1 other dir
-	dir=$(mktemp -d)
-	{
-		echo "clusterset: kind"
-		echo "members:"
-		for other in "${clusters[@]}"; do
-			if [ "$other" = "$c" ]; then
-				echo "- {id: $other, inCluster: true}"
-			else
-				remote_kubeconfig "$other" >"$dir/$other.kubeconfig"
-				echo "- {id: $other, kubeconfig: $other.kubeconfig}"
-			fi
-		done
-	} >"$dir/clusterset.yaml"
-	k "$c" apply -k "$root/config/rbac"
-	k "$c" create namespace mcs-system --dry-run=client -o yaml | k "$c" apply -f -
-	k "$c" -n mcs-system create secret generic mcs-syncer-clusterset --from-file "$dir" --from-literal local-cluster="$c" \
-		--dry-run=client -o yaml | k "$c" apply -f -
-	"$kubectl" kustomize "$root/config/overlays/per-cluster" |
-		sed "s|image: mcs-syncer:latest|image: $image|" | k "$c" apply -f -
-	rm -rf "$dir"
+images() {
+	mkdir -p "$state"
+	start_engine
+	kind_binary
+	say "Building the kind node image $KIND_NODE_IMAGE (hack/kind/images.sh)"
+	"$here/images.sh"
 }
 
 up() {
+	mkdir -p "$state"
+	start_engine
+	images
+
+	say "Creating the clusters (${clusters[*]})"
 	local c
 	for c in "${clusters[@]}"; do create "$c"; done
-	routes
-	make -C "$root" image IMAGE="$image" IMAGE_ARCHIVE="$root/bin/mcs-syncer.tar"
+	kubeconfigs
+	network
+	say "CoreDNS answers clusterset.local"
+	# The MCS CRDs first: CoreDNS's multicluster option watches ServiceImports.
 	for c in "${clusters[@]}"; do
-		kind load image-archive "$root/bin/mcs-syncer.tar" --name "mcs-$c"
-		k "$c" apply -k "$root/config/crd"
-		k "$c" apply -k "$root/config/rbac"
+		k "$c" apply -k "$root/config/crd" >/dev/null
 		coredns "$c"
 	done
-	for c in "${clusters[@]}"; do deploy "$c"; done
-	echo "Clusterset up: contexts kind-mcs-east, kind-mcs-west, kind-mcs-north."
+
+	say "Building mcs-syncer's image and loading it into the nodes (docs/user-guide.md: Install, 1)"
+	(cd "$root" && bash -euo pipefail -c "$(docs_block build-image)")
+	for c in "${clusters[@]}"; do
+		"$kind" load image-archive "$root/bin/mcs-syncer.tar" --name "mcs-$c"
+		# The demo's app and client (test/images).
+		"$kind" load image-archive "$bin/images/netserver.tar" --name "mcs-$c"
+		"$kind" load image-archive "$bin/images/netclient.tar" --name "mcs-$c"
+	done
+
+	say "Installing mcs-syncer in per-cluster mode, as docs/user-guide.md says (in $state/install)"
+	rm -rf "$state/install"
+	mkdir -p "$state/install"
+	cp -r "$root/config" "$root/hack" "$state/install/"
+	(cd "$state/install" && PATH="$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block install-per-cluster)")
+	echo "Clusterset up: KUBECONFIG=$state/kubeconfig, contexts ${clusters[*]}."
+}
+
+kn() { k north -n demo "$@"; }
+
+check() {
+	use_engine
+	say "The demo's app in east and west, its client in north"
+	local c
+	for c in east west; do
+		sed "s/SOURCE_CLUSTER/$c/g" "$root/config/samples/demo/app.yaml" | k "$c" apply -f - >/dev/null
+	done
+	k north create namespace demo --dry-run=client -o yaml | k north apply -f - >/dev/null
+	k north apply -f "$root/config/samples/demo/client.yaml" >/dev/null
+	wait_imported kn
+	kn get serviceimports
+	kn wait --for=condition=Ready pod/client --timeout=3m >/dev/null
+	say "north's CoreDNS, from the client pod"
+	kn exec client -- nslookup web.demo.svc.clusterset.local | sed -n '/^Name:/,$p'
+	say "Requests from north to web.demo.svc.clusterset.local"
+	both_answer kn
 }
 
 down() {
-	local c
-	for c in "${clusters[@]}"; do kind delete cluster --name "mcs-$c"; done
+	use_engine
+	if docker info >/dev/null 2>&1; then
+		local c
+		for c in "${clusters[@]}"; do
+			if [ -x "$kind" ]; then
+				"$kind" delete cluster --name "mcs-$c" --kubeconfig "$state/kind-$c.kubeconfig"
+			fi
+		done
+		docker network rm kind >/dev/null 2>&1 || true
+	fi
+	stop_engine
+	rm -rf "$state"
+}
+
+# host_network prints what the host's network is made of: its links, routes
+# and iptables rules (the nodes' own live in their network namespaces).
+host_network() {
+	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort
+	ip route show table all | sort
+	iptables -S 2>/dev/null | sort
+	ip6tables -S 2>/dev/null | sort
+}
+
+e2e() {
+	local before after start=$SECONDS
+	before=$(host_network)
+	trap down EXIT
+	up
+	check
+	trap - EXIT
+	say "Deleting the clusters"
+	down
+	after=$(host_network)
+	if [ "$before" != "$after" ]; then
+		echo "FAILED: the host's network is not as it was before up:" >&2
+		diff <(echo "$before") <(echo "$after") >&2 || true
+		exit 1
+	fi
+	echo "kind e2e passed in $((SECONDS - start))s; the host's links, routes and iptables rules are as they were"
 }
 
 case ${1:-} in
+images) images ;;
 up) up ;;
+check) check ;;
 down) down ;;
+e2e) e2e ;;
 *)
-	echo "usage: $0 up|down" >&2
+	echo "usage: $0 images|up|check|down|e2e" >&2
 	exit 2
 	;;
 esac

@@ -2,6 +2,7 @@
 # Builds the real components the testbed runs into a git-ignored cache:
 #   kube-apiserver kube-controller-manager kube-scheduler kubectl  (k8s.io/kubernetes)
 #   kubelet kube-proxy  (k8s.io/kubernetes, for the real nodes)
+#   kubeadm             (k8s.io/kubernetes, for the kind node image)
 #   etcd                                                           (go.etcd.io/etcd/server/v3)
 #   kwok kwokctl                                                   (sigs.k8s.io/kwok)
 #   coredns                                                        (github.com/coredns/coredns)
@@ -24,7 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy etcd kwok kwokctl coredns"
+components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy kubeadm etcd kwok kwokctl coredns"
 
 if [ -n "${MCS_TOOLS_DIR:-}" ]; then
 	missing=""
@@ -89,7 +90,8 @@ build kubernetes "$kube_ldflags" \
 	kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
 	kubectl=k8s.io/kubernetes/cmd/kubectl \
 	kubelet=k8s.io/kubernetes/cmd/kubelet \
-	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy \
+	kubeadm=k8s.io/kubernetes/cmd/kubeadm
 
 # The images of the real nodes (test/images): built from this repository's
 # programs and Debian's static busybox, rebuilt when either changes.
