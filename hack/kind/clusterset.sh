@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A 3-cluster clusterset on kind (east, west and north: the kind clusters
 # mcs-east, mcs-west and mcs-north), with mcs-syncer installed from its
-# image in per-cluster mode by the steps of docs/user-guide.md, run as they
-# are written there. README.md beside this file says what it needs.
+# image by the steps of docs/user-guide.md, run as they are written there:
+# per-cluster mode, or with MODE=hub hub mode through a fourth kind cluster,
+# hub. README.md beside this file says what it needs.
 #
 #   hack/kind/clusterset.sh images  build the node image (hack/kind/images.sh)
 #   hack/kind/clusterset.sh up      create the clusters and install mcs-syncer
@@ -12,7 +13,8 @@
 #                                   answered by pods of east and west
 #   hack/kind/clusterset.sh down    delete what up made, the Docker engine it
 #                                   started included
-#   hack/kind/clusterset.sh e2e     up, check and down (make kind-e2e); fails
+#   hack/kind/clusterset.sh e2e     up, check and down in per-cluster mode,
+#                                   then in hub mode (make kind-e2e); fails
 #                                   if the host's network (links, routes,
 #                                   iptables rules) is not left as it was
 set -euo pipefail
@@ -22,7 +24,8 @@ root=$(cd "$here/../.." && pwd)
 bin=${MCS_TOOLS_DIR:-$root/.cache/bin}
 cache=${MCS_KIND_CACHE:-$root/.cache/kind}
 state=${KIND_STATE_DIR:-$cache/state}
-clusters=(east west north)
+members=(east west north)
+mode=${MODE:-per-cluster}
 kind_version=v0.33.0
 kind=$cache/bin/kind
 kubectl=$bin/kubectl
@@ -35,8 +38,21 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 # Pod and service CIDRs of each cluster: none overlap, so pods reach the
 # other clusters' pods through routes between the nodes.
-pod_cidr() { case $1 in east) echo 10.10.0.0/16 ;; west) echo 10.20.0.0/16 ;; north) echo 10.30.0.0/16 ;; esac }
-svc_cidr() { case $1 in east) echo 10.110.0.0/16 ;; west) echo 10.120.0.0/16 ;; north) echo 10.130.0.0/16 ;; esac }
+pod_cidr() { case $1 in east) echo 10.10.0.0/16 ;; west) echo 10.20.0.0/16 ;; north) echo 10.30.0.0/16 ;; hub) echo 10.40.0.0/16 ;; esac }
+svc_cidr() { case $1 in east) echo 10.110.0.0/16 ;; west) echo 10.120.0.0/16 ;; north) echo 10.130.0.0/16 ;; hub) echo 10.140.0.0/16 ;; esac }
+
+# set_mode MODE: the clusters of a mode, the members and in hub mode the hub.
+set_mode() {
+	mode=$1
+	case $mode in
+	per-cluster) clusters=("${members[@]}") ;;
+	hub) clusters=("${members[@]}" hub) ;;
+	*)
+		echo "MODE=$mode: want per-cluster or hub" >&2
+		exit 2
+		;;
+	esac
+}
 node() { echo "mcs-$1-control-plane"; }
 node_ip() { docker inspect -f '{{.NetworkSettings.Networks.kind.IPAddress}}' "$(node "$1")"; }
 k() {
@@ -133,6 +149,8 @@ create() {
 	# kind's own network plugin (kindnetd) is an image no registry here
 	# serves: the nodes get the CNI bridge plugin instead (network below).
 	# The kubelet of Kubernetes 1.35 and later refuses cgroup v1 unless told.
+	# kubeadm waits for the control plane as long as a loaded machine takes
+	# (its defaults, 4 minutes and 1 minute, were seen to run out at load 20).
 	"$kind" create cluster --name "mcs-$c" --image "$KIND_NODE_IMAGE" \
 		--kubeconfig "$state/kind-$c.kubeconfig" --config - <<KIND
 kind: Cluster
@@ -145,6 +163,12 @@ kubeadmConfigPatches:
 - |
   kind: KubeletConfiguration
   failCgroupV1: false
+- |
+  kind: InitConfiguration
+  timeouts:
+    controlPlaneComponentHealthCheck: 15m0s
+    kubeletHealthCheck: 15m0s
+    kubernetesAPICall: 5m0s
 KIND
 }
 
@@ -254,25 +278,25 @@ up() {
 	network
 	say "CoreDNS answers clusterset.local"
 	# The MCS CRDs first: CoreDNS's multicluster option watches ServiceImports.
-	for c in "${clusters[@]}"; do
+	for c in "${members[@]}"; do
 		k "$c" apply -k "$root/config/crd" >/dev/null
 		coredns "$c"
 	done
 
 	say "Building mcs-syncer's image and loading it into the nodes (docs/user-guide.md: Install, 1)"
 	(cd "$root" && bash -euo pipefail -c "$(docs_block build-image)")
-	for c in "${clusters[@]}"; do
+	for c in "${members[@]}"; do
 		"$kind" load image-archive "$root/bin/mcs-syncer.tar" --name "mcs-$c"
 		# The demo's app and client (test/images).
 		"$kind" load image-archive "$bin/images/netserver.tar" --name "mcs-$c"
 		"$kind" load image-archive "$bin/images/netclient.tar" --name "mcs-$c"
 	done
 
-	say "Installing mcs-syncer in per-cluster mode, as docs/user-guide.md says (in $state/install)"
+	say "Installing mcs-syncer in $mode mode, as docs/user-guide.md says (in $state/install)"
 	rm -rf "$state/install"
 	mkdir -p "$state/install"
 	cp -r "$root/config" "$root/hack" "$state/install/"
-	(cd "$state/install" && PATH="$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block install-per-cluster)")
+	(cd "$state/install" && PATH="$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block "install-$mode")")
 	echo "Clusterset up: KUBECONFIG=$state/kubeconfig, contexts ${clusters[*]}."
 }
 
@@ -298,10 +322,10 @@ check() {
 
 down() {
 	use_engine
-	if docker info >/dev/null 2>&1; then
+	if docker info >/dev/null 2>&1 && [ -x "$kind" ]; then
 		local c
-		for c in "${clusters[@]}"; do
-			if [ -x "$kind" ]; then
+		for c in "${members[@]}" hub; do
+			if "$kind" get clusters 2>/dev/null | grep -qx "mcs-$c"; then
 				"$kind" delete cluster --name "mcs-$c" --kubeconfig "$state/kind-$c.kubeconfig"
 			fi
 		done
@@ -321,14 +345,17 @@ host_network() {
 }
 
 e2e() {
-	local before after start=$SECONDS
+	local before after m start=$SECONDS
 	before=$(host_network)
 	trap down EXIT
-	up
-	check
+	for m in per-cluster hub; do
+		set_mode "$m"
+		up
+		check
+		say "Deleting the clusters ($m mode)"
+		down
+	done
 	trap - EXIT
-	say "Deleting the clusters"
-	down
 	after=$(host_network)
 	if [ "$before" != "$after" ]; then
 		echo "FAILED: the host's network is not as it was before up:" >&2
@@ -338,6 +365,7 @@ e2e() {
 	echo "kind e2e passed in $((SECONDS - start))s; the host's links, routes and iptables rules are as they were"
 }
 
+set_mode "$mode"
 case ${1:-} in
 images) images ;;
 up) up ;;

@@ -87,13 +87,14 @@ echo "building the control plane's images (hack/kind/images)"
 mkdir -p "$rootfs/kind/images"
 (cd "$root" && go run ./hack/kind/images -bin "$bin" -out "$rootfs/kind/images" -kubernetes-version "$kube_version")
 
-echo "building kube-proxy's image on the Debian root filesystem"
+echo "building kube-proxy's image on the Debian root filesystem, less what only a node runs"
 proxy=$("$bin/kubeadm" config images list --kubernetes-version "$kube_version" | grep /kube-proxy:)
-mkdir -p "$work/proxy/usr/local/bin"
-cp "$bin/kube-proxy" "$work/proxy/usr/local/bin/"
-cp "$base" "$work/proxy.tar"
-tar -C "$work/proxy" -rf "$work/proxy.tar" ./usr/local/bin/kube-proxy
-docker import "$work/proxy.tar" "$proxy" >/dev/null
+mkdir -p "$work/proxy"
+tar -C "$work/proxy" -xf "$base" --exclude='./usr/bin/containerd*' --exclude=./usr/bin/ctr \
+	--exclude=./usr/sbin/runc --exclude=./usr/lib/cni --exclude=./usr/lib/systemd \
+	--exclude=./usr/share/doc --exclude=./usr/share/man --exclude=./usr/share/locale
+install -D -m 0755 "$bin/kube-proxy" "$work/proxy/usr/local/bin/kube-proxy"
+tar -C "$work/proxy" -c . | docker import - "$proxy" >/dev/null
 docker save -o "$rootfs/kind/images/kube-proxy.tar" "$proxy"
 docker image rm "$proxy" >/dev/null
 
