@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -89,9 +91,39 @@ func (dp *dataPlane) reaches(ctx context.Context, t *testing.T, proto, target st
 	}
 	eventually(ctx, t, fmt.Sprintf("%s %s from north to reach %v", proto, target, want), round)
 	if err := round(); err != nil {
-		t.Fatalf("%s %s from north: reached %v once, then: %v\nnorth's EndpointSlices of %s now (what kube-proxy serves):\n%s",
-			proto, target, want, err, dp.ns, dp.slicesOfNorth(ctx))
+		t.Fatalf("%s %s from north: reached %v once, then: %v\nnorth's EndpointSlices of %s now (what kube-proxy serves):\n%s"+
+			"north's node's conntrack entries of %s (a stale entry of a connection to a gone pod catches a new connection that reuses its source port):\n%s",
+			proto, target, want, err, dp.ns, dp.slicesOfNorth(ctx), target, dp.conntrackOfNorth(ctx, target))
 	}
+}
+
+// conntrackOfNorth lists the conntrack entries in north's node's network
+// namespace (where kube-proxy's DNAT happens) that name target's address.
+func (dp *dataPlane) conntrackOfNorth(ctx context.Context, target string) string {
+	node := dp.north.RealNode
+	if node == nil {
+		return "(no real node)"
+	}
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		host = target
+	}
+	out, err := exec.CommandContext(ctx, "nsenter", "--net=/run/netns/"+node.Netns, "--", "cat", "/proc/net/nf_conntrack").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(%v: %s)", err, out)
+	}
+	// IPv6 addresses are written out in full there.
+	expanded := host
+	if addr, err := netip.ParseAddr(host); err == nil {
+		expanded = addr.StringExpanded()
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "="+host+" ") || strings.Contains(line, "="+expanded+" ") {
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // slicesOfNorth lists north's EndpointSlices of the test's namespace, one
