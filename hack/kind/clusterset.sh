@@ -66,11 +66,11 @@ k() {
 # A Docker engine of the user's (DOCKER_HOST, or Docker's own socket) is used
 # as it is. Otherwise this script starts one of its own, with its socket in
 # $state/docker and its images in $cache/docker (kept by down, so the node
-# image is built again only when its inputs change), that leaves the host's network alone: no iptables rules
-# (the host's FORWARD policy stays as it is, and the testbed of make e2e
-# works beside it), no docker0 bridge, no IP forwarding switched on; the
-# nodes talk over the kind network's bridge, and pods across clusters
-# through the nodes' own routes.
+# image is built again only when its inputs change). It leaves the host's
+# network alone: no iptables rules (the host's FORWARD policy stays as it
+# is, and the testbed of make e2e works beside it), no docker0 bridge, no IP
+# forwarding switched on. The nodes talk over the kind network's bridge,
+# pods across clusters through the nodes' own routes.
 
 engine_dir=$state/docker
 engine_data=$cache/docker
