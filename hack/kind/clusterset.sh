@@ -75,9 +75,12 @@ k() {
 engine_dir=$state/docker
 engine_data=$cache/docker
 
+# (Every return here says its status: a bare return in a function that the
+# EXIT trap's down calls returns the status of the command that failed
+# before the trap, and set -e then ends down there.)
 use_engine() {
 	if [ -n "${DOCKER_HOST:-}" ] || docker info >/dev/null 2>&1; then
-		return
+		return 0
 	fi
 	export DOCKER_HOST=unix://$engine_dir/docker.sock
 }
@@ -92,7 +95,7 @@ has_cap_sys_resource() {
 start_engine() {
 	use_engine
 	[ "$DOCKER_HOST" = "unix://$engine_dir/docker.sock" ] || return 0
-	docker info >/dev/null 2>&1 && return
+	docker info >/dev/null 2>&1 && return 0
 	command -v dockerd >/dev/null || {
 		echo "no Docker engine: apt-get install docker.io (or set DOCKER_HOST)" >&2
 		exit 1
@@ -108,7 +111,7 @@ start_engine() {
 	echo "starting a Docker engine of this script's own (log: $engine_dir/dockerd.log)"
 	setsid dockerd "${args[@]}" >"$engine_dir/dockerd.log" 2>&1 </dev/null &
 	for _ in $(seq 1 60); do
-		docker info >/dev/null 2>&1 && return
+		docker info >/dev/null 2>&1 && return 0
 		sleep 1
 	done
 	tail -20 "$engine_dir/dockerd.log" >&2
@@ -144,7 +147,7 @@ kind_binary() {
 create() {
 	local c=$1
 	if "$kind" get clusters 2>/dev/null | grep -qx "mcs-$c"; then
-		return
+		return 0
 	fi
 	# kind's own network plugin (kindnetd) is an image no registry here
 	# serves: the nodes get the CNI bridge plugin instead (network below).
