@@ -197,7 +197,19 @@ kubeconfigs() {
 network() {
 	local a b cidr
 	for a in "${clusters[@]}"; do
-		cidr=$(k "$a" get node "$(node "$a")" -o jsonpath='{.spec.podCIDR}')
+		# kube-controller-manager gives the node its pod CIDR some seconds
+		# after kind returns (seen empty once, and the CNI plugin then
+		# failed every sandbox with "invalid CIDR address").
+		cidr=""
+		for _ in $(seq 1 120); do
+			cidr=$(k "$a" get node "$(node "$a")" -o jsonpath='{.spec.podCIDR}')
+			[ -n "$cidr" ] && break
+			sleep 1
+		done
+		if [ -z "$cidr" ]; then
+			echo "$a: the node has no pod CIDR after 2 minutes" >&2
+			return 1
+		fi
 		docker exec -i "$(node "$a")" sh -c 'cat > /etc/cni/net.d/10-mcs-kind.conflist' <<CNI
 {
   "cniVersion": "1.0.0",
@@ -215,7 +227,10 @@ CNI
 		k "$a" label node --all --overwrite mcs-syncer.io/real-node=true >/dev/null
 	done
 	for a in "${clusters[@]}"; do
-		k "$a" wait --for=condition=Ready node --all --timeout=3m >/dev/null
+		if ! k "$a" wait --for=condition=Ready node --all --timeout=5m >/dev/null; then
+			k "$a" describe nodes >&2 || true
+			return 1
+		fi
 	done
 }
 
@@ -253,7 +268,13 @@ subjects:
 - {kind: ServiceAccount, name: coredns, namespace: kube-system}
 RBAC
 	k "$c" -n kube-system rollout restart deployment coredns >/dev/null
-	k "$c" -n kube-system rollout status deployment coredns --timeout 3m >/dev/null
+	if ! k "$c" -n kube-system rollout status deployment coredns --timeout 5m >/dev/null; then
+		echo "$c: CoreDNS did not roll out; its pods, events and logs:" >&2
+		k "$c" -n kube-system get pods -o wide >&2 || true
+		k "$c" -n kube-system get events --sort-by=.lastTimestamp >&2 || true
+		k "$c" -n kube-system logs -l k8s-app=kube-dns --all-containers --prefix --tail 20 >&2 || true
+		return 1
+	fi
 }
 
 # docs_block TAG prints the block of docs/user-guide.md marked ```sh TAG.
