@@ -95,6 +95,8 @@ type Controller struct {
 	reconcilers map[clusterset.ClusterID]*reconciler.Reconciler
 	// settled says which sources' slices need no planning (settled.go).
 	settled *settled
+	// addresses says which addresses several sources export (duplicates.go).
+	addresses *addressIndex
 	// reported holds the problems already logged, see reportOnce.
 	reported map[reportKey]bool
 }
@@ -189,6 +191,7 @@ func newController(cl client.Client, sliceReader client.Reader, sliceWriter disc
 		reported:    map[reportKey]bool{},
 		own:         newOwnWrites(),
 		settled:     newSettled(),
+		addresses:   newAddressIndex(),
 		newReconciler: func() (*reconciler.Reconciler, error) {
 			ro := []reconciler.Option{
 				reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),

@@ -202,6 +202,7 @@ func (c *Controller) forget(key types.NamespacedName, si *mcsv1beta1.ServiceImpo
 	c.own.forget(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: DerivedServiceName(key)}})
 	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Membership.IDs(), key)
 	c.settled.forget(key)
+	c.addresses.forget(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.reported, reportKey{reportNamespaceMissing, key})

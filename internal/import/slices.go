@@ -191,23 +191,8 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 // duplicate_endpoints gauge counts them, and a Warning event on the
 // ServiceImport names the clusters whenever their number changes.
 func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService) {
-	sourcesOf := sourcesByAddress(exports)
-	dups := map[clusterset.ClusterID]int{}
-	duplicated := 0
-	var example string
-	var exampleSources []clusterset.ClusterID
-	for addr, ids := range sourcesOf {
-		if len(ids) < 2 {
-			continue
-		}
-		duplicated++
-		for _, id := range ids {
-			dups[id]++
-		}
-		if example == "" || addr < example {
-			example, exampleSources = addr, ids
-		}
-	}
+	key := client.ObjectKeyFromObject(si)
+	r := c.addresses.update(key, exports)
 	// Every member's share, so that one that stopped exporting drops to 0.
 	sources := c.opts.Membership.IDs()
 	for _, es := range exports {
@@ -217,35 +202,13 @@ func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*c
 	}
 	changed := false
 	for _, id := range sources {
-		changed = c.opts.Metrics.setDuplicate(id, c.opts.Consumer, client.ObjectKeyFromObject(si), dups[id]) || changed
+		changed = c.opts.Metrics.setDuplicate(id, c.opts.Consumer, key, r.Shared[id]) || changed
 	}
-	if changed && duplicated > 0 && c.recorder != nil {
+	if changed && r.Duplicated > 0 && c.recorder != nil {
 		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "DuplicateAddresses", "Import",
 			"%d addresses are exported by more than one of %v (overlapping pod CIDRs?), e.g. %s by %v: each is imported once per cluster",
-			duplicated, slices.Sorted(maps.Keys(dups)), example, exampleSources)
+			r.Duplicated, slices.Sorted(maps.Keys(r.Shared)), r.Example, r.ExampleSources)
 	}
-}
-
-// sourcesByAddress lists, for every address the exports carry, the
-// clusters that export it (each once). With fewer than two exports nothing
-// can overlap: nil.
-func sourcesByAddress(exports []*clusterset.ExportedService) map[string][]clusterset.ClusterID {
-	if len(exports) < 2 {
-		return nil
-	}
-	sourcesOf := map[string][]clusterset.ClusterID{}
-	for _, es := range exports {
-		for _, g := range es.Endpoints {
-			for _, ep := range g.Endpoints {
-				for _, addr := range ep.Addresses {
-					if ids := sourcesOf[addr]; len(ids) == 0 || ids[len(ids)-1] != es.Cluster {
-						sourcesOf[addr] = append(ids, es.Cluster)
-					}
-				}
-			}
-		}
-	}
-	return sourcesOf
 }
 
 // endpointsIn counts the endpoints of slices.
