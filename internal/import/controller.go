@@ -121,7 +121,10 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	imported, _ := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.Exists, nil)
 	sliceCache, err := cache.New(cl.GetConfig(), cache.Options{
 		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread,
-		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {Label: labels.NewSelector().Add(*managed, *imported)}},
+		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {
+			Label:     labels.NewSelector().Add(*managed, *imported),
+			Transform: shareWithStore(opts.Store),
+		}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("import %s: slice cache: %w", opts.Consumer, err)

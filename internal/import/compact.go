@@ -1,0 +1,96 @@
+package imports
+
+import (
+	"reflect"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// shareWithStore returns the transform of the imported slices' cache: an
+// imported slice holds its source's endpoints, which the Store holds
+// already (in hub mode, decoded from the hub's publications without a
+// copy). Decoded from the watch, every endpoint would be held twice, once
+// in the Store and once in the cache, in an array grown by the decoder to
+// up to twice its length. So the endpoints of a slice that equal the
+// Store's are the Store's:
+//
+//   - a slice that holds its source's whole group (a Service of at most
+//     100 endpoints: one slice) shares the Store's array;
+//   - otherwise each endpoint equal to the Store's, but for its hints
+//     (the import's own, see hints.go), shares the Store's addresses,
+//     conditions and references, in an array of the slice's length.
+//
+// Nothing is shared that differs from what the watch delivered, so the
+// cache holds what the API server holds. The cache's objects, like the
+// Store's exports, are never modified (reads from it use
+// UnsafeDisableDeepCopy for that reason), so sharing them is safe. An
+// endpoint is held by the slice until it is written again: at most what
+// the slice holds of an older export.
+func shareWithStore(store Exports) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		obj, err := clusterset.StripUnread(obj)
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if err != nil || !ok || len(s.Endpoints) == 0 {
+			return obj, err
+		}
+		es := exportOfSource(store, types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[mcsv1beta1.LabelServiceName]}, sourceOf(s))
+		if es != nil {
+			s.Endpoints = sharedEndpoints(s.AddressType, s.Endpoints, es)
+		}
+		return s, nil
+	}
+}
+
+// exportOfSource returns source's export of key from the Store, or nil.
+func exportOfSource(store Exports, key types.NamespacedName, source clusterset.ClusterID) *clusterset.ExportedService {
+	for _, es := range store.Get(key) {
+		if es.Cluster == source {
+			return es
+		}
+	}
+	return nil
+}
+
+// sharedEndpoints returns endpoints (decoded, of addressType) with what
+// they share with the export es (see shareWithStore).
+func sharedEndpoints(addressType discoveryv1.AddressType, endpoints []discoveryv1.Endpoint, es *clusterset.ExportedService) []discoveryv1.Endpoint {
+	byAddress := map[string]*discoveryv1.Endpoint{}
+	for _, g := range es.Endpoints {
+		if g.AddressType != addressType {
+			continue
+		}
+		if len(g.Endpoints) == len(endpoints) && reflect.DeepEqual(g.Endpoints, endpoints) {
+			return g.Endpoints[:len(endpoints):len(endpoints)] // an append never writes into the Store's
+		}
+		for i := range g.Endpoints {
+			if ep := &g.Endpoints[i]; len(ep.Addresses) > 0 {
+				byAddress[ep.Addresses[0]] = ep
+			}
+		}
+	}
+	out := make([]discoveryv1.Endpoint, len(endpoints))
+	for i := range endpoints {
+		out[i] = endpoints[i]
+		if len(out[i].Addresses) == 0 {
+			continue
+		}
+		if stored := byAddress[out[i].Addresses[0]]; stored != nil && equalButHints(stored, &endpoints[i]) {
+			out[i] = *stored
+			out[i].Hints = endpoints[i].Hints
+		}
+	}
+	return out
+}
+
+// equalButHints reports whether two endpoints are equal in every field but
+// their hints.
+func equalButHints(a, b *discoveryv1.Endpoint) bool {
+	ac, bc := *a, *b
+	ac.Hints, bc.Hints = nil, nil
+	return reflect.DeepEqual(ac, bc)
+}

@@ -1,0 +1,171 @@
+package imports
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// storeOf returns a Store holding es.
+func storeOf(es ...*clusterset.ExportedService) *clusterset.Store {
+	s := clusterset.NewStore()
+	for _, e := range es {
+		s.Put(e)
+	}
+	return s
+}
+
+// exportedEndpoints is an export of web from east: n endpoints as a Pod's.
+func exportedEndpoints(n int) *clusterset.ExportedService {
+	g := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4}
+	for i := range n {
+		g.Endpoints = append(g.Endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("10.1.0.%d", i)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)},
+			NodeName:   ptr.To("node-a"), Zone: ptr.To("zone-a"),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "demo", Name: fmt.Sprintf("web-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))},
+		})
+	}
+	return &clusterset.ExportedService{Cluster: "east", Key: types.NamespacedName{Namespace: "demo", Name: "web"}, Endpoints: []reconciler.EndpointGroup{g}}
+}
+
+// decoded is an imported slice of web from east holding endpoints, as
+// the watch delivers it: decoded from JSON, nothing shared.
+func decoded(t testing.TB, endpoints []discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{
+		TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "imported-web-east-abcde", ResourceVersion: "7",
+			Labels:        map[string]string{discoveryv1.LabelManagedBy: "mcs", mcsv1beta1.LabelServiceName: "web", mcsv1beta1.LabelSourceCluster: "east"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "mcs-syncer"}},
+		},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   endpoints,
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, _, err := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer().Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*discoveryv1.EndpointSlice)
+}
+
+func transformed(t *testing.T, store Exports, s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	t.Helper()
+	obj, err := shareWithStore(store)(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*discoveryv1.EndpointSlice)
+}
+
+func TestShareWithStoreSharesAWholeGroup(t *testing.T) {
+	es := exportedEndpoints(5)
+	stored := es.Endpoints[0].Endpoints
+	s := transformed(t, storeOf(es), decoded(t, stored))
+	if len(s.Endpoints) != 5 || &s.Endpoints[0] != &stored[0] {
+		t.Fatalf("the slice holds its source's whole group but not the Store's array")
+	}
+	if cap(s.Endpoints) != len(s.Endpoints) {
+		t.Errorf("cap %d > len %d: an append would write into the Store's array", cap(s.Endpoints), len(s.Endpoints))
+	}
+	if s.ManagedFields != nil {
+		t.Errorf("managedFields kept: the transform must still strip what is never read")
+	}
+}
+
+func TestShareWithStoreSharesEqualEndpointsOnly(t *testing.T) {
+	es := exportedEndpoints(4)
+	stored := es.Endpoints[0].Endpoints
+	held := []discoveryv1.Endpoint{*stored[1].DeepCopy(), *stored[2].DeepCopy(), *stored[3].DeepCopy()}
+	held[0].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "zone-b"}}} // the import's own
+	held[1].Conditions.Ready = ptr.To(false)                                                      // not yet written: differs
+	s := transformed(t, storeOf(es), decoded(t, held))
+
+	if &s.Endpoints[0].Addresses[0] != &stored[1].Addresses[0] || s.Endpoints[0].TargetRef != stored[1].TargetRef {
+		t.Errorf("an endpoint equal but for its hints does not share the Store's")
+	}
+	if s.Endpoints[0].Hints == nil || s.Endpoints[0].Hints.ForZones[0].Name != "zone-b" {
+		t.Errorf("hints %v: the slice's own hints must be kept", s.Endpoints[0].Hints)
+	}
+	if s.Endpoints[1].TargetRef == stored[2].TargetRef || *s.Endpoints[1].Conditions.Ready {
+		t.Errorf("an endpoint that differs from the Store's was replaced by it")
+	}
+	if &s.Endpoints[2].Addresses[0] != &stored[3].Addresses[0] {
+		t.Errorf("the third endpoint, equal, does not share the Store's")
+	}
+	if stored[1].Hints != nil {
+		t.Errorf("the Store's endpoint got the slice's hints")
+	}
+}
+
+func TestShareWithStoreLeavesOthersAsDecoded(t *testing.T) {
+	east := exportedEndpoints(2)
+	west := exportedEndpoints(2)
+	west.Cluster = "west"
+	elsewhere := exportedEndpoints(2)
+	for i := range elsewhere.Endpoints[0].Endpoints {
+		elsewhere.Endpoints[0].Endpoints[i].Addresses = []string{fmt.Sprintf("10.9.0.%d", i)}
+	}
+	for name, store := range map[string]*clusterset.Store{
+		"the Store has west's export only":    storeOf(west),
+		"east's export holds other addresses": storeOf(east),
+	} {
+		s := decoded(t, elsewhere.Endpoints[0].Endpoints)
+		want := s.DeepCopy()
+		want.ManagedFields = nil
+		if got := transformed(t, store, s); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the slice changed:\n%+v\nwant\n%+v", name, got, want)
+		}
+	}
+}
+
+// BenchmarkImportedSliceHeap is the heap of the imported slices of an
+// import of 10-endpoint Services as the cache holds them, decoded from the
+// watch and transformed, in bytes per endpoint.
+func BenchmarkImportedSliceHeap(b *testing.B) {
+	es := exportedEndpoints(10)
+	store := storeOf(es)
+	s := decoded(b, es.Endpoints[0].Endpoints)
+	data, _ := json.Marshal(s)
+	decoder := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+	for _, name := range []string{"decoded", "shared-with-store"} {
+		b.Run(name, func(b *testing.B) {
+			held := make([]any, 0, b.N)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for range b.N {
+				var obj any
+				obj, _, err := decoder.Decode(data, nil, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if name == "shared-with-store" {
+					obj, _ = shareWithStore(store)(obj)
+				}
+				held = append(held, obj)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(10*len(held)), "heap-B/endpoint")
+			runtime.KeepAlive(held)
+		})
+	}
+}
