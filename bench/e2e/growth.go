@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -446,18 +447,16 @@ func (g *growth) runOne(ctx context.Context, n int, mode string) (*growthResult,
 	if err := g.startProcs(ctx, args); err != nil {
 		return nil, err
 	}
-	limit := 5*time.Minute + time.Duration(n*g.f.exported)*100*time.Millisecond
-	err = poll(ctx, limit, "", func() bool {
-		for _, c := range members {
-			if !g.views[c.Name].complete(ctx, g.f.exported, g.endpoints) {
-				return false
-			}
-		}
-		return true
+	var views []*importView
+	for _, c := range members {
+		views = append(views, g.views[c.Name])
+	}
+	_, err = waitFor(ctx, "every import complete in every member", convergeStall, func() (bool, string) {
+		return allComplete(views, func(v *importView) (bool, string) { return v.complete(ctx, g.f.exported, g.endpoints) })
 	})
 	res.Converged, res.Converge = err == nil, time.Since(t0)
 	if err != nil {
-		g.logf("growth: N=%d %s: NOT converged within %s", n, mode, limit)
+		g.logf("growth: N=%d %s: NOT converged: %v", n, mode, err)
 		return res, nil
 	}
 	// Watches and memory once converged; the watch counts are gauges.
@@ -544,17 +543,19 @@ func (g *growth) reset(ctx context.Context) error {
 	if err := g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
 		return err
 	}
-	return poll(ctx, 5*time.Minute, "the imports gone", func() bool {
+	_, err := waitFor(ctx, "the imports gone", 5*time.Minute, func() (bool, string) {
+		left := 0
 		for _, v := range g.views {
 			var sis mcsv1beta1.ServiceImportList
 			var slices discoveryv1.EndpointSliceList
-			if v.cache.List(ctx, &sis) != nil || v.cache.List(ctx, &slices, client.HasLabels{mcsv1beta1.LabelSourceCluster}) != nil ||
-				len(sis.Items) > 0 || len(slices.Items) > 0 {
-				return false
+			if err := cmp.Or(v.cache.List(ctx, &sis), v.cache.List(ctx, &slices, client.HasLabels{mcsv1beta1.LabelSourceCluster})); err != nil {
+				return false, err.Error()
 			}
+			left += len(sis.Items) + len(slices.Items)
 		}
-		return true
+		return left == 0, fmt.Sprintf("%d ServiceImports and imported slices left", left)
 	})
+	return err
 }
 
 // timeChanges sends changes one at a time, alternating mcs-syncer's path
@@ -663,9 +664,8 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 		if _, err := src.Update(ctx, s, metav1.UpdateOptions{}); err != nil {
 			return nil, nil, err
 		}
-		if err := poll(ctx, 30*time.Second, "", func() bool { return tr.outstanding() == 0 }); err != nil {
-			g.logf("growth: change %d on the %s path did not reach every member within 30 s", k, path)
-			return nil, nil, fmt.Errorf("a change on the %s path did not reach every member", path)
+		if _, err := waitFor(ctx, fmt.Sprintf("change %d on the %s path to reach every member", k, path), time.Minute, outstanding(tr)); err != nil {
+			return nil, nil, err
 		}
 		var slowest time.Duration
 		tr.mu.Lock()

@@ -165,18 +165,12 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 		return nil, err
 	}
 	defer g.stopAll()
-	limit := 10*time.Minute + time.Duration(len(pubs))*20*time.Millisecond
-	err = poll(ctx, limit, "", func() bool {
-		for _, v := range views {
-			if !g.hubComplete(ctx, v, sims) {
-				return false
-			}
-		}
-		return true
+	_, err = waitFor(ctx, "every importer to hold the hub load's imports", convergeStall, func() (bool, string) {
+		return allComplete(views, func(v *importView) (bool, string) { return g.hubComplete(ctx, v, sims) })
 	})
 	res.Converged, res.Converge = err == nil, time.Since(t0)
 	if err != nil {
-		g.logf("hub load: NOT converged within %s", limit)
+		g.logf("hub load: NOT converged: %v", err)
 		return res, nil
 	}
 	g.logf("hub load: %d importers converged in %s", len(importers), res.Converge.Round(time.Second))
@@ -329,7 +323,8 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	if sendErr != nil {
 		return nil, sendErr
 	}
-	_ = poll(ctx, 30*time.Second, "", func() bool { return tr.outstanding() == 0 })
+	// Those never seen are reported as lost.
+	_, _ = waitFor(ctx, "the changes in flight", 30*time.Second, outstanding(tr))
 	cpu1, err := hubCPU()
 	if err != nil {
 		return nil, err
@@ -423,21 +418,22 @@ func (g *growth) settled(ctx context.Context, name string, t0 time.Time) (time.D
 
 // hubComplete reports whether a view holds the hub load's imports: every
 // Service imported Ready from every simulated member, with all its
-// endpoints ready.
-func (g *growth) hubComplete(ctx context.Context, v *importView, sims int) bool {
+// endpoints ready; state counts them so far.
+func (g *growth) hubComplete(ctx context.Context, v *importView, sims int) (done bool, state string) {
 	var sis mcsv1beta1.ServiceImportList
-	if err := v.cache.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil || len(sis.Items) < g.f.exported {
-		return false
+	if err := v.cache.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err.Error()
 	}
+	complete := 0
 	for i := range sis.Items {
 		si := &sis.Items[i]
-		if len(si.Status.Clusters) != sims || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") || len(si.Spec.IPs) == 0 {
-			return false
+		if len(si.Status.Clusters) == sims && meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") && len(si.Spec.IPs) > 0 {
+			complete++
 		}
 	}
 	var list discoveryv1.EndpointSliceList
 	if err := v.cache.List(ctx, &list, client.UnsafeDisableDeepCopy, client.HasLabels{mcsv1beta1.LabelSourceCluster}); err != nil {
-		return false
+		return false, err.Error()
 	}
 	ready := 0
 	for i := range list.Items {
@@ -447,5 +443,7 @@ func (g *growth) hubComplete(ctx context.Context, v *importView, sims int) bool 
 			}
 		}
 	}
-	return ready == sims*g.f.exported*g.endpoints
+	want := sims * g.f.exported * g.endpoints
+	return complete >= g.f.exported && ready == want,
+		fmt.Sprintf("%s: %d of %d ServiceImports Ready from %d members, %d of %d endpoints ready", v.cluster, complete, g.f.exported, sims, ready, want)
 }

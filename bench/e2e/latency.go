@@ -241,10 +241,10 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	for range relayWorkers {
 		go r.work(ctx, sc.Namespace)
 	}
-	if err := poll(ctx, 2*time.Minute, "every service imported into west", func() bool {
+	if _, err := waitFor(ctx, "every service imported into west", 2*time.Minute, func() (bool, string) {
 		importedMu.Lock()
 		defer importedMu.Unlock()
-		return len(imported) == sc.Services
+		return len(imported) == sc.Services, fmt.Sprintf("%d of %d imported", len(imported), sc.Services)
 	}); err != nil {
 		return nil, err
 	}
@@ -301,9 +301,9 @@ func (b *bench) runLatency(ctx context.Context, sc latencyScenario) (*latencyRes
 	if sendErr != nil {
 		return nil, sendErr
 	}
-	// Drain: wait for the changes in flight (10 s at most; those never seen
-	// are reported as lost).
-	_ = poll(ctx, 10*time.Second, "", func() bool { return tr.outstanding() == 0 })
+	// Drain: wait for the changes in flight while they arrive (those never
+	// seen are reported as lost).
+	_, _ = waitFor(ctx, "the changes in flight", 10*time.Second, outstanding(tr))
 	end := time.Now()
 	res.Load1End = loadAverage()
 	cpu2, err := cpuTime(b.syncer.Pid())

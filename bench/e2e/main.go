@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -342,23 +341,6 @@ func run(ctx context.Context, f *flags) error {
 	}
 	if f.quick {
 		return rep.smokeCheck()
-	}
-	return nil
-}
-
-// poll calls done every 100 ms until it returns true, ctx ends, or limit
-// passes (an error naming what, if what is set).
-func poll(ctx context.Context, limit time.Duration, what string, done func() bool) error {
-	deadline := time.Now().Add(limit)
-	for !done() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s", limit, cmp.Or(what, "a condition"))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 	return nil
 }

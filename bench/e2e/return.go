@@ -38,9 +38,9 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 		if err := west.StopAPIServer(ctx); err != nil {
 			return nil, err
 		}
-		if err := poll(ctx, 2*time.Minute, "mcs-syncer to see west disconnected", func() bool {
+		if _, err := waitFor(ctx, "mcs-syncer to see west disconnected", 2*time.Minute, func() (bool, string) {
 			v, err := b.syncer.Metric(ctx, `mcs_syncer_member_connected{cluster="west"}`)
-			return err == nil && v == 0
+			return err == nil && v == 0, errState(err, fmt.Sprintf("member_connected %v", v))
 		}); err != nil {
 			_ = west.StartAPIServer(context.Background())
 			return nil, err
@@ -51,9 +51,9 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 		// waiting for the whole cluster, sometimes long after.
 		started := make(chan error, 1)
 		go func() { started <- west.StartAPIServer(ctx) }()
-		if err := poll(ctx, 3*time.Minute, "west's API server to answer", func() bool {
+		if _, err := waitFor(ctx, "west's API server to answer", 3*time.Minute, func() (bool, string) {
 			_, err := b.kube["west"].Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-			return err == nil
+			return err == nil, errState(err, "")
 		}); err != nil {
 			return nil, err
 		}
@@ -63,10 +63,13 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 		if err := b.createExport(ctx, "west", 1, returnNamespace, name, round, 1); err != nil {
 			return nil, err
 		}
-		if err := poll(ctx, 2*time.Minute, "west's new export to reach north", func() bool {
+		if _, err := waitFor(ctx, "west's new export to reach north", 2*time.Minute, func() (bool, string) {
 			list, err := b.kube["north"].DiscoveryV1().EndpointSlices(returnNamespace).List(ctx, metav1.ListOptions{
 				LabelSelector: mcsv1beta1.LabelServiceName + "=" + name + "," + mcsv1beta1.LabelSourceCluster + "=west"})
-			return err == nil && slices.ContainsFunc(list.Items, func(s discoveryv1.EndpointSlice) bool { return len(s.Endpoints) > 0 })
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.ContainsFunc(list.Items, func(s discoveryv1.EndpointSlice) bool { return len(s.Endpoints) > 0 }), fmt.Sprintf("%d slices", len(list.Items))
 		}); err != nil {
 			return nil, err
 		}

@@ -124,15 +124,8 @@ func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*s
 	if err := b.startSyncer(ctx); err != nil {
 		return nil, err
 	}
-	// Generous: 1,000 services take under 2 minutes here.
-	limit := 10*time.Minute + time.Duration(services)*time.Second
-	err = poll(ctx, limit, "", func() bool {
-		for _, v := range views {
-			if !v.complete(ctx, services, b.endpoints) {
-				return false
-			}
-		}
-		return true
+	_, err = waitFor(ctx, "every import complete in every consumer", convergeStall, func() (bool, string) {
+		return allComplete(views, func(v *importView) (bool, string) { return v.complete(ctx, services, b.endpoints) })
 	})
 	res.Converged = err == nil
 	res.Converge = time.Since(t0)
@@ -152,7 +145,7 @@ func (b *bench) runScale(ctx context.Context, services int, writeFloor bool) (*s
 		v.stop()
 	}
 	if !res.Converged {
-		b.logf("scale: NOT converged within %s", limit)
+		b.logf("scale: NOT converged: %v", err)
 	}
 	return res, nil
 }
@@ -204,14 +197,33 @@ func (b *bench) writeFloor(ctx context.Context, res *scaleResult) error {
 			return err
 		}
 	}
-	return poll(ctx, 5*time.Minute+time.Duration(res.Services)*200*time.Millisecond, "the write floor's namespace deleted", func() bool {
+	return b.namespaceGone(ctx, floorNamespace)
+}
+
+// namespaceGone waits until every cluster's namespace ns is deleted; its
+// progress is the namespace's conditions (what is left to delete).
+func (b *bench) namespaceGone(ctx context.Context, ns string) error {
+	_, err := waitFor(ctx, "namespace "+ns+" deleted in every cluster", 5*time.Minute, func() (bool, string) {
+		var left []string
 		for _, c := range b.bed.Clusters {
-			if _, err := b.kube[c.Name].CoreV1().Namespaces().Get(ctx, floorNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return false
+			n, err := b.kube[c.Name].CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				left = append(left, c.Name+": "+err.Error())
+			default:
+				var conds []string
+				for _, cond := range n.Status.Conditions {
+					if cond.Status == corev1.ConditionTrue {
+						conds = append(conds, cond.Message)
+					}
+				}
+				left = append(left, fmt.Sprintf("%s: %s %v", c.Name, n.Status.Phase, conds))
 			}
 		}
-		return true
+		return len(left) == 0, strings.Join(left, "; ")
 	})
+	return err
 }
 
 // writeFloorImport writes one import's objects into cluster, each write
@@ -302,24 +314,26 @@ func (b *bench) importViews(ctx context.Context, clusters []*testbed.Cluster, ns
 // content: each ServiceImport Ready, with both exporting clusters in its
 // status and its clusterset IP that of its derived Service; for each
 // exporting cluster, exactly the endpoints it exports (address and
-// ready/serving/terminating) in slices labelled with that source.
-func (v *importView) complete(ctx context.Context, services, endpoints int) bool {
+// ready/serving/terminating) in slices labelled with that source. state
+// counts what it holds so far.
+func (v *importView) complete(ctx context.Context, services, endpoints int) (done bool, state string) {
 	var sis mcsv1beta1.ServiceImportList
 	if err := v.cache.List(ctx, &sis, client.UnsafeDisableDeepCopy); err != nil {
-		return false
+		return false, err.Error()
 	}
 	var list discoveryv1.EndpointSliceList
 	if err := v.cache.List(ctx, &list, client.UnsafeDisableDeepCopy, client.HasLabels{mcsv1beta1.LabelSourceCluster}); err != nil {
-		return false
+		return false, err.Error()
 	}
-	// Cheap counts first: while the import is under way, most polls end
+	state = fmt.Sprintf("%s: %d of %d ServiceImports, %d of %d slices", v.cluster, len(sis.Items), services, len(list.Items), len(v.sources)*services)
+	// Cheap counts first: while the import is under way, most looks end
 	// here.
 	if len(sis.Items) < services || len(list.Items) < len(v.sources)*services {
-		return false
+		return false, state
 	}
 	var svcs corev1.ServiceList
 	if err := v.cache.List(ctx, &svcs, client.UnsafeDisableDeepCopy); err != nil {
-		return false
+		return false, err.Error()
 	}
 	clusterIPs := map[string]string{}
 	for i := range svcs.Items {
@@ -338,24 +352,30 @@ func (v *importView) complete(ctx context.Context, services, endpoints int) bool
 	for i := range sis.Items {
 		byName[sis.Items[i].Name] = &sis.Items[i]
 	}
+	complete := 0
 	for i := range services {
-		si := byName[scaleName(i)]
-		if si == nil || len(si.Status.Clusters) != len(v.sources) || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") ||
-			len(si.Spec.IPs) != 1 || clusterIPs[si.Annotations[derivedServiceAnnotation]] != si.Spec.IPs[0] {
+		if v.importComplete(byName[scaleName(i)], i, clusterIPs, imported, endpoints) {
+			complete++
+		}
+	}
+	return complete == services, fmt.Sprintf("%s; %d of %d imports complete", state, complete, services)
+}
+
+// importComplete reports whether si, the i-th Service's import, is as
+// complete describes.
+func (v *importView) importComplete(si *mcsv1beta1.ServiceImport, i int, clusterIPs map[string]string, imported map[string][]string, endpoints int) bool {
+	if si == nil || len(si.Status.Clusters) != len(v.sources) || !meta.IsStatusConditionTrue(si.Status.Conditions, "Ready") ||
+		len(si.Spec.IPs) != 1 || clusterIPs[si.Annotations[derivedServiceAnnotation]] != si.Spec.IPs[0] {
+		return false
+	}
+	for o, source := range v.sources {
+		got := imported[si.Name+"/"+source]
+		if len(got) != endpoints {
 			return false
 		}
-		for o, source := range v.sources {
-			got := imported[si.Name+"/"+source]
-			if len(got) != endpoints {
-				return false
-			}
-			slices.Sort(got)
-			want := exportedEndpoints(o, i, endpoints)
-			for j := range want {
-				if got[j] != want[j] {
-					return false
-				}
-			}
+		slices.Sort(got)
+		if !slices.Equal(got, exportedEndpoints(o, i, endpoints)) {
+			return false
 		}
 	}
 	return true
@@ -423,20 +443,24 @@ func settleWindows(quick bool) (minWindow, quiet time.Duration) {
 	return 30 * time.Second, 10 * time.Second
 }
 
-// settle waits, at most limit, until process p has settled after its
-// start at t0: its reconciles stopped for quiet, and at least minWindow
-// passed. It returns the time of its last reconcile seen.
+// settle waits, at most limit after t0, until process p has settled
+// after its start at t0: its reconciles stopped for quiet, and at least
+// minWindow passed. It returns the time of its last reconcile seen. (A
+// process that never stops reconciling is a finding, not slowness: the
+// one fixed limit of the benchmarks.)
 func settle(ctx context.Context, p *syncer.Process, t0 time.Time, minWindow, quiet, limit time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithDeadline(ctx, t0.Add(limit))
+	defer cancel()
 	last, lastChange := -1.0, time.Now()
-	err := poll(ctx, limit, "mcs-syncer settled after its restart", func() bool {
+	_, err := waitFor(ctx, "mcs-syncer settled after its restart", limit, func() (bool, string) {
 		n, err := reconciles(ctx, p)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		if n != last {
 			last, lastChange = n, time.Now()
 		}
-		return time.Since(t0) >= minWindow && time.Since(lastChange) >= quiet
+		return time.Since(t0) >= minWindow && time.Since(lastChange) >= quiet, fmt.Sprintf("%.0f reconciles", n)
 	})
 	return lastChange, err
 }
