@@ -365,8 +365,17 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	res.Restart = settled
 	sleep(ctx, time.Second) // the last writes' audit events
 	logs := []string{first.AuditLogPath, g.bed.Hub.AuditLogPath}
-	if res.RestartWrite, err = audit.CountWrites(logs, r0, time.Now()); err != nil {
+	end := time.Now()
+	if res.RestartWrite, err = audit.CountWrites(logs, r0, end); err != nil {
 		return nil, err
+	}
+	if res.RestartWrite.Total() > 0 {
+		// What they were, from the audit logs the testbed's teardown deletes.
+		listed, err := audit.ListWrites(logs, r0, end)
+		if err != nil {
+			return nil, err
+		}
+		g.logf("hub load: the restarted importer wrote %d times:\n  %s", len(listed), strings.Join(listed, "\n  "))
 	}
 	return res, nil
 }
