@@ -168,6 +168,9 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 	fmt.Fprintf(out, "  latency to every importer: mcs-syncer p50/p99 %s/%s ms; relay floor (hub -> consumer) p50/p99 %s/%s ms; ratio p50 %s\n",
 		ms(percentile(h.MCS, 50)), ms(percentile(h.MCS, 99)), ms(percentile(h.Floor, 50)), ms(percentile(h.Floor, 99)),
 		ratio(percentile(h.MCS, 50), percentile(h.Floor, 50)))
+	if h.Breakdown != "" {
+		fmt.Fprintf(out, "  where the first importer's time went under the load: %s\n", h.Breakdown)
+	}
 	fmt.Fprintf(out, "  importer restart: ready after %s, last reconcile after %s, %d writes (%s)\n",
 		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.Total(), h.RestartWrite)
 }

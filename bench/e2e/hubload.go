@@ -62,6 +62,9 @@ type hubLoadResult struct {
 	Restart      time.Duration
 	RestartReady time.Duration
 	RestartWrite audit.Writes
+	// Breakdown is where the first importer's time went under the load
+	// (breakdown.go).
+	Breakdown string
 }
 
 // simName is the s-th simulated member.
@@ -238,6 +241,10 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	where, err := startBreakdown(ctx, g.procs[importers[0].Name], importers[0].Name)
+	if err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(1645, 4080))
 	locks := make([]sync.Mutex, len(pubs))
 	var floorMu sync.Mutex
@@ -327,6 +334,9 @@ func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
 	_, _ = waitFor(ctx, "the changes in flight", 30*time.Second, outstanding(tr))
 	cpu1, err := hubCPU()
 	if err != nil {
+		return nil, err
+	}
+	if res.Breakdown, err = where.report(ctx, g.procs[importers[0].Name]); err != nil {
 		return nil, err
 	}
 	res.HubCPU = float64(cpu1-cpu0) / float64(time.Since(begin))

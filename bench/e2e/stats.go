@@ -27,8 +27,10 @@ type histogram struct {
 	counts []float64 // cumulative
 }
 
-// parseHistogram reads the buckets of the histogram series name{labels...}
-// from a /metrics text; every label given must match.
+// parseHistogram reads the buckets of the histogram name{labels...} from a
+// /metrics text, summed over every series whose labels include those
+// given and whose bounds are the first such series' (those of one metric
+// share them).
 func parseHistogram(text, name string, labels map[string]string) histogram {
 	var h histogram
 	families, err := syncer.ParseMetrics(text)
@@ -44,16 +46,24 @@ func parseHistogram(text, name string, labels map[string]string) histogram {
 		if !match {
 			continue
 		}
+		var le, counts []float64
 		for _, b := range m.GetHistogram().GetBucket() {
-			h.le = append(h.le, b.GetUpperBound())
-			h.counts = append(h.counts, float64(b.GetCumulativeCount()))
+			le = append(le, b.GetUpperBound())
+			counts = append(counts, float64(b.GetCumulativeCount()))
 		}
-		if len(h.le) == 0 || !math.IsInf(h.le[len(h.le)-1], 1) {
+		if len(le) == 0 || !math.IsInf(le[len(le)-1], 1) {
 			// The +Inf bucket is the histogram's count.
-			h.le = append(h.le, math.Inf(1))
-			h.counts = append(h.counts, float64(m.GetHistogram().GetSampleCount()))
+			le = append(le, math.Inf(1))
+			counts = append(counts, float64(m.GetHistogram().GetSampleCount()))
 		}
-		break
+		switch {
+		case h.le == nil:
+			h = histogram{le: le, counts: counts}
+		case slices.Equal(le, h.le):
+			for i := range h.counts {
+				h.counts[i] += counts[i]
+			}
+		}
 	}
 	return h
 }

@@ -54,3 +54,24 @@ x_seconds_count{a="1",b="east"} 2
 		t.Errorf("delta: count %v p50 %v", d.count(), d.quantile(0.5))
 	}
 }
+
+func TestParseHistogramSumsTheSeriesThatMatch(t *testing.T) {
+	text := `# TYPE y_seconds histogram
+y_seconds_bucket{source="east",consumer="north",le="0.1"} 1
+y_seconds_bucket{source="east",consumer="north",le="+Inf"} 2
+y_seconds_sum{source="east",consumer="north"} 1
+y_seconds_count{source="east",consumer="north"} 2
+y_seconds_bucket{source="west",consumer="north",le="0.1"} 3
+y_seconds_bucket{source="west",consumer="north",le="+Inf"} 3
+y_seconds_sum{source="west",consumer="north"} 0.1
+y_seconds_count{source="west",consumer="north"} 3
+y_seconds_bucket{source="west",consumer="south",le="0.1"} 50
+y_seconds_bucket{source="west",consumer="south",le="+Inf"} 50
+y_seconds_sum{source="west",consumer="south"} 1
+y_seconds_count{source="west",consumer="south"} 50
+`
+	h := parseHistogram(text, "y_seconds", map[string]string{"consumer": "north"})
+	if h.count() != 5 || h.counts[0] != 4 {
+		t.Fatalf("north's series summed: %+v, want 4 of 5 observations within 0.1 s", h)
+	}
+}
