@@ -47,7 +47,9 @@ type growthFlags struct {
 	exported, endpoints, private int
 	changes                      int
 	idle                         time.Duration
-	hubMembers, importers        int
+	hubMembers                   []int
+	importers                    int
+	genericHub                   bool
 	hubRate                      float64
 	hubDuration                  time.Duration
 	quick                        bool
@@ -65,7 +67,8 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 	fs.IntVar(&f.private, "private", 2000, "Services that are not exported, in every member")
 	fs.IntVar(&f.changes, "changes", 10, "changes timed per N and mode, each to every consumer, interleaved with the relay floor's")
 	fs.DurationVar(&f.idle, "idle", 20*time.Second, "window over which idle CPU is measured, per N and mode")
-	fs.IntVar(&f.hubMembers, "hub-members", 255, "members of the simulated clusterset of the hub load (0: skip it)")
+	hubMembers := fs.String("hub-members", "255,1000", "members of the simulated clusterset of each hub load, comma-separated (0: none)")
+	fs.BoolVar(&f.genericHub, "generic-hub", true, "run the first hub load again with the hub served by the KEP-4080 generic control plane")
 	fs.IntVar(&f.importers, "importers", 3, "real importers of the hub load (testbed members running mcs-syncer in hub mode)")
 	fs.Float64Var(&f.hubRate, "hub-rate", 50, "changes per second the hub load's simulated members publish, in all")
 	fs.DurationVar(&f.hubDuration, "hub-duration", 30*time.Second, "how long the hub load publishes changes")
@@ -116,14 +119,22 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 		return nil, fmt.Errorf("-changes: %d is not positive", f.changes)
 	case f.idle <= 0:
 		return nil, fmt.Errorf("-idle: %s is not positive", f.idle)
-	case f.hubMembers != 0 && (f.hubMembers <= f.importers || f.hubMembers > 1000):
-		return nil, fmt.Errorf("-hub-members: %d is not in %d..1000 (more than -importers), nor 0", f.hubMembers, f.importers+1)
 	case f.importers < 1 || f.importers > f.members[len(f.members)-1]:
 		return nil, fmt.Errorf("-importers: %d is outside 1..%d (the largest -members)", f.importers, f.members[len(f.members)-1])
 	case !(f.hubRate > 0):
 		return nil, fmt.Errorf("-hub-rate: %v is not positive", f.hubRate)
 	case f.hubDuration <= 0:
 		return nil, fmt.Errorf("-hub-duration: %s is not positive", f.hubDuration)
+	}
+	for _, s := range strings.Split(*hubMembers, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		switch {
+		case err == nil && n == 0:
+		case err != nil || n <= f.importers || n > 1000:
+			return nil, fmt.Errorf("-hub-members: %q is not in %d..1000 (more than -importers), nor 0", s, f.importers+1)
+		default:
+			f.hubMembers = append(f.hubMembers, n)
+		}
 	}
 	return f, nil
 }
@@ -281,12 +292,23 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 			rep.results = append(rep.results, r)
 		}
 	}
-	if f.hubMembers > 0 {
-		g.logf("hub load: %d members (%d simulated) publishing %d Services x %d endpoints each, %g changes/s; %d real importers",
-			f.hubMembers, f.hubMembers-f.importers, f.exported, f.endpoints, f.hubRate, f.importers)
-		if rep.hubLoad, err = g.runHubLoad(ctx); err != nil {
+	for i, load := range hubLoads(f) {
+		if i > 0 {
+			if err := g.resetHubLoad(ctx); err != nil {
+				return fmt.Errorf("hub load: %w", err)
+			}
+		}
+		if err := g.bed.Hub.ServeGeneric(ctx, load.generic); err != nil {
 			return fmt.Errorf("hub load: %w", err)
 		}
+		g.logf("hub load: %d members (%d simulated) publishing %d Services x %d endpoints each, %g changes/s; %d real importers; the hub served by %s",
+			load.members, load.members-f.importers, f.exported, f.endpoints, f.hubRate, f.importers, hubServer(load.generic))
+		h, err := g.runHubLoad(ctx, load.members)
+		if err != nil {
+			return fmt.Errorf("hub load: %w", err)
+		}
+		h.Server = hubServer(load.generic)
+		rep.hubLoads = append(rep.hubLoads, h)
 	}
 	rep.elapsed = time.Since(began)
 	rep.print(os.Stdout)

@@ -17,7 +17,8 @@ type growthReport struct {
 	began   time.Time
 	elapsed time.Duration
 	results []*growthResult
-	hubLoad *hubLoadResult
+	// hubLoads are the hub loads, in the order they ran (hubLoads).
+	hubLoads []*hubLoadResult
 }
 
 // line is y = A + B*N, fitted by least squares.
@@ -113,9 +114,11 @@ func (r *growthReport) print(out io.Writer) {
 	}
 	w.Flush()
 	r.printFits(out)
-	if h := r.hubLoad; h != nil {
+	for _, h := range r.hubLoads {
 		r.printHubLoad(out, h)
 	}
+	r.printHubServers(out)
+	r.printHubGrowth(out)
 	r.printGoals(out)
 }
 
@@ -151,8 +154,8 @@ func (r *growthReport) printFits(out io.Writer) {
 }
 
 func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
-	fmt.Fprintf(out, "\nhub load: %d members (%d simulated, %d real importers), %d publications of %d endpoints\n",
-		h.Members, h.Simulated, h.Importers, h.Publications, r.flags.endpoints)
+	fmt.Fprintf(out, "\nhub load: %d members (%d simulated, %d real importers), %d publications of %d endpoints; the hub served by %s\n",
+		h.Members, h.Simulated, h.Importers, h.Publications, r.flags.endpoints, h.Server)
 	if !h.Converged {
 		fmt.Fprintf(out, "  NOT converged after %s\n", h.Converge.Round(time.Second))
 		return
@@ -217,14 +220,18 @@ func (r *growthReport) printGoals(out io.Writer) {
 				mode, r.flags.private, mib(with.RSSMax), mib(without.RSSMax), 100*grow)
 		}
 	}
-	if h := r.hubLoad; h != nil && h.Converged {
+	for _, h := range r.hubLoads {
+		if !h.Converged {
+			goal(false, "hub load, %d members, %s: converged", h.Members, h.Server)
+			continue
+		}
 		perEndpoint := float64(slices.Max(h.ImporterRSS)) / float64(h.ImportedEndpoints)
-		goal(perEndpoint <= 1536, "hub load: %.0f bytes of importer RSS per imported endpoint <= 1.5 KB", perEndpoint)
+		goal(perEndpoint <= 1536, "hub load, %d members, %s: %.0f bytes of importer RSS per imported endpoint <= 1.5 KB", h.Members, h.Server, perEndpoint)
 		p50, f50 := percentile(h.MCS, 50), percentile(h.Floor, 50)
-		goal(p50 > 0 && p50 <= 2*f50, "hub load, %d members: change latency p50 %s ms <= 2x relay floor %s ms (%s)",
-			h.Members, ms(p50), ms(f50), ratio(p50, f50))
-		goal(h.Lost == 0 && h.Wrong == 0, "hub load: every change arrived with its condition (lost %d, wrong %d)", h.Lost, h.Wrong)
-		goal(h.RestartWrite.Total() == 0, "hub load: importer restart writes %d == 0", h.RestartWrite.Total())
+		goal(p50 > 0 && p50 <= 2*f50, "hub load, %d members, %s: change latency p50 %s ms <= 2x relay floor %s ms (%s)",
+			h.Members, h.Server, ms(p50), ms(f50), ratio(p50, f50))
+		goal(h.Lost == 0 && h.Wrong == 0, "hub load, %d members, %s: every change arrived with its condition (lost %d, wrong %d)", h.Members, h.Server, h.Lost, h.Wrong)
+		goal(h.RestartWrite.Total() == 0, "hub load, %d members, %s: importer restart writes %d == 0", h.Members, h.Server, h.RestartWrite.Total())
 	}
 }
 
@@ -236,12 +243,88 @@ func (r *growthReport) smokeCheck() error {
 			errs = append(errs, fmt.Errorf("%[2]s mode at N=%[1]d: converged %[3]v, %d changes and %d floor changes timed", g.N, g.Mode, g.Converged, len(g.Latency), len(g.Floor)))
 		}
 	}
-	if h := r.hubLoad; h != nil && (!h.Converged || len(h.MCS) == 0 || len(h.Floor) == 0) {
-		errs = append(errs, fmt.Errorf("hub load: converged %v, %d changes and %d floor changes timed", h.Converged, len(h.MCS), len(h.Floor)))
+	for _, h := range r.hubLoads {
+		if !h.Converged || len(h.MCS) == 0 || len(h.Floor) == 0 {
+			errs = append(errs, fmt.Errorf("hub load, %d members, %s: converged %v, %d changes and %d floor changes timed", h.Members, h.Server, h.Converged, len(h.MCS), len(h.Floor)))
+		}
 	}
 	for _, err := range errs {
 		fmt.Println("smoke check failed:", err)
 	}
 	fmt.Printf("\nsmoke: %d results, %d failed\n", len(r.results), len(errs))
 	return errors.Join(errs...)
+}
+
+// printHubServers puts the hub's figures under kube-apiserver and under
+// the generic control plane side by side, for each size both served.
+func (r *growthReport) printHubServers(out io.Writer) {
+	for _, g := range r.hubLoads {
+		if g.Server != hubServer(true) || !g.Converged {
+			continue
+		}
+		for _, k := range r.hubLoads {
+			if k.Server != hubServer(false) || k.Members != g.Members || !k.Converged {
+				continue
+			}
+			fmt.Fprintf(out, "\nthe hub at %d members, the same load: kube-apiserver RSS %s, CPU under load %.0f %% of a core; the generic control plane RSS %s (%s), CPU %.0f %% (%s); latency p50 %s vs %s ms\n",
+				g.Members, mib(k.HubRSS), 100*k.HubCPU, mib(g.HubRSS), ratioOf(float64(g.HubRSS), float64(k.HubRSS)),
+				100*g.HubCPU, ratioOf(g.HubCPU, k.HubCPU), ms(percentile(k.MCS, 50)), ms(percentile(g.MCS, 50)))
+		}
+	}
+}
+
+// printHubGrowth fits the kube-apiserver hub loads' figures to the
+// clusterset's size (y = a + b*members, least squares over the sizes run)
+// and extrapolates: the simulated members each publish the same Services,
+// so every figure that grows with the endpoints held grows linearly.
+func (r *growthReport) printHubGrowth(out io.Writer) {
+	var runs []*hubLoadResult
+	for _, h := range r.hubLoads {
+		if h.Server == hubServer(false) && h.Converged {
+			runs = append(runs, h)
+		}
+	}
+	if len(runs) < 2 {
+		return
+	}
+	figures := []struct {
+		name, unit string
+		value      func(*hubLoadResult) float64
+	}{
+		{"importers converged", "s", func(h *hubLoadResult) float64 { return h.Converge.Seconds() }},
+		{"importer RSS (largest)", "MiB", func(h *hubLoadResult) float64 { return float64(slices.Max(h.ImporterRSS)) / (1 << 20) }},
+		{"importer RSS per imported endpoint", "B", func(h *hubLoadResult) float64 {
+			return float64(slices.Max(h.ImporterRSS)) / float64(h.ImportedEndpoints)
+		}},
+		{"hub RSS", "MiB", func(h *hubLoadResult) float64 { return float64(h.HubRSS) / (1 << 20) }},
+		{"hub CPU under load", "% of a core", func(h *hubLoadResult) float64 { return 100 * h.HubCPU }},
+		{"change latency p50", "ms", func(h *hubLoadResult) float64 { return float64(percentile(h.MCS, 50)) / float64(time.Millisecond) }},
+		{"relay floor p50", "ms", func(h *hubLoadResult) float64 { return float64(percentile(h.Floor, 50)) / float64(time.Millisecond) }},
+	}
+	fmt.Fprintf(out, "\nhub load by clusterset size (kube-apiserver; y = a + b*members over the sizes run):\n")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(w, "figure\tunit\t")
+	for _, h := range runs {
+		fmt.Fprintf(w, "%d members\t", h.Members)
+	}
+	fmt.Fprint(w, "a\tb per member\tR²\t2,000 members\t5,000 members\t\n")
+	for _, fig := range figures {
+		var xs, ys []float64
+		fmt.Fprintf(w, "%s\t%s\t", fig.name, fig.unit)
+		for _, h := range runs {
+			xs, ys = append(xs, float64(h.Members)), append(ys, fig.value(h))
+			fmt.Fprintf(w, "%.4g\t", fig.value(h))
+		}
+		l := fitLine(xs, ys)
+		fmt.Fprintf(w, "%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t\n", l.A, l.B, l.R2, l.A+2000*l.B, l.A+5000*l.B)
+	}
+	w.Flush()
+}
+
+// ratioOf formats a/b as a ratio, or "-".
+func ratioOf(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
 }

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -36,6 +38,8 @@ const floorEvery = 10
 
 // hubLoadResult is what the hub load measured.
 type hubLoadResult struct {
+	// Server serves the hub: kube-apiserver or the generic control plane.
+	Server                        string
 	Members, Simulated, Importers int
 	Publications                  int
 	// Publish is the time the load generator took to write every
@@ -65,6 +69,59 @@ type hubLoadResult struct {
 	// Breakdown is where the first importer's time went under the load
 	// (breakdown.go).
 	Breakdown string
+}
+
+// hubLoad is one run of the hub load: its clusterset's size, and whether
+// the generic control plane serves the hub.
+type hubLoad struct {
+	members int
+	generic bool
+}
+
+// hubLoads are the hub loads the flags ask for, in order: each size with
+// kube-apiserver, the first also with the generic control plane.
+func hubLoads(f *growthFlags) []hubLoad {
+	var loads []hubLoad
+	for i, n := range f.hubMembers {
+		loads = append(loads, hubLoad{members: n})
+		if i == 0 && f.genericHub {
+			loads = append(loads, hubLoad{members: n, generic: true})
+		}
+	}
+	return loads
+}
+
+func hubServer(generic bool) string {
+	if generic {
+		return "the generic control plane"
+	}
+	return "kube-apiserver"
+}
+
+// resetHubLoad removes what a hub load leaves, and waits until it is gone:
+// the publications and markers in the hub, and the hub load's namespace
+// (imports, the relay's mirrors) in the importers.
+func (g *growth) resetHubLoad(ctx context.Context) error {
+	if err := g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
+		return fmt.Errorf("delete the publications: %w", err)
+	}
+	for _, c := range g.bed.Clusters {
+		if err := g.kube[c.Name].CoreV1().Namespaces().Delete(ctx, hubLoadNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if err := g.namespaceGone(ctx, hubLoadNamespace); err != nil {
+		return err
+	}
+	_, err := waitFor(ctx, "the hub load's publications deleted", 5*time.Minute, func() (bool, string) {
+		var list publish.PublishedExportList
+		if err := g.hub.List(ctx, &list, client.InNamespace(controlplane.SystemNamespace), client.Limit(1)); err != nil {
+			return false, err.Error()
+		}
+		left := len(list.Items) + int(ptr.Deref(list.RemainingItemCount, 0))
+		return left == 0, fmt.Sprintf("%d publications left", left)
+	})
+	return err
 }
 
 // simName is the s-th simulated member.
@@ -97,10 +154,10 @@ func hubServiceName(i int) string { return fmt.Sprintf("h-%04d", i) }
 // starts the real importers in hub mode, then changes publications at
 // the hub rate and times each change to every importer, next to the relay
 // floor through the same hops; last, it restarts one importer.
-func (g *growth) runHubLoad(ctx context.Context) (*hubLoadResult, error) {
+func (g *growth) runHubLoad(ctx context.Context, members int) (*hubLoadResult, error) {
 	f := g.f
 	importers := g.bed.Clusters[len(g.bed.Clusters)-f.importers:]
-	res := &hubLoadResult{Members: f.hubMembers, Simulated: f.hubMembers - f.importers, Importers: f.importers, Rate: f.hubRate}
+	res := &hubLoadResult{Members: members, Simulated: members - f.importers, Importers: f.importers, Rate: f.hubRate}
 	sims := res.Simulated
 	if err := g.ensureNamespace(ctx, hubLoadNamespace); err != nil {
 		return nil, err

@@ -241,7 +241,14 @@ func run(o *options) error {
 	readsPublications := func(id clusterset.ClusterID) bool { return local != "" && id != local }
 	publications := cfg.PublicationNamespace
 	configureCache := func(id clusterset.ClusterID, o *cache.Options) {
-		export.ConfigureCache(o)
+		if !readsPublications(id) {
+			// Only where the export watcher runs: a cache resolves the
+			// resources it is configured for when it is built, and a hub
+			// served by a generic control plane (KEP-4080) has no
+			// EndpointSlices (every member read through it failed with "no
+			// matches for kind EndpointSlice").
+			export.ConfigureCache(o)
+		}
 		if local != "" {
 			// The publisher's view of its own publications, a reader's of
 			// one member's, or (id "") the view of every member's in the

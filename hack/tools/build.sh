@@ -3,6 +3,7 @@
 #   kube-apiserver kube-controller-manager kube-scheduler kubectl  (k8s.io/kubernetes)
 #   kubelet kube-proxy  (k8s.io/kubernetes, for the real nodes)
 #   kubeadm             (k8s.io/kubernetes, for the kind node image)
+#   generic-controlplane (k8s.io/kubernetes's KEP-4080 sample, a lighter hub)
 #   etcd                                                           (go.etcd.io/etcd/server/v3)
 #   kwok kwokctl                                                   (sigs.k8s.io/kwok)
 #   coredns                                                        (github.com/coredns/coredns)
@@ -25,7 +26,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy kubeadm etcd kwok kwokctl coredns"
+components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy kubeadm generic-controlplane etcd kwok kwokctl coredns"
 
 if [ -n "${MCS_TOOLS_DIR:-}" ]; then
 	missing=""
@@ -91,7 +92,8 @@ build kubernetes "$kube_ldflags" \
 	kubectl=k8s.io/kubernetes/cmd/kubectl \
 	kubelet=k8s.io/kubernetes/cmd/kubelet \
 	kube-proxy=k8s.io/kubernetes/cmd/kube-proxy \
-	kubeadm=k8s.io/kubernetes/cmd/kubeadm
+	kubeadm=k8s.io/kubernetes/cmd/kubeadm \
+	generic-controlplane=k8s.io/kubernetes/pkg/controlplane/apiserver/samples/generic
 
 # The images of the real nodes (test/images): built from this repository's
 # programs and Debian's static busybox, rebuilt when either changes.

@@ -69,9 +69,11 @@ func run(m *testing.M) int {
 		// a node name from another cluster never counts as north's own
 		// node (TestDataPlaneNodeNamesCollide).
 		RealNodeNames: map[string]string{"north": "worker", "west": "worker"},
-		// A hub for the hub-mode tests (hub_test.go).
-		Hub: true,
-		Log: os.Stderr,
+		// A hub for the hub-mode tests (hub_test.go); MCS_E2E_HUB=generic
+		// serves it from the KEP-4080 generic control plane.
+		Hub:        true,
+		GenericHub: os.Getenv("MCS_E2E_HUB") == "generic",
+		Log:        os.Stderr,
 	})
 	if errors.Is(err, testbed.ErrNoBinaries) {
 		noTestbed = err.Error()

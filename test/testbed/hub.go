@@ -66,7 +66,7 @@ func (cs *Clusterset) StartHAHub(ctx context.Context, name string) (*controlplan
 // newHub starts a hub control plane and applies config/hub to it.
 func (cs *Clusterset) newHub(ctx context.Context, name string, index int, ha bool) (*controlplane.ControlPlane, error) {
 	hub := controlplane.New(controlplane.Spec{
-		Name: name, Index: index, Hub: true, HA: ha,
+		Name: name, Index: index, Hub: true, HA: ha, Generic: cs.opts.GenericHub && !ha,
 		WorkDir:        filepath.Join(cs.StateDir, "kwok"),
 		KubeconfigPath: filepath.Join(cs.StateDir, name+".kubeconfig"),
 		BinDir:         cs.BinDir, AuditPolicy: cs.opts.AuditPolicy,

@@ -97,6 +97,9 @@ type Options struct {
 	// (Clusterset.Hub), and writes each member's hub-mode clusterset
 	// config (Clusterset.HubConfigPath).
 	Hub bool
+	// GenericHub (with Hub) serves the hub from the KEP-4080 generic
+	// control plane (binary generic-controlplane) instead of kube-apiserver.
+	GenericHub bool
 	// DualStack gives every cluster IPv6 pod and service CIDRs besides the
 	// IPv4 ones (IPv4 stays the primary family), and real nodes IPv6
 	// addresses and routes: dual-stack Services get both ClusterIPs and
@@ -179,7 +182,11 @@ func (o *Options) defaults() error {
 		return err
 	}
 	var missing []string
-	for _, b := range Binaries {
+	needed := Binaries
+	if o.Hub && o.GenericHub {
+		needed = append(slices.Clone(needed), controlplane.GenericBinary)
+	}
+	for _, b := range needed {
 		if info, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil || info.Mode()&0o111 == 0 {
 			missing = append(missing, b)
 		}

@@ -62,6 +62,9 @@ type Spec struct {
 	// does: three etcd members, two kube-apiservers and haproxy in front
 	// of them on the kubeconfig's address (ha.go).
 	HA bool
+	// Generic (with Hub, without HA) serves the hub from the KEP-4080
+	// generic control plane instead of kube-apiserver (generic.go).
+	Generic bool
 	// AdvertiseAddress is the address the API server gives the
 	// `kubernetes` Service as its endpoint: where a pod's in-cluster
 	// client (rest.InClusterConfig) is sent by kube-proxy. Set it to the
@@ -119,9 +122,17 @@ type ControlPlane struct {
 	kcmFlags     []string
 	hub          bool
 	ha           bool
+	generic      bool
 	advertise    string
 	nsAnnotation map[string]string
 	restConfig   *rest.Config
+	// genericArgs are the generic control plane's flags (Spec.Generic),
+	// else nil.
+	genericArgs []string
+	// procs are the processes this control plane started itself (an HA
+	// control plane's, a generic control plane), by name; they live as
+	// long as the process that created it.
+	procs map[string]*exec.Cmd
 }
 
 // New describes the control plane of spec; Create starts it.
@@ -141,8 +152,10 @@ func New(spec Spec) *ControlPlane {
 		kcmFlags:       spec.ControllerManagerFlags,
 		hub:            spec.Hub,
 		ha:             spec.Hub && spec.HA,
+		generic:        spec.Hub && spec.Generic && !spec.HA,
 		advertise:      spec.AdvertiseAddress,
 		nsAnnotation:   spec.SystemNamespaceAnnotations,
+		procs:          map[string]*exec.Cmd{},
 	}
 	if spec.Hub {
 		spec.Zones = 0
@@ -202,6 +215,11 @@ func (cp *ControlPlane) Create(ctx context.Context) error {
 	}
 	if cp.ha {
 		if err := cp.makeHA(ctx); err != nil {
+			return err
+		}
+	}
+	if cp.generic {
+		if err := cp.makeGeneric(ctx); err != nil {
 			return err
 		}
 	}
@@ -479,6 +497,9 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 			}
 		}
 		return cp.waitReady(ctx)
+	}
+	if cp.genericArgs != nil {
+		return cp.startGeneric(ctx)
 	}
 	// kube-controller-manager exits when it cannot renew its leader Lease
 	// during the outage, and stays a zombie for a while: kwokctl would take

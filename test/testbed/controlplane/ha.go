@@ -47,7 +47,6 @@ type HA struct {
 
 	apiServerArgs []string
 	etcdArgs      []string
-	procs         map[string]*exec.Cmd
 }
 
 // haproxyBinary is where Debian's haproxy package installs it.
@@ -84,7 +83,7 @@ func (cp *ControlPlane) makeHA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ha := &HA{Address: u.Host, procs: map[string]*exec.Cmd{}}
+	ha := &HA{Address: u.Host}
 	if err := cp.kwokctl(ctx, "stop", "cluster", "--name", cp.Name); err != nil {
 		return err
 	}
@@ -247,7 +246,7 @@ func (cp *ControlPlane) waitEtcd(ctx context.Context) error {
 	var seen []string
 	for _, i := range unhealthy {
 		state := "running"
-		if cmd, ok := cp.HA.procs[etcdName(i)]; !ok || !host.ProcessAlive(cmd.Process.Pid) {
+		if cmd, ok := cp.procs[etcdName(i)]; !ok || !host.ProcessAlive(cmd.Process.Pid) {
 			state = "exited"
 		}
 		seen = append(seen, fmt.Sprintf("%s (%s; last lines of its log:\n%s)", etcdName(i), state,
@@ -340,7 +339,7 @@ func (cp *ControlPlane) startHAProxy() error {
 	})
 }
 
-// startProcess starts one process of an HA control plane, logging to
+// startProcess starts one process of the control plane (HA, generic), logging to
 // <logs>/<name>.log, with its pid in <pids>/<name>.pid (where Pids and
 // the testbed's teardown find it). A goroutine waits for it, so that a
 // killed process does not stay a zombie.
@@ -361,15 +360,18 @@ func (cp *ControlPlane) startProcess(name, bin string, args []string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("testbed: %s: start %s: %w", cp.Name, name, err)
 	}
-	go cmd.Wait() //nolint:errcheck // reaps it; its exit is seen through its pid
-	cp.HA.procs[name] = cmd
+	go cmd.Wait()        //nolint:errcheck // reaps it; its exit is seen through its pid
+	if cp.procs == nil { // read back by Load
+		cp.procs = map[string]*exec.Cmd{}
+	}
+	cp.procs[name] = cmd
 	return os.WriteFile(cp.pidFile(name), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 }
 
-// stopProcess kills the process name of an HA control plane and waits
+// stopProcess kills the process name that startProcess started and waits
 // until it has exited.
 func (cp *ControlPlane) stopProcess(ctx context.Context, name string) error {
-	cmd, ok := cp.HA.procs[name]
+	cmd, ok := cp.procs[name]
 	if !ok {
 		return fmt.Errorf("testbed: %s: no process %s", cp.Name, name)
 	}
@@ -377,7 +379,7 @@ func (cp *ControlPlane) stopProcess(ctx context.Context, name string) error {
 	if err := cmd.Process.Kill(); err != nil {
 		return fmt.Errorf("testbed: %s: stop %s: %w", cp.Name, name, err)
 	}
-	delete(cp.HA.procs, name)
+	delete(cp.procs, name)
 	if err := host.PollUntil(ctx, time.Minute, func(context.Context) (bool, error) {
 		return !host.ProcessAlive(pid), nil
 	}); err != nil {
@@ -429,7 +431,7 @@ func (cp *ControlPlane) Destroy(ctx context.Context) error {
 		return fmt.Errorf("testbed: %s: Destroy is for HA control planes", cp.Name)
 	}
 	var errs []error
-	for name := range cp.HA.procs {
+	for name := range cp.procs {
 		errs = append(errs, cp.stopProcess(ctx, name))
 	}
 	errs = append(errs, os.RemoveAll(cp.clusterDir()))
