@@ -165,7 +165,7 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 	perEndpoint := float64(slices.Max(h.ImporterRSS)) / float64(h.ImportedEndpoints)
 	fmt.Fprintf(out, "  importer RSS %s (largest %s) = %.0f bytes per imported endpoint (%d each)\n",
 		mibs(h.ImporterRSS), mib(slices.Max(h.ImporterRSS)), perEndpoint, h.ImportedEndpoints)
-	fmt.Fprintf(out, "  hub (kube-apiserver + etcd): RSS %s, CPU under load %.0f %% of a core\n", mib(h.HubRSS), 100*h.HubCPU)
+	fmt.Fprintf(out, "  hub (%s + etcd): RSS %s, CPU under load %.0f %% of a core\n", h.Server, mib(h.HubRSS), 100*h.HubCPU)
 	fmt.Fprintf(out, "  %d changes at %g/s (1 in %d the floor's), %d lost, %d seen without their condition; load %s\n",
 		h.Sent, h.Rate, floorEvery, h.Lost, h.Wrong, h.Load1)
 	fmt.Fprintf(out, "  latency to every importer: mcs-syncer p50/p99 %s/%s ms; relay floor (hub -> consumer) p50/p99 %s/%s ms; ratio p50 %s\n",
