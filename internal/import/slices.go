@@ -29,16 +29,17 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	}
 	// Every member, and every other source that slices name: those of a
 	// cluster that left the clusterset (or was renamed) are withdrawn.
-	sources := slices.Clone(c.opts.Membership.IDs())
 	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
+	var named []clusterset.ClusterID
 	for i := range list.Items {
 		s := &list.Items[i]
 		id := sourceOf(s)
-		if _, ok := bySource[id]; !ok && !slices.Contains(sources, id) {
-			sources = append(sources, id)
+		if _, ok := bySource[id]; !ok {
+			named = append(named, id)
 		}
 		bySource[id] = append(bySource[id], s)
 	}
+	sources := membersAnd(c.opts.Membership.IDs(), named)
 	exportOf := map[clusterset.ClusterID]*clusterset.ExportedService{}
 	for _, es := range v.exports {
 		exportOf[es.Cluster] = es
@@ -194,12 +195,11 @@ func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*c
 	key := client.ObjectKeyFromObject(si)
 	r := c.addresses.update(key, exports)
 	// Every member's share, so that one that stopped exporting drops to 0.
-	sources := c.opts.Membership.IDs()
-	for _, es := range exports {
-		if !slices.Contains(sources, es.Cluster) {
-			sources = append(sources, es.Cluster)
-		}
+	exporters := make([]clusterset.ClusterID, len(exports))
+	for i, es := range exports {
+		exporters[i] = es.Cluster
 	}
+	sources := membersAnd(c.opts.Membership.IDs(), exporters)
 	changed := false
 	for _, id := range sources {
 		changed = c.opts.Metrics.setDuplicate(id, c.opts.Consumer, key, r.Shared[id]) || changed
@@ -209,6 +209,25 @@ func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*c
 			"%d addresses are exported by more than one of %v (overlapping pod CIDRs?), e.g. %s by %v: each is imported once per cluster",
 			r.Duplicated, slices.Sorted(maps.Keys(r.Shared)), r.Example, r.ExampleSources)
 	}
+}
+
+// membersAnd returns the members, then the others of more in their
+// order, each once. A set, not a search of the list for each: an import
+// has a source per member (252 in make bench-scale's hub load), and a
+// reconcile did this twice.
+func membersAnd(members, more []clusterset.ClusterID) []clusterset.ClusterID {
+	out := slices.Clone(members)
+	seen := make(map[clusterset.ClusterID]bool, len(members)+len(more))
+	for _, id := range members {
+		seen[id] = true
+	}
+	for _, id := range more {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // endpointsIn counts the endpoints of slices.
