@@ -293,22 +293,32 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 		}
 	}
 	for i, load := range hubLoads(f) {
-		if i > 0 {
-			if err := g.resetHubLoad(ctx); err != nil {
-				return fmt.Errorf("hub load: %w", err)
+		err := func() error {
+			if i > 0 {
+				if err := g.resetHubLoad(ctx); err != nil {
+					return err
+				}
 			}
-		}
-		if err := g.bed.Hub.ServeGeneric(ctx, load.generic); err != nil {
-			return fmt.Errorf("hub load: %w", err)
-		}
-		g.logf("hub load: %d members (%d simulated) publishing %d Services x %d endpoints each, %g changes/s; %d real importers; the hub served by %s",
-			load.members, load.members-f.importers, f.exported, f.endpoints, f.hubRate, f.importers, hubServer(load.generic))
-		h, err := g.runHubLoad(ctx, load.members)
+			if err := g.bed.Hub.ServeGeneric(ctx, load.generic); err != nil {
+				return err
+			}
+			g.logf("hub load: %d members (%d simulated) publishing %d Services x %d endpoints each, %g changes/s; %d real importers; the hub served by %s",
+				load.members, load.members-f.importers, f.exported, f.endpoints, f.hubRate, f.importers, hubServer(load.generic))
+			h, err := g.runHubLoad(ctx, load.members)
+			if err != nil {
+				return err
+			}
+			h.Server = hubServer(load.generic)
+			rep.hubLoads = append(rep.hubLoads, h)
+			return nil
+		}()
 		if err != nil {
-			return fmt.Errorf("hub load: %w", err)
+			// What was measured is printed all the same: a long run's
+			// figures are not lost to a failure in its last part.
+			rep.elapsed = time.Since(began)
+			rep.print(os.Stdout)
+			return fmt.Errorf("hub load, %d members, %s: %w", load.members, hubServer(load.generic), err)
 		}
-		h.Server = hubServer(load.generic)
-		rep.hubLoads = append(rep.hubLoads, h)
 	}
 	rep.elapsed = time.Since(began)
 	rep.print(os.Stdout)

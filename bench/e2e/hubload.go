@@ -102,26 +102,32 @@ func hubServer(generic bool) string {
 // the publications and markers in the hub, and the hub load's namespace
 // (imports, the relay's mirrors) in the importers.
 func (g *growth) resetHubLoad(ctx context.Context) error {
-	if err := g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
-		return fmt.Errorf("delete the publications: %w", err)
-	}
 	for _, c := range g.bed.Clusters {
 		if err := g.kube[c.Name].CoreV1().Namespaces().Delete(ctx, hubLoadNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	if err := g.namespaceGone(ctx, hubLoadNamespace); err != nil {
-		return err
-	}
-	_, err := waitFor(ctx, "the hub load's publications deleted", 5*time.Minute, func() (bool, string) {
+	// One deletecollection of 25,000 publications outlasts the API
+	// server's request timeout ("stream error: INTERNAL_ERROR") while the
+	// deletion goes on: asked again, until none is left, while the count
+	// goes down.
+	var asked time.Time
+	var lastErr error
+	if _, err := waitFor(ctx, "the hub load's publications deleted", 5*time.Minute, func() (bool, string) {
 		var list publish.PublishedExportList
 		if err := g.hub.List(ctx, &list, client.InNamespace(controlplane.SystemNamespace), client.Limit(1)); err != nil {
 			return false, err.Error()
 		}
 		left := len(list.Items) + int(ptr.Deref(list.RemainingItemCount, 0))
-		return left == 0, fmt.Sprintf("%d publications left", left)
-	})
-	return err
+		if left > 0 && time.Since(asked) > 10*time.Second {
+			asked = time.Now()
+			lastErr = g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace))
+		}
+		return left == 0, fmt.Sprintf("%d publications left (last deletecollection: %v)", left, lastErr)
+	}); err != nil {
+		return err
+	}
+	return g.namespaceGone(ctx, hubLoadNamespace)
 }
 
 // simName is the s-th simulated member.
