@@ -112,7 +112,6 @@ func (g *growth) resetHubLoad(ctx context.Context) error {
 	// deletion goes on: asked again, until none is left, while the count
 	// goes down.
 	var asked time.Time
-	var lastErr error
 	if _, err := waitFor(ctx, "the hub load's publications deleted", 5*time.Minute, func() (bool, string) {
 		var list publish.PublishedExportList
 		if err := g.hub.List(ctx, &list, client.InNamespace(controlplane.SystemNamespace), client.Limit(1)); err != nil {
@@ -121,9 +120,11 @@ func (g *growth) resetHubLoad(ctx context.Context) error {
 		left := len(list.Items) + int(ptr.Deref(list.RemainingItemCount, 0))
 		if left > 0 && time.Since(asked) > 10*time.Second {
 			asked = time.Now()
-			lastErr = g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace))
+			if err := g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
+				g.logf("hub load: delete the publications (%d left): %v", left, err)
+			}
 		}
-		return left == 0, fmt.Sprintf("%d publications left (last deletecollection: %v)", left, lastErr)
+		return left == 0, fmt.Sprintf("%d publications left", left)
 	}); err != nil {
 		return err
 	}
