@@ -195,6 +195,13 @@ func (s *Store) Get(key types.NamespacedName) []*ExportedService {
 	return out
 }
 
+// GetFrom returns cluster's export of key, or nil.
+func (s *Store) GetFrom(key types.NamespacedName, cluster ClusterID) *ExportedService {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byKey[key][cluster]
+}
+
 // Keys returns every key with at least one export, sorted.
 func (s *Store) Keys() []types.NamespacedName {
 	s.mu.RLock()

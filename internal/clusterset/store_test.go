@@ -85,6 +85,12 @@ func TestStoreNotifications(t *testing.T) {
 	if got := s.Get(key); len(got) != 3 || got[0].Cluster != "east" || got[1].Cluster != "north" {
 		t.Errorf("Get = %v, want east, north, west", got)
 	}
+	if got := s.GetFrom(key, "north"); got == nil || got.Cluster != "north" {
+		t.Errorf("GetFrom(north) = %v", got)
+	}
+	if got := s.GetFrom(key, "south"); got != nil {
+		t.Errorf("GetFrom(south), which exports nothing = %v, want nil", got)
+	}
 
 	// Withdrawing a cluster is one call and notifies its keys.
 	other := export("west", 1)

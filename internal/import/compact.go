@@ -38,22 +38,12 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 		if err != nil || !ok || len(s.Endpoints) == 0 {
 			return obj, err
 		}
-		es := exportOfSource(store, types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[mcsv1beta1.LabelServiceName]}, sourceOf(s))
+		es := store.GetFrom(types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[mcsv1beta1.LabelServiceName]}, sourceOf(s))
 		if es != nil {
 			s.Endpoints = sharedEndpoints(s.AddressType, s.Endpoints, es)
 		}
 		return s, nil
 	}
-}
-
-// exportOfSource returns source's export of key from the Store, or nil.
-func exportOfSource(store Exports, key types.NamespacedName, source clusterset.ClusterID) *clusterset.ExportedService {
-	for _, es := range store.Get(key) {
-		if es.Cluster == source {
-			return es
-		}
-	}
-	return nil
 }
 
 // sharedEndpoints returns endpoints (decoded, of addressType) with what

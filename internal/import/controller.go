@@ -38,6 +38,7 @@ var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.Service
 // changes, and a place to say that an import is blocked.
 type Exports interface {
 	Get(types.NamespacedName) []*clusterset.ExportedService
+	GetFrom(types.NamespacedName, clusterset.ClusterID) *clusterset.ExportedService
 	Keys() []types.NamespacedName
 	Synced(clusterset.ClusterID) bool
 	Subscribe(ctx context.Context, sub clusterset.Subscriber)
