@@ -95,3 +95,35 @@ func TestBenchIPsDoNotCollide(t *testing.T) {
 		t.Errorf("benchIP(9, 4999, 999) = %s", got)
 	}
 }
+
+func TestGrowthHubLoads(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-hub-members", "255,3"}, `-hub-members: "3" is not in 4..1000`},
+		{[]string{"-hub-members", "1001"}, `-hub-members: "1001" is not in 4..1000`},
+		{[]string{"-hub-members", "lots"}, `-hub-members: "lots"`},
+	} {
+		if _, err := parseGrowthFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+	f, err := parseGrowthFlags([]string{"-hub-members", "255,1000"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loads := hubLoads(f)
+	want := []hubLoad{{255, false}, {255, true}, {1000, false}}
+	if len(loads) != len(want) {
+		t.Fatalf("hub loads %v, want %v", loads, want)
+	}
+	for i := range want {
+		if loads[i] != want[i] {
+			t.Errorf("hub load %d: %v, want %v (each size on kube-apiserver, the first also on the generic control plane)", i, loads[i], want[i])
+		}
+	}
+	if f, _ := parseGrowthFlags([]string{"-hub-members", "0"}, io.Discard); len(hubLoads(f)) != 0 {
+		t.Errorf("-hub-members 0: %v, want no hub load", hubLoads(f))
+	}
+}
