@@ -39,7 +39,7 @@ func ConfigureCache(o *cache.Options, namespace string, cluster clusterset.Clust
 		exists, _ := labels.NewRequirement(mcsv1beta1.LabelSourceCluster, selection.Exists, nil)
 		selector = labels.NewSelector().Add(*exists)
 	}
-	o.ByObject[&PublishedExport{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}, Label: selector}
+	o.ByObject[&PublishedExport{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}, Label: selector, Transform: transform}
 }
 
 // PublisherOptions configure a Publisher.
