@@ -292,7 +292,11 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 		if err := cs.writeHubConfigs(ctx); err != nil {
 			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
 		}
-		fmt.Fprintf(opts.Log, "testbed: hub up in %s (KUBECONFIG=%s)\n", time.Since(start).Round(time.Millisecond), cs.Hub.KubeconfigPath)
+		server := "kube-apiserver"
+		if cs.Hub.Generic() {
+			server = "the generic control plane"
+		}
+		fmt.Fprintf(opts.Log, "testbed: hub up in %s, served by %s (KUBECONFIG=%s)\n", time.Since(start).Round(time.Millisecond), server, cs.Hub.KubeconfigPath)
 	}
 	writeKubeconfig := func(cs *Clusterset) error { return cs.WriteKubeconfig(cs.KubeconfigPath()) }
 	for _, write := range []func(*Clusterset) error{writeClustersetConfig, writeState, writeKubeconfig} {
