@@ -59,6 +59,11 @@ test: tools ## Unit and integration tests (the race detector on).
 e2e: tools ## End-to-end tests on a local 3-cluster testbed.
 	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -p 1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
+HUB_TESTS = TestHubMode|TestHubRefusesPublishingAsAnother|TestDirectToHubSwitch|TestHubOutageWithdrawsNothing|TestStoppedMemberIsWithdrawnThroughTheHub|TestWipedHubRepublishes|TestRevokedThenRotatedHubToken
+.PHONY: e2e-generic-hub
+e2e-generic-hub: tools ## The end-to-end tests of hub mode with the hub served by the KEP-4080 generic control plane.
+	MCS_E2E_HUB=generic MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -p 1 -v -timeout $(E2E_TIMEOUT) -run '$(HUB_TESTS)' ./test/e2e/
+
 DIFFKCM_STEPS ?= 2000
 .PHONY: diff-kcm
 diff-kcm: tools ## The long differential test: the library's EndpointSlice and mirroring examples against kube-controller-manager for DIFFKCM_STEPS (2,000) seeded random steps (DIFFKCM_SEED=n replays one).
