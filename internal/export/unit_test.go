@@ -367,6 +367,33 @@ func TestUnitConflictWithMemberNotHeardFrom(t *testing.T) {
 	}
 }
 
+// TestUnitRestartWithMembersNotHeardFromWritesNothing: after a restart,
+// members whose first pass takes long change nothing of a Conflict
+// condition that stands; a conflict that appears meanwhile is written,
+// naming them.
+func TestUnitRestartWithMembersNotHeardFromWritesNothing(t *testing.T) {
+	h := newUnitHarness(t, serviceExportOf(time.Now()), service(nil))
+	h.sync()
+	before := h.condition(mcsv1beta1.ServiceExportConditionConflict)
+	writes := h.statusWrites
+	h.store.BeginResync("west") // west not yet heard from, past its first-pass wait
+	h.sync()
+	if h.statusWrites != writes {
+		t.Errorf("%d status writes while only west's first pass was outstanding, want none", h.statusWrites-writes)
+	}
+	if c := h.condition(mcsv1beta1.ServiceExportConditionConflict); c.Message != before.Message {
+		t.Errorf("Conflict message %q, want it as it was: %q", c.Message, before.Message)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	h.store.Put(&clusterset.ExportedService{Cluster: "north", Key: webKey, ExportCreated: metav1.NewTime(t0),
+		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080}}}})
+	h.sync()
+	if c := h.condition(mcsv1beta1.ServiceExportConditionConflict); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "not yet heard from west") {
+		t.Errorf("Conflict %s %q, want True naming west", c.Status, c.Message)
+	}
+}
+
 func TestUnitImportBlocked(t *testing.T) {
 	h := newUnitHarness(t, serviceExportOf(time.Now()), service(nil))
 	h.store.SetImportBlocked(webKey, "north", "ServiceImport ns/web in cluster north is not managed by mcs-syncer")
