@@ -174,8 +174,9 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 	if h.Breakdown != "" {
 		fmt.Fprintf(out, "  where the first importer's time went under the load: %s\n", h.Breakdown)
 	}
-	fmt.Fprintf(out, "  importer restart: ready after %s, last reconcile after %s, %d writes (%s)\n",
-		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.Total(), h.RestartWrite)
+	fmt.Fprintf(out, "  importer restart: ready after %s, last reconcile after %s, %d writes (%s); RSS then %s = %.0f bytes per imported endpoint\n",
+		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.Total(), h.RestartWrite,
+		mib(h.RestartRSS), float64(h.RestartRSS)/float64(h.ImportedEndpoints))
 }
 
 func mibs(bs []int64) string {

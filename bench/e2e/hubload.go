@@ -65,6 +65,8 @@ type hubLoadResult struct {
 	Load1        string
 	Restart      time.Duration
 	RestartReady time.Duration
+	// RestartRSS is the restarted importer's RSS once it settled.
+	RestartRSS int64
 	RestartWrite audit.Writes
 	// Breakdown is where the first importer's time went under the load
 	// (breakdown.go).
@@ -437,6 +439,12 @@ func (g *growth) runHubLoad(ctx context.Context, members int) (*hubLoadResult, e
 		return nil, err
 	}
 	res.Restart = settled
+	// What the importer holds after a restart: the imported slices its
+	// cache lists before the Store has their exports cannot share them
+	// (internal/import/compact.go) until they are written again.
+	if res.RestartRSS, _, err = memory(g.procs[first.Name].Pid()); err != nil {
+		return nil, err
+	}
 	sleep(ctx, time.Second) // the last writes' audit events
 	logs := []string{first.AuditLogPath, g.bed.Hub.AuditLogPath}
 	end := time.Now()
