@@ -66,7 +66,7 @@ type hubLoadResult struct {
 	Restart      time.Duration
 	RestartReady time.Duration
 	// RestartRSS is the restarted importer's RSS once it settled.
-	RestartRSS int64
+	RestartRSS   int64
 	RestartWrite audit.Writes
 	// Breakdown is where the first importer's time went under the load
 	// (breakdown.go).
