@@ -12,10 +12,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
@@ -99,24 +98,72 @@ func Start(ctx context.Context, bin, logPath string, args ...string) (*Process, 
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-s.done:
-			return false, fmt.Errorf("mcs-syncer exited: %v; log: %s", s.exitErr, logPath)
-		default:
-		}
-		resp, err := http.Get("http://" + probeAddr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
+	if err := s.waitReady(ctx, readyStall); err != nil {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("mcs-syncer not ready: %w", err)
 	}
 	return s, nil
+}
+
+// readyStall is how long Start waits for /readyz while no more of its
+// checks pass: a process that engages 1,000 members on a loaded machine
+// takes minutes, and is not stuck while members keep coming in.
+const readyStall = 2 * time.Minute
+
+// waitReady waits until /readyz answers 200, for as long as the number of
+// its checks that pass (its "[+]" lines) keeps growing; it gives up after
+// stall without one more, naming what /readyz said last.
+func (s *Process) waitReady(ctx context.Context, stall time.Duration) error {
+	best, improved, last := -1, time.Now(), ""
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("mcs-syncer exited: %v; log: %s", s.exitErr, s.LogPath)
+		default:
+		}
+		if body, ready, err := s.readyz(ctx); err == nil {
+			if ready {
+				return nil
+			}
+			last = body
+			if passing := strings.Count(body, "[+]"); passing > best {
+				best, improved = passing, time.Now()
+			}
+		}
+		if time.Since(improved) > stall {
+			return fmt.Errorf("no more of /readyz's checks passed for %s; it said: %s", stall, firstLines(last, 10))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// readyz returns /readyz?verbose's body and whether it says ready.
+func (s *Process) readyz(ctx context.Context) (body string, ready bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.ProbeAddr+"/readyz?verbose", nil)
+	if err != nil {
+		return "", false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", false, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return string(raw), resp.StatusCode == http.StatusOK, err
+}
+
+// firstLines returns the first n lines of text, and how many more there
+// were.
+func firstLines(text string, n int) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "; ")
+	}
+	return fmt.Sprintf("%s; … %d more lines", strings.Join(lines[:n], "; "), len(lines)-n)
 }
 
 // Exited returns the process's exit, or nil while it runs.
