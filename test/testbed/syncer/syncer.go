@@ -105,16 +105,23 @@ func Start(ctx context.Context, bin, logPath string, args ...string) (*Process, 
 	return s, nil
 }
 
-// readyStall is how long Start waits for /readyz while no more of its
-// checks pass: a process that engages 1,000 members on a loaded machine
-// takes minutes, and is not stuck while members keep coming in.
+// readyStall is how long Start waits for /readyz while the process makes
+// no progress: a process that engages 1,000 members on a loaded machine
+// takes minutes, and is not stuck while members keep coming in or it
+// keeps working through what it lists (100,000 publications of a hub).
 const readyStall = 2 * time.Minute
 
-// waitReady waits until /readyz answers 200, for as long as the number of
-// its checks that pass (its "[+]" lines) keeps growing; it gives up after
-// stall without one more, naming what /readyz said last.
+// busy is the CPU time the process must have used since the last progress
+// to count as working.
+const busy = 500 * time.Millisecond
+
+// waitReady waits until /readyz answers 200, for as long as the process
+// makes progress: more of the checks of /readyz pass (its "[+]" lines), or
+// it used CPU time. It gives up after stall without either, naming what
+// /readyz said last.
 func (s *Process) waitReady(ctx context.Context, stall time.Duration) error {
 	best, improved, last := -1, time.Now(), ""
+	var worked time.Duration
 	for {
 		select {
 		case <-s.done:
@@ -128,6 +135,11 @@ func (s *Process) waitReady(ctx context.Context, stall time.Duration) error {
 			last = body
 			if passing := strings.Count(body, "[+]"); passing > best {
 				best, improved = passing, time.Now()
+			}
+		}
+		if s.cmd != nil && s.cmd.Process != nil {
+			if cpu, err := host.CPUTime(s.cmd.Process.Pid); err == nil && cpu-worked >= busy {
+				worked, improved = cpu, time.Now()
 			}
 		}
 		if time.Since(improved) > stall {
