@@ -112,15 +112,20 @@ func Start(ctx context.Context, bin, logPath string, args ...string) (*Process, 
 const readyStall = 2 * time.Minute
 
 // busy is the CPU time the process must have used since the last progress
-// to count as working.
-const busy = 500 * time.Millisecond
+// to count as working; readyLimit bounds the wait all the same (a process
+// that spins without ever getting ready is a finding, not slowness).
+const (
+	busy       = 500 * time.Millisecond
+	readyLimit = 15 * time.Minute
+)
 
 // waitReady waits until /readyz answers 200, for as long as the process
 // makes progress: more of the checks of /readyz pass (its "[+]" lines), or
 // it used CPU time. It gives up after stall without either, naming what
 // /readyz said last.
 func (s *Process) waitReady(ctx context.Context, stall time.Duration) error {
-	best, improved, last := -1, time.Now(), ""
+	began := time.Now()
+	best, improved, last := -1, began, ""
 	var worked time.Duration
 	for {
 		select {
@@ -143,7 +148,10 @@ func (s *Process) waitReady(ctx context.Context, stall time.Duration) error {
 			}
 		}
 		if time.Since(improved) > stall {
-			return fmt.Errorf("no more of /readyz's checks passed for %s; it said: %s", stall, firstLines(last, 10))
+			return fmt.Errorf("no more of /readyz's checks passed, and the process did not work, for %s; it said: %s", stall, firstLines(last, 10))
+		}
+		if time.Since(began) > readyLimit {
+			return fmt.Errorf("not ready after %s; /readyz said: %s", readyLimit, firstLines(last, 10))
 		}
 		select {
 		case <-ctx.Done():
