@@ -56,11 +56,16 @@ func Build(ctx context.Context, out string) error {
 func Start(ctx context.Context, bin, logPath string, args ...string) (*Process, error) {
 	var addrs [2]string
 	for i := range addrs {
-		port, err := host.FreePort(false)
-		if err != nil {
-			return nil, fmt.Errorf("mcs-syncer: %w", err)
+		// Two distinct ports: FreePort may hand out the same free port
+		// twice, and the process then failed at start with "health
+		// probes: listen tcp …: bind: address already in use".
+		for addrs[i] == "" || (i > 0 && addrs[i] == addrs[0]) {
+			port, err := host.FreePort(false)
+			if err != nil {
+				return nil, fmt.Errorf("mcs-syncer: %w", err)
+			}
+			addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		}
-		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	}
 	metricsAddr, probeAddr := addrs[0], addrs[1]
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
