@@ -326,6 +326,26 @@ up() {
 
 kn() { k north -n demo "$@"; }
 
+# diagnose prints what a failed check needs: the exports' and the import's
+# conditions, north's imported slices, and every mcs-syncer's recent log.
+diagnose() {
+	local c
+	say "Diagnostics"
+	for c in east west; do
+		echo "--- $c: serviceexport web, endpointslices of web"
+		k "$c" -n demo get serviceexport web -o yaml 2>&1 | sed -n '/^status:/,$p'
+		k "$c" -n demo get endpointslices -l kubernetes.io/service-name=web -o wide 2>&1
+	done
+	echo "--- north: serviceimport web, imported endpointslices"
+	k north -n demo get serviceimport web -o yaml 2>&1 | sed -n '/^spec:/,$p'
+	k north -n demo get endpointslices -l multicluster.kubernetes.io/service-name=web -o wide --show-labels 2>&1
+	for c in "${members[@]}"; do
+		echo "--- $c: mcs-syncer's pods and their last 60 log lines"
+		k "$c" -n mcs-system get pods -o wide 2>&1
+		k "$c" -n mcs-system logs -l app.kubernetes.io/name=mcs-syncer --prefix --tail 60 2>&1
+	done
+}
+
 check() {
 	use_engine
 	say "The demo's app in east and west, its client in north"
@@ -335,7 +355,10 @@ check() {
 	done
 	k north create namespace demo --dry-run=client -o yaml | k north apply -f - >/dev/null
 	k north apply -f "$root/config/samples/demo/client.yaml" >/dev/null
-	wait_imported kn
+	wait_imported kn || {
+		diagnose
+		return 1
+	}
 	kn get serviceimports
 	kn wait --for=condition=Ready pod/client --timeout=3m >/dev/null
 	say "north's CoreDNS, from the client pod"

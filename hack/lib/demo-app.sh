@@ -7,11 +7,14 @@
 # wait_imported KN waits (up to 2 minutes) until north holds 4 ready
 # endpoints of web, 2 from each exporter.
 wait_imported() {
-	local kn=$1 ready
+	local kn=$1 ready start=$SECONDS
 	for _ in $(seq 1 120); do
 		ready=$("$kn" get endpointslices -l multicluster.kubernetes.io/service-name=web \
 			-o jsonpath='{range .items[*]}{range .endpoints[*]}{.conditions.ready}{"\n"}{end}{end}' 2>/dev/null | grep -c true || true)
-		[ "$ready" -ge 4 ] && return 0
+		if [ "$ready" -ge 4 ]; then
+			echo "north imported 4 ready endpoints of web in $((SECONDS - start))s"
+			return 0
+		fi
 		sleep 1
 	done
 	echo "north imported $ready ready endpoints of web after 2 minutes; want 4" >&2
