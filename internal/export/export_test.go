@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,7 +109,10 @@ func run(m *testing.M) int {
 	}
 	store = clusterset.NewStore()
 	members, err = membership.NewSet(bed.ConfigPath, cfg, membership.Options{
-		Scheme: controlplane.Scheme(), ConfigureCache: func(_ clusterset.ClusterID, o *cache.Options) { export.ConfigureCache(o) }, Registerer: registry,
+		Scheme: controlplane.Scheme(), ConfigureCache: func(id clusterset.ClusterID, o *cache.Options) {
+			export.ConfigureCache(o)
+			watchThinning(id, o)
+		}, Registerer: registry,
 		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
 		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 			w, err := export.New(cl, export.Options{Cluster: id, Store: store, WriteStatus: true, Membership: members})
@@ -134,6 +138,41 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// cachedSlices are the slices the members' caches received, by cluster
+// and namespace/name: how many ready endpoints the API server sent, and
+// whether the cache kept them (watchThinning).
+var cachedSlices sync.Map
+
+type cachedSlice struct {
+	ready   int
+	thinned bool
+}
+
+// watchThinning wraps the EndpointSlices' transform of member id's cache
+// to note, in cachedSlices, what each slice was and became.
+func watchThinning(id clusterset.ClusterID, o *cache.Options) {
+	for obj, by := range o.ByObject {
+		if _, ok := obj.(*discoveryv1.EndpointSlice); !ok || by.Transform == nil {
+			continue
+		}
+		transform := by.Transform
+		by.Transform = func(in any) (any, error) {
+			s, ok := in.(*discoveryv1.EndpointSlice)
+			ready := 0
+			if ok {
+				ready = workloads.CountReady(s.Endpoints)
+			}
+			out, err := transform(in)
+			if s, ok := out.(*discoveryv1.EndpointSlice); ok {
+				_, thinned := s.Annotations[export.EndpointsDroppedAnnotation]
+				cachedSlices.Store(string(id)+"/"+s.Namespace+"/"+s.Name, cachedSlice{ready: ready, thinned: thinned})
+			}
+			return out, err
+		}
+		o.ByObject[obj] = by
+	}
 }
 
 func serviceExport(ctx context.Context, t *testing.T, cl client.Client, ns string, labels map[string]string) *mcsv1beta1.ServiceExport {
@@ -256,6 +295,64 @@ func TestExportFollowsTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-follows", 5))
+}
+
+// TestServiceExportedLater: the cache of a member keeps no endpoints of a
+// Service that is not exported; exported later, the Service's endpoints
+// are read from the API server and exported, and they follow it.
+func TestServiceExportedLater(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	bed.Namespace(ctx, t, "export-later", "east")
+	d := workloads.CreateApp(ctx, t, east, "export-later", 3, 80, false, nil)
+	testbed.Eventually(ctx, t, "east's cache to hold web's slice with 3 ready endpoints, without them", func() error {
+		var list discoveryv1.EndpointSliceList
+		if err := east.List(ctx, &list, client.InNamespace("export-later"), client.MatchingLabels{discoveryv1.LabelServiceName: "web"}); err != nil {
+			return err
+		}
+		for _, s := range list.Items {
+			got, _ := cachedSlices.Load("east/export-later/" + s.Name)
+			if c, _ := got.(cachedSlice); c.ready == 3 && c.thinned {
+				return nil
+			}
+		}
+		return fmt.Errorf("cached: %v", cachedSliceNames("east/export-later/"))
+	})
+	if _, err := exportOf("east", "export-later"); err == nil {
+		t.Fatal("a Service that is not exported is in the Store")
+	}
+
+	serviceExport(ctx, t, east, "export-later", nil)
+	testbed.Eventually(ctx, t, "the export with 3 ready endpoints", exportReady("east", "export-later", 3))
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To[int32](5)
+	if err := east.Patch(ctx, d, patch); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-later", 5))
+	var list discoveryv1.EndpointSliceList
+	if err := east.List(ctx, &list, client.InNamespace("export-later"), client.MatchingLabels{discoveryv1.LabelServiceName: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if got, _ := cachedSlices.Load("east/export-later/" + s.Name); got == nil || got.(cachedSlice).thinned {
+			t.Errorf("slice %s changed after the export and is still held without its endpoints: %+v", s.Name, got)
+		}
+	}
+}
+
+// cachedSliceNames lists what cachedSlices holds under prefix.
+func cachedSliceNames(prefix string) map[string]cachedSlice {
+	out := map[string]cachedSlice{}
+	cachedSlices.Range(func(k, v any) bool {
+		if strings.HasPrefix(k.(string), prefix) {
+			out[k.(string)] = v.(cachedSlice)
+		}
+		return true
+	})
+	return out
 }
 
 // TestReservedKeysRefused: reserved keys in exportedLabels and

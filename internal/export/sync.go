@@ -27,6 +27,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 	if err := w.client.Get(ctx, key, se); err != nil {
 		if apierrors.IsNotFound(err) {
 			w.triggers.forget(key)
+			w.fetched.forget(key)
 			if w.store.Delete(w.cluster, key) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}
@@ -79,6 +80,10 @@ func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExp
 	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}); err != nil {
 		return nil, caveat{}, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
+	items, err := w.fetched.whole(ctx, w.apiReader, client.ObjectKeyFromObject(svc), list.Items)
+	if err != nil {
+		return nil, caveat{}, err
+	}
 	spec, cav := exportedSpec(se, svc)
 	es = &clusterset.ExportedService{
 		Cluster:       w.cluster,
@@ -86,7 +91,7 @@ func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExp
 		ExportCreated: se.CreationTimestamp,
 		Spec:          spec,
 	}
-	es.Endpoints, es.LastChangeTriggerTime = reconciler.GroupSlices(list.Items), newestTriggerTime(list.Items)
+	es.Endpoints, es.LastChangeTriggerTime = reconciler.GroupSlices(items), newestTriggerTime(items)
 	if !es.LastChangeTriggerTime.IsZero() {
 		w.triggers.record(es.Key, es.LastChangeTriggerTime)
 		es.RecentTriggerTimes = w.triggers.upTo(es.Key, es.LastChangeTriggerTime)

@@ -91,7 +91,7 @@ func newUnitHarness(t *testing.T, objs ...client.Object) *unitHarness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.w = &Watcher{cluster: "east", client: h.client, store: h.store, writeStatus: true, recorder: h.recorder,
+	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), store: h.store, writeStatus: true, recorder: h.recorder,
 		membership: h.members, triggers: newTriggerLog()}
 	for _, id := range h.members.IDs() {
 		h.store.MarkSynced(id, nil)

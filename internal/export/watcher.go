@@ -26,16 +26,24 @@ import (
 
 // ConfigureCache makes a member's cache hold only EndpointSlices without
 // multicluster.kubernetes.io/service-name: imported slices are never read
-// by the export side (loop prevention).
+// by the export side (loop prevention). And it keeps the endpoints of a
+// slice only if its Service was exported when the slice arrived (thin.go).
 func ConfigureCache(o *cache.Options) {
-	notImported, err := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.DoesNotExist, nil)
-	if err != nil {
-		panic(err) // a constant requirement; cannot fail
-	}
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
-	o.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.NewSelector().Add(*notImported)}
+	exported := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	o.ByObject[&mcsv1beta1.ServiceExport{}] = cache.ByObject{Transform: exported.noteExport}
+	o.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.NewSelector().Add(notImported()), Transform: exported.thinSlice}
+}
+
+// notImported selects the slices that are not imported ones.
+func notImported() labels.Requirement {
+	r, err := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant requirement; cannot fail
+	}
+	return *r
 }
 
 // sliceServiceIndex indexes the member's EndpointSlices by their
@@ -71,9 +79,13 @@ type Options struct {
 
 // Watcher is the export watcher of one member cluster.
 type Watcher struct {
-	cluster     clusterset.ClusterID
-	client      client.Client
-	cache       cache.Cache
+	cluster clusterset.ClusterID
+	client  client.Client
+	cache   cache.Cache
+	// apiReader reads the slices the cache holds thinned; fetched keeps
+	// what it read (thin.go).
+	apiReader   client.Reader
+	fetched     *fetched
 	store       *clusterset.Store
 	writeStatus bool
 	recorder    events.EventRecorder
@@ -95,7 +107,8 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		return nil, fmt.Errorf("export: cluster, store and membership are required")
 	}
 	w := &Watcher{
-		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), store: opts.Store, writeStatus: opts.WriteStatus,
+		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(),
+		store: opts.Store, writeStatus: opts.WriteStatus,
 		recorder: opts.Recorder, membership: opts.Membership, triggers: newTriggerLog(),
 	}
 	// Slices are looked up by their Service: an index, so that a change

@@ -1,0 +1,151 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// A member's cache holds every EndpointSlice of the cluster, but the export
+// watcher reads only those of exported Services: with 2,000 Services that
+// nobody exports, their endpoints made a third of the process's memory
+// (make bench-scale, -private 2000). So the cache keeps a slice's endpoints
+// only if its Service was exported when the slice arrived; other slices are
+// kept without endpoints and marked (thinned). A slice thinned before its
+// Service was exported is read from the API server when the export needs it
+// (fetched), until the cache delivers a newer version of it, which keeps
+// its endpoints.
+
+// EndpointsDroppedAnnotation marks a cached slice whose endpoints the cache
+// dropped because its Service was not exported when the slice arrived. It
+// exists only in the cache of a member; nothing is written with it.
+const EndpointsDroppedAnnotation = "mcs-syncer.io/endpoints-dropped"
+
+// exportedNames are the Services whose ServiceExports the member's cache
+// has seen since it started. A name is never removed: a transform cannot
+// tell a deletion from an update, and a slice kept whole needlessly costs
+// memory only.
+type exportedNames struct {
+	mu    sync.RWMutex
+	names map[types.NamespacedName]struct{}
+}
+
+// noteExport is the ServiceExports' transform: it notes the name before
+// the cache holds the ServiceExport, so a slice that arrives after the
+// ServiceExport can be read is never thinned.
+func (e *exportedNames) noteExport(obj any) (any, error) {
+	obj, err := clusterset.StripUnread(obj)
+	if se, ok := obj.(*mcsv1beta1.ServiceExport); ok && err == nil {
+		e.mu.Lock()
+		e.names[client.ObjectKeyFromObject(se)] = struct{}{}
+		e.mu.Unlock()
+	}
+	return obj, err
+}
+
+func (e *exportedNames) has(key types.NamespacedName) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	_, ok := e.names[key]
+	return ok
+}
+
+// thinSlice is the EndpointSlices' transform: a slice of a Service that was
+// never exported keeps no endpoints, and says so.
+func (e *exportedNames) thinSlice(obj any) (any, error) {
+	obj, err := clusterset.StripUnread(obj)
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if err != nil || !ok || len(s.Endpoints) == 0 {
+		return obj, err
+	}
+	if e.has(types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}) {
+		return s, nil
+	}
+	s.Endpoints = nil
+	annotations := make(map[string]string, len(s.Annotations)+1)
+	for k, v := range s.Annotations {
+		annotations[k] = v
+	}
+	annotations[EndpointsDroppedAnnotation] = "true"
+	s.Annotations = annotations
+	return s, nil
+}
+
+func thinned(s *discoveryv1.EndpointSlice) bool {
+	_, ok := s.Annotations[EndpointsDroppedAnnotation]
+	return ok
+}
+
+// fetched holds the slices of exported Services that the cache holds
+// thinned, as read from the API server, by Service and slice name: each
+// serves while the cache holds the same resourceVersion.
+type fetched struct {
+	mu       sync.Mutex
+	services map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice
+}
+
+func newFetched() *fetched {
+	return &fetched{services: map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice{}}
+}
+
+// whole returns the slices of Service svc with every thinned one in items
+// (the cache's) replaced by its version read from the API server through
+// reader: the one fetched before if its resourceVersion is the cache's,
+// else read now (one list of the Service's slices). A thinned slice that
+// the API server no longer holds is left out: its deletion is on its way
+// to the cache. What was fetched of svc and is no longer thinned in the
+// cache is forgotten.
+func (f *fetched) whole(ctx context.Context, reader client.Reader, svc types.NamespacedName, items []discoveryv1.EndpointSlice) ([]discoveryv1.EndpointSlice, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	had := f.services[svc]
+	missing := false
+	for i := range items {
+		if got := had[items[i].Name]; thinned(&items[i]) && (got == nil || got.ResourceVersion != items[i].ResourceVersion) {
+			missing = true
+		}
+	}
+	if missing {
+		var live discoveryv1.EndpointSliceList
+		selector := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name}).Add(notImported())
+		if err := reader.List(ctx, &live, client.InNamespace(svc.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return nil, fmt.Errorf("read the EndpointSlices of %s, whose endpoints the cache left out: %w", svc, err)
+		}
+		had = make(map[string]*discoveryv1.EndpointSlice, len(live.Items))
+		for i := range live.Items {
+			live.Items[i].ManagedFields = nil
+			had[live.Items[i].Name] = &live.Items[i]
+		}
+	}
+	out := make([]discoveryv1.EndpointSlice, 0, len(items))
+	kept := map[string]*discoveryv1.EndpointSlice{}
+	for i := range items {
+		if !thinned(&items[i]) {
+			out = append(out, items[i])
+		} else if got := had[items[i].Name]; got != nil {
+			kept[got.Name] = got
+			out = append(out, *got)
+		}
+	}
+	if len(kept) == 0 {
+		delete(f.services, svc)
+	} else {
+		f.services[svc] = kept
+	}
+	return out, nil
+}
+
+// forget drops what was fetched of Service svc (its export is gone).
+func (f *fetched) forget(svc types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.services, svc)
+}

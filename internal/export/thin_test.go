@@ -1,0 +1,175 @@
+package export
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// TestThinSlice: the transforms of ConfigureCache keep the endpoints of a
+// slice whose Service's ServiceExport the cache has seen, and drop (and
+// mark) those of any other, leaving its labels, ports and trigger time.
+func TestThinSlice(t *testing.T) {
+	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	t0 := time.Now().Truncate(time.Second)
+
+	got, err := e.thinSlice(slice("web-a", t0, "10.0.0.1", "10.0.0.2"))
+	s := got.(*discoveryv1.EndpointSlice)
+	if err != nil || len(s.Endpoints) != 0 || !thinned(s) || len(s.Ports) != 1 || s.Labels[discoveryv1.LabelServiceName] != "web" {
+		t.Fatalf("slice of a Service not exported: %v, %d endpoints, thinned %v, ports %v, labels %v", err, len(s.Endpoints), thinned(s), s.Ports, s.Labels)
+	}
+	if tt, ok := triggerTime(s); !ok || !tt.Equal(t0) {
+		t.Errorf("trigger time %v %v, want %v", tt, ok, t0)
+	}
+
+	if _, err := e.noteExport(serviceExportOf(t0)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = e.thinSlice(slice("web-a", t0, "10.0.0.1", "10.0.0.2"))
+	if s := got.(*discoveryv1.EndpointSlice); len(s.Endpoints) != 2 || thinned(s) {
+		t.Errorf("slice of an exported Service: %d endpoints, thinned %v; want 2, kept", len(s.Endpoints), thinned(s))
+	}
+	other := slice("db-a", t0, "10.0.0.3")
+	other.Labels[discoveryv1.LabelServiceName] = "db"
+	if got, _ := e.thinSlice(other); !thinned(got.(*discoveryv1.EndpointSlice)) {
+		t.Error("a slice of another Service kept its endpoints")
+	}
+	if got, _ := e.thinSlice(slice("web-empty", t0)); thinned(got.(*discoveryv1.EndpointSlice)) {
+		t.Error("a slice without endpoints was marked")
+	}
+}
+
+// TestUnitThinnedSlicesAreRead: a Service exported after its slices were
+// cached thinned is exported with their endpoints, read from the API server
+// once; the same resourceVersions are not read again, a newer one is, and a
+// thinned slice the API server no longer holds is left out.
+func TestUnitThinnedSlicesAreRead(t *testing.T) {
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	// The API server holds the slices whole.
+	a, b := slice("web-a", t0, "10.0.0.1"), slice("web-b", t0, "10.0.0.2", "10.0.0.3")
+	lists := 0
+	api := fake.NewClientBuilder().WithObjects(a, b).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lists++
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	live := func(name string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{}
+		if err := api.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The cache holds them as its transform left them: a thinned, b whole
+	// (it changed after the ServiceExport was seen).
+	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	thinA, _ := e.thinSlice(live("web-a"))
+	e.names[webKey] = struct{}{}
+	wholeB, _ := e.thinSlice(live("web-b"))
+	h := newUnitHarness(t, serviceExportOf(t0), service(nil), thinA.(*discoveryv1.EndpointSlice), wholeB.(*discoveryv1.EndpointSlice))
+	h.w.apiReader = api
+
+	endpoints := func() int {
+		n := 0
+		for _, g := range h.export().Endpoints {
+			n += len(g.Endpoints)
+		}
+		return n
+	}
+	h.sync()
+	if n := endpoints(); n != 3 || lists != 1 {
+		t.Fatalf("%d endpoints exported after %d lists of the API server; want 3 after 1", n, lists)
+	}
+	h.sync()
+	if lists != 1 {
+		t.Errorf("the same thinned slice was read again: %d lists", lists)
+	}
+
+
+	// The ServiceExport goes: nothing fetched is kept.
+	if err := h.client.Delete(t.Context(), serviceExportOf(t0)); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if len(h.w.fetched.services) != 0 {
+		t.Errorf("fetched slices kept after the export went: %v", h.w.fetched.services)
+	}
+}
+
+// TestFetchedFollowsTheCache: a thinned slice is read again once the cache
+// holds another resourceVersion of it, and left out once the API server no
+// longer holds it; what the cache holds whole is taken from the cache.
+func TestFetchedFollowsTheCache(t *testing.T) {
+	t0 := time.Now().Truncate(time.Second)
+	lists := 0
+	api := fake.NewClientBuilder().WithObjects(slice("web-a", t0, "10.0.0.1")).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lists++
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	cached := func() discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{}
+		if err := api.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "web-a"}, s); err != nil {
+			t.Fatal(err)
+		}
+		thin, _ := e.thinSlice(s)
+		return *thin.(*discoveryv1.EndpointSlice)
+	}
+	f := newFetched()
+	whole := func(items ...discoveryv1.EndpointSlice) []string {
+		t.Helper()
+		out, err := f.whole(t.Context(), api, webKey, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var addresses []string
+		for _, s := range out {
+			for _, ep := range s.Endpoints {
+				addresses = append(addresses, ep.Addresses[0])
+			}
+		}
+		return addresses
+	}
+
+	a := cached()
+	if got := whole(a); len(got) != 1 || lists != 1 {
+		t.Fatalf("%v after %d lists, want 10.0.0.1 after 1", got, lists)
+	}
+	b := *slice("web-b", t0, "10.0.0.9") // whole in the cache
+	if got := whole(a, b); len(got) != 2 || lists != 1 {
+		t.Errorf("%v after %d lists, want 10.0.0.1 and the cache's 10.0.0.9 after 1", got, lists)
+	}
+
+	live := &discoveryv1.EndpointSlice{}
+	if err := api.Get(t.Context(), client.ObjectKeyFromObject(&a), live); err != nil {
+		t.Fatal(err)
+	}
+	live.Endpoints[0].Addresses = []string{"10.0.0.2"}
+	if err := api.Update(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	if got := whole(cached()); len(got) != 1 || got[0] != "10.0.0.2" || lists != 2 {
+		t.Errorf("%v after %d lists once the cache holds a newer version, want 10.0.0.2 after 2", got, lists)
+	}
+
+	stale := cached()
+	if err := api.Delete(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	stale.ResourceVersion = "1" // a version never fetched; its deletion is on its way to the cache
+	if got := whole(stale); len(got) != 0 || lists != 3 {
+		t.Errorf("%v after %d lists once the API server no longer holds the slice, want none after 3", got, lists)
+	}
+	if len(f.services) != 0 {
+		t.Errorf("kept %v of a Service whose thinned slices are gone", f.services)
+	}
+}
