@@ -92,7 +92,6 @@ func TestUnitThinnedSlicesAreRead(t *testing.T) {
 		t.Errorf("the same thinned slice was read again: %d lists", lists)
 	}
 
-
 	// The ServiceExport goes: nothing fetched is kept.
 	if err := h.client.Delete(t.Context(), serviceExportOf(t0)); err != nil {
 		t.Fatal(err)
