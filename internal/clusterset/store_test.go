@@ -154,6 +154,10 @@ func TestStoreResync(t *testing.T) {
 	if s.Synced("west") {
 		t.Error("still synced after BeginResync")
 	}
+	s.MarkSynced("east", map[types.NamespacedName]bool{export("east", 2).Key: true})
+	if got := s.NotSynced([]ClusterID{"north", "west", "east"}); !slices.Equal(got, []ClusterID{"north", "west"}) {
+		t.Errorf("NotSynced = %v, want north (never heard of) and west (resyncing)", got)
+	}
 	s.MarkSynced("west", map[types.NamespacedName]bool{kept.Key: true})
 	if !s.Synced("west") || s.Count("west") != 1 || len(s.Get(gone.Key)) != 0 || len(s.Get(kept.Key)) != 2 {
 		t.Errorf("after the pass: synced %v, west exports %d, %s has %d", s.Synced("west"), s.Count("west"), gone.Key, len(s.Get(gone.Key)))

@@ -54,10 +54,7 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 	}
 	conds := []metav1.Condition{valid, readyCond}
 	var unheard []string
-	for _, id := range w.membership.IDs() {
-		if w.store.Synced(id) {
-			continue
-		}
+	for _, id := range w.store.NotSynced(w.membership.IDs()) {
 		// A member that answers and is in its first pass is heard from in
 		// a moment: one write then (the Store announces every key once the
 		// member is synced).

@@ -40,7 +40,7 @@ type Exports interface {
 	Get(types.NamespacedName) []*clusterset.ExportedService
 	GetFrom(types.NamespacedName, clusterset.ClusterID) *clusterset.ExportedService
 	Keys() []types.NamespacedName
-	Synced(clusterset.ClusterID) bool
+	NotSynced([]clusterset.ClusterID) []clusterset.ClusterID
 	Subscribe(ctx context.Context, sub clusterset.Subscriber)
 	SetImportBlocked(key types.NamespacedName, consumer clusterset.ClusterID, why string)
 }

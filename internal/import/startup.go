@@ -47,10 +47,5 @@ func waitForFirstPasses(ctx context.Context, synced func() (done, total int), qu
 // membersSynced counts the members whose first pass is in the Store.
 func (c *Controller) membersSynced() (done, total int) {
 	ids := c.opts.Membership.IDs()
-	for _, id := range ids {
-		if c.opts.Store.Synced(id) {
-			done++
-		}
-	}
-	return done, len(ids)
+	return len(ids) - len(c.opts.Store.NotSynced(ids)), len(ids)
 }

@@ -45,10 +45,7 @@ func (c *Controller) viewOf(key types.NamespacedName) view {
 			v.recheck = minPositive(v.recheck, left)
 		}
 	}
-	for _, id := range c.opts.Membership.IDs() {
-		if c.opts.Store.Synced(id) {
-			continue
-		}
+	for _, id := range c.opts.Store.NotSynced(c.opts.Membership.IDs()) {
 		h := c.opts.Membership.Health(id)
 		switch ok, left := counts(h); {
 		case h.Up:

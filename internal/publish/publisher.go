@@ -200,13 +200,10 @@ func (p *Publisher) Problem() string {
 // pass is under way; the Store announces its end, this is the fallback).
 const partialViewRecheck = time.Second
 
+// mine is the member's own export of key: one of up to a thousand (Get
+// sorted them all, on every reconcile: make bench-scale).
 func (p *Publisher) mine(key types.NamespacedName) *clusterset.ExportedService {
-	for _, es := range p.opts.Store.Get(key) {
-		if es.Cluster == p.opts.Cluster {
-			return es
-		}
-	}
-	return nil
+	return p.opts.Store.GetFrom(key, p.opts.Cluster)
 }
 
 // sync publishes, updates or withdraws the publication of key; refused
