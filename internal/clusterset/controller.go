@@ -46,12 +46,12 @@ type Subscribable interface {
 
 // StoreSource returns a controller source that enqueues every key the
 // Store holds when the controller starts and every key it announces from
-// then on. everything, if set, is called on AnnounceAll (see
-// Subscriber.Everything) on a goroutine of its own, so that it may read a
-// cache that is still syncing.
-func StoreSource(store Subscribable, everything func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.TypedSource[reconcile.Request] {
+// then on (those wants wants, if set: see Subscriber.Wants). everything,
+// if set, is called on AnnounceAll (see Subscriber.Everything) on a
+// goroutine of its own, so that it may read a cache that is still syncing.
+func StoreSource(store Subscribable, wants func(types.NamespacedName, ClusterID) bool, everything func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.TypedSource[reconcile.Request] {
 	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		sub := Subscriber{Changed: func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) }}
+		sub := Subscriber{Changed: func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) }, Wants: wants}
 		if everything != nil {
 			sub.Everything = func() { go everything(ctx, q) }
 		}

@@ -256,3 +256,35 @@ func TestStoreEverything(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStoreWants: a subscriber that wants only west's changes hears of
+// west's puts, deletes and withdrawals, not of east's nor of import or
+// publication notes; every key still comes with AnnounceAll.
+func TestStoreWants(t *testing.T) {
+	s := NewStore()
+	ch := make(chan types.NamespacedName, 100)
+	sub := sendTo(t, ch)
+	sub.Wants = func(_ types.NamespacedName, cluster ClusterID) bool { return cluster == "west" }
+	s.Subscribe(t.Context(), sub)
+	east, west := export("east", 0), export("west", 1)
+	s.Put(east)
+	s.SetImportBlocked(east.Key, "north", "forbidden")
+	s.SetUnpublished(east.Key, "too large")
+	if len(ch) != 0 {
+		t.Fatalf("heard of %d changes not of west's", len(ch))
+	}
+	s.Put(west)
+	s.Delete("west", west.Key)
+	s.Put(west)
+	s.WithdrawCluster("west")
+	if len(ch) != 4 || receive(t, ch) != west.Key {
+		t.Errorf("heard of %d of west's 4 changes (put, delete, put, withdrawal)", len(ch)+1)
+	}
+	for len(ch) > 0 {
+		<-ch
+	}
+	s.AnnounceAll()
+	if got := receive(t, ch); got != east.Key {
+		t.Errorf("AnnounceAll: heard of %s, want every key (east's)", got)
+	}
+}

@@ -141,8 +141,11 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		// logged as it goes by.
 		source.Kind(w.cache, &discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc(w.sliceChanged())),
 		// Another cluster's export of the same name changes the Conflict
-		// condition, and so does a member's connection.
-		clusterset.StoreSource(w.store, nil),
+		// condition, and so does a member's connection (AnnounceAll):
+		// changes of keys the member does not export change nothing here.
+		clusterset.StoreSource(w.store, func(key types.NamespacedName, cluster clusterset.ClusterID) bool {
+			return cluster == w.cluster || w.store.GetFrom(key, w.cluster) != nil
+		}, nil),
 	} {
 		if err := c.Watch(src); err != nil {
 			return nil, err

@@ -93,7 +93,7 @@ func (c *Controller) zonesSource() source.TypedSource[reconcile.Request] {
 // look at everything again, every ServiceImport the controller manages:
 // one whose exports are all gone is no longer a key of the Store.
 func (c *Controller) storeSource() source.TypedSource[reconcile.Request] {
-	return clusterset.StoreSource(c.opts.Store, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return clusterset.StoreSource(c.opts.Store, nil, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		var list mcsv1beta1.ServiceImportList
 		if err := c.client.List(ctx, &list, client.MatchingLabels{ManagedByLabel: c.opts.ManagedBy}); err != nil {
 			if ctx.Err() == nil {

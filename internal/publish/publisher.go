@@ -122,7 +122,9 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		}),
 		// Every change of the member's exports; and, when the Store
 		// announces everything (its first pass is done), the marker.
-		clusterset.StoreSource(opts.Store, func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		clusterset.StoreSource(opts.Store, func(_ types.NamespacedName, cluster clusterset.ClusterID) bool {
+			return cluster == opts.Cluster
+		}, func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.Add(markerRequest)
 		}),
 		// A publication changed or removed by someone else is put back; a
