@@ -4,20 +4,25 @@
 # in east and west, its client pod in north. Each function takes the name of
 # a function that runs kubectl against north's namespace demo.
 
-# wait_imported KN waits (up to 2 minutes) until north holds 4 ready
-# endpoints of web, 2 from each exporter.
+# wait_imported KN waits (up to 5 minutes: the pods start, then the
+# exports travel, on a machine that may be busy) until north holds 4 ready
+# endpoints of web, 2 from each exporter, and says how long it took.
 wait_imported() {
-	local kn=$1 ready start=$SECONDS
-	for _ in $(seq 1 120); do
+	local kn=$1 ready seen=-1 start=$SECONDS
+	while [ $((SECONDS - start)) -lt 300 ]; do
 		ready=$("$kn" get endpointslices -l multicluster.kubernetes.io/service-name=web \
 			-o jsonpath='{range .items[*]}{range .endpoints[*]}{.conditions.ready}{"\n"}{end}{end}' 2>/dev/null | grep -c true || true)
 		if [ "$ready" -ge 4 ]; then
 			echo "north imported 4 ready endpoints of web in $((SECONDS - start))s"
 			return 0
 		fi
+		if [ "$ready" != "$seen" ]; then
+			echo "  north holds $ready ready endpoints of web after $((SECONDS - start))s"
+			seen=$ready
+		fi
 		sleep 1
 	done
-	echo "north imported $ready ready endpoints of web after 2 minutes; want 4" >&2
+	echo "north imported $ready ready endpoints of web after 5 minutes; want 4" >&2
 	return 1
 }
 
