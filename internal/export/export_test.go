@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -289,12 +290,7 @@ func TestExportFollowsTheService(t *testing.T) {
 	condition(ctx, t, "east", "export-follows", mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, "Exported")
 	condition(ctx, t, "east", "export-follows", mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse, "NoConflicts")
 
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To[int32](5)
-	if err := east.Patch(ctx, d, patch); err != nil {
-		t.Fatal(err)
-	}
-	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-follows", 5))
+	scaleUpTo5(ctx, t, east, d, "export-follows")
 }
 
 // TestServiceExportedLater: the cache of a member keeps no endpoints of a
@@ -326,12 +322,7 @@ func TestServiceExportedLater(t *testing.T) {
 
 	serviceExport(ctx, t, east, "export-later", nil)
 	testbed.Eventually(ctx, t, "the export with 3 ready endpoints", exportReady("east", "export-later", 3))
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To[int32](5)
-	if err := east.Patch(ctx, d, patch); err != nil {
-		t.Fatal(err)
-	}
-	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", "export-later", 5))
+	scaleUpTo5(ctx, t, east, d, "export-later")
 	var list discoveryv1.EndpointSliceList
 	if err := east.List(ctx, &list, client.InNamespace("export-later"), client.MatchingLabels{discoveryv1.LabelServiceName: "web"}); err != nil {
 		t.Fatal(err)
@@ -341,6 +332,18 @@ func TestServiceExportedLater(t *testing.T) {
 			t.Errorf("slice %s changed after the export and is still held without its endpoints: %+v", s.Name, got)
 		}
 	}
+}
+
+// scaleUpTo5 scales east's app d in ns to 5 and waits until the export
+// follows.
+func scaleUpTo5(ctx context.Context, t *testing.T, east client.Client, d *appsv1.Deployment, ns string) {
+	t.Helper()
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To[int32](5)
+	if err := east.Patch(ctx, d, patch); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "the export to follow the scale-up to 5", exportReady("east", ns, 5))
 }
 
 // cachedSliceNames lists what cachedSlices holds under prefix.
