@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -59,7 +60,8 @@ func (e *exportedNames) has(key types.NamespacedName) bool {
 }
 
 // thinSlice is the EndpointSlices' transform: a slice of a Service that was
-// never exported keeps no endpoints, and says so.
+// never exported keeps no endpoints, nor anything else the watcher does not
+// read before the Service is exported, and says so.
 func (e *exportedNames) thinSlice(obj any) (any, error) {
 	obj, err := clusterset.StripUnread(obj)
 	s, ok := obj.(*discoveryv1.EndpointSlice)
@@ -69,14 +71,17 @@ func (e *exportedNames) thinSlice(obj any) (any, error) {
 	if e.has(types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}) {
 		return s, nil
 	}
-	s.Endpoints = nil
-	annotations := make(map[string]string, len(s.Annotations)+1)
-	for k, v := range s.Annotations {
-		annotations[k] = v
+	// What the watcher reads of a thinned slice: its name and version,
+	// its Service, and its trigger time (sliceChanged). The rest is read
+	// from the API server once the Service is exported.
+	thin := &discoveryv1.EndpointSlice{AddressType: s.AddressType}
+	thin.Namespace, thin.Name, thin.UID, thin.ResourceVersion = s.Namespace, s.Name, s.UID, s.ResourceVersion
+	thin.Labels = map[string]string{discoveryv1.LabelServiceName: s.Labels[discoveryv1.LabelServiceName]}
+	thin.Annotations = map[string]string{EndpointsDroppedAnnotation: "true"}
+	if t, ok := s.Annotations[corev1.EndpointsLastChangeTriggerTime]; ok {
+		thin.Annotations[corev1.EndpointsLastChangeTriggerTime] = t
 	}
-	annotations[EndpointsDroppedAnnotation] = "true"
-	s.Annotations = annotations
-	return s, nil
+	return thin, nil
 }
 
 func thinned(s *discoveryv1.EndpointSlice) bool {

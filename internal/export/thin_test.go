@@ -14,15 +14,15 @@ import (
 
 // TestThinSlice: the transforms of ConfigureCache keep the endpoints of a
 // slice whose Service's ServiceExport the cache has seen, and drop (and
-// mark) those of any other, leaving its labels, ports and trigger time.
+// mark) those of any other, leaving its name, Service and trigger time.
 func TestThinSlice(t *testing.T) {
 	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
 	t0 := time.Now().Truncate(time.Second)
 
 	got, err := e.thinSlice(slice("web-a", t0, "10.0.0.1", "10.0.0.2"))
 	s := got.(*discoveryv1.EndpointSlice)
-	if err != nil || len(s.Endpoints) != 0 || !thinned(s) || len(s.Ports) != 1 || s.Labels[discoveryv1.LabelServiceName] != "web" {
-		t.Fatalf("slice of a Service not exported: %v, %d endpoints, thinned %v, ports %v, labels %v", err, len(s.Endpoints), thinned(s), s.Ports, s.Labels)
+	if err != nil || len(s.Endpoints) != 0 || !thinned(s) || len(s.Ports) != 0 || s.Labels[discoveryv1.LabelServiceName] != "web" || s.Name != "web-a" || s.Namespace != "ns" {
+		t.Fatalf("slice of a Service not exported: %v, %s/%s, %d endpoints, thinned %v, ports %v, labels %v", err, s.Namespace, s.Name, len(s.Endpoints), thinned(s), s.Ports, s.Labels)
 	}
 	if tt, ok := triggerTime(s); !ok || !tt.Equal(t0) {
 		t.Errorf("trigger time %v %v, want %v", tt, ok, t0)
