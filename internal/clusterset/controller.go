@@ -46,7 +46,7 @@ type Subscribable interface {
 
 // StoreSource returns a controller source that enqueues every key the
 // Store holds when the controller starts and every key it announces from
-// then on (those wants wants, if set: see Subscriber.Wants). everything,
+// then on (only those wants accepts, if set: see Subscriber.Wants). everything,
 // if set, is called on AnnounceAll (see Subscriber.Everything) on a
 // goroutine of its own, so that it may read a cache that is still syncing.
 func StoreSource(store Subscribable, wants func(types.NamespacedName, ClusterID) bool, everything func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.TypedSource[reconcile.Request] {
