@@ -112,11 +112,20 @@ func (f *fetched) whole(ctx context.Context, reader client.Reader, svc types.Nam
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	had := f.services[svc]
-	missing := false
+	missing, anyThinned := false, false
 	for i := range items {
-		if got := had[items[i].Name]; thinned(&items[i]) && (got == nil || got.ResourceVersion != items[i].ResourceVersion) {
-			missing = true
+		if thinned(&items[i]) {
+			anyThinned = true
+			if got := had[items[i].Name]; got == nil || got.ResourceVersion != items[i].ResourceVersion {
+				missing = true
+			}
 		}
+	}
+	if !anyThinned {
+		// The common case, an export whose slices all arrived after it:
+		// the cache's slices as they are.
+		delete(f.services, svc)
+		return items, nil
 	}
 	if missing {
 		var live discoveryv1.EndpointSliceList
