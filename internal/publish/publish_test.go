@@ -368,6 +368,30 @@ func TestReaderWipedPublications(t *testing.T) {
 	if !store.Synced("east") || len(store.Get(webKey)) != 1 || len(store.Get(gone.Key)) != 0 {
 		t.Errorf("after the republication: synced %v, web %v, gone %v", store.Synced("east"), store.Get(webKey), store.Get(gone.Key))
 	}
+
+	// Wiped again, the marker first (the hub deletes in name order), and
+	// the marker written again before the publisher saw its export's
+	// deletion (CI, stop 38): the export written again within RemovalDelay
+	// never leaves.
+	r.remove(Marker("east", "mcs-system", 0))
+	r.remove(Encode(export(), "mcs-system"))
+	r.put(Marker("east", "mcs-system", 0))
+	if !store.Synced("east") || len(store.Get(webKey)) != 1 {
+		t.Fatalf("the marker back before the export: synced %v, web %v", store.Synced("east"), store.Get(webKey))
+	}
+	r.put(Encode(export(), "mcs-system"))
+	delayed.fire()
+	if len(store.Get(webKey)) != 1 {
+		t.Fatalf("an export written again after the marker was withdrawn: %v", store.Get(webKey))
+	}
+	// The same, and the export not written again: withdrawn after the delay.
+	r.remove(Marker("east", "mcs-system", 0))
+	r.remove(Encode(export(), "mcs-system"))
+	r.put(Marker("east", "mcs-system", 0))
+	delayed.fire()
+	if len(store.Get(webKey)) != 0 {
+		t.Errorf("an export deleted and never written again is kept: %v", store.Get(webKey))
+	}
 }
 
 // TestDemux: the readers of several members share one informer (a hub's):

@@ -255,7 +255,8 @@ func (r *Reader) put(pub *PublishedExport) {
 }
 
 // remove withdraws a deleted publication's export after RemovalDelay,
-// unless the member's marker went meanwhile. A marker deleted (a wiped
+// unless it was published again meanwhile; if the member is then in a
+// first pass, the export is left to MarkSynced. A marker deleted (a wiped
 // hub, every publication deleted by hand) puts the member back into a
 // first pass: what the Store holds of it stays until its publisher has
 // written everything and its marker again, and only then is what it no
@@ -276,10 +277,11 @@ func (r *Reader) remove(pub *PublishedExport) {
 	if !r.keys[key] {
 		return
 	}
-	if !r.marked {
-		delete(r.keys, key) // its first pass: MarkSynced withdraws it
-		return
-	}
+	// In a first pass too: when a hub is wiped, the marker (deleted first:
+	// its name sorts first) may be written again before the publisher has
+	// seen its publications' deletions, so the marker can come back before
+	// a publication that was never meant to leave (seen in CI: the import
+	// withdrawn and created again with a new clusterset IP).
 	r.removals++
 	seq := r.removals
 	if r.removing == nil {
