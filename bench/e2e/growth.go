@@ -54,6 +54,9 @@ type growthFlags struct {
 	hubDuration                  time.Duration
 	quick                        bool
 	stateDir                     string
+	// restartLogLevel is the restarted importer's --zap-log-level (0:
+	// the default): 2 logs every imported slice it writes, and why.
+	restartLogLevel int
 }
 
 func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
@@ -72,6 +75,7 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 	fs.IntVar(&f.importers, "importers", 3, "real importers of the hub load (testbed members running mcs-syncer in hub mode)")
 	fs.Float64Var(&f.hubRate, "hub-rate", 50, "changes per second the hub load's simulated members publish, in all")
 	fs.DurationVar(&f.hubDuration, "hub-duration", 30*time.Second, "how long the hub load publishes changes")
+	fs.IntVar(&f.restartLogLevel, "restart-log-level", 2, "log level of the hub load's restarted importer (2: every imported slice it writes, with its source; 0: the default)")
 	fs.BoolVar(&f.quick, "quick", false, "everything small and short: a smoke test of the program")
 	fs.StringVar(&f.stateDir, "state", "", "state folder (testbed, logs); it must not exist, be empty, or be one this benchmark made (default <repo>/.cache/bench-scale)")
 	if err := fs.Parse(args); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -430,7 +431,11 @@ func (g *growth) runHubLoad(ctx context.Context, members int) (*hubLoadResult, e
 	}
 	delete(g.procs, first.Name)
 	r0 := time.Now()
-	if err := g.startProcs(ctx, map[string][]string{first.Name: args[first.Name]}); err != nil {
+	restartArgs := args[first.Name]
+	if f.restartLogLevel > 0 {
+		restartArgs = append(slices.Clone(restartArgs), fmt.Sprintf("--zap-log-level=%d", f.restartLogLevel))
+	}
+	if err := g.startProcs(ctx, map[string][]string{first.Name: restartArgs}); err != nil {
 		return nil, err
 	}
 	res.RestartReady = time.Since(r0)
@@ -457,7 +462,7 @@ func (g *growth) runHubLoad(ctx context.Context, members int) (*hubLoadResult, e
 		if err != nil {
 			return nil, err
 		}
-		g.logf("hub load: the restarted importer wrote %d times:\n  %s", len(listed), strings.Join(listed, "\n  "))
+		g.logf("hub load: the restarted importer wrote %d times (its log: %s):\n  %s", len(listed), g.procs[first.Name].LogPath, strings.Join(listed, "\n  "))
 	}
 	return res, nil
 }

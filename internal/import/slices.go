@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -109,6 +110,12 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	r := c.reconcilerFor(source)
 	plan, err := r.Plan(in)
 	wrote = err == nil && !plan.Empty()
+	if wrote {
+		// What an importer writes, and from what: a write that no change
+		// explains (an importer's restart) is found with -v=2.
+		log.FromContext(ctx).V(2).Info("Imported EndpointSlices written", "serviceImport", key, "source", source,
+			"exported", es != nil, "endpoints", endpoints, "held", len(existing), "plan", plan.String())
+	}
 	if err == nil {
 		// Applied even when empty: it writes nothing then, but keeps the
 		// reconciler's metrics true.
