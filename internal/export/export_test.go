@@ -151,26 +151,45 @@ type cachedSlice struct {
 	thinned bool
 }
 
-// watchThinning wraps the EndpointSlices' transform of member id's cache
-// to note, in cachedSlices, what each slice was and became.
+// thinnedServices holds, by cluster and namespace/name, whether the
+// member's cache last held each Service thinned (watchThinning).
+var thinnedServices sync.Map
+
+// watchThinning wraps the EndpointSlices' and Services' transforms of
+// member id's cache to note, in cachedSlices and thinnedServices, what
+// each object was and became.
 func watchThinning(id clusterset.ClusterID, o *cache.Options) {
 	for obj, by := range o.ByObject {
-		if _, ok := obj.(*discoveryv1.EndpointSlice); !ok || by.Transform == nil {
+		if by.Transform == nil {
 			continue
 		}
 		transform := by.Transform
-		by.Transform = func(in any) (any, error) {
-			s, ok := in.(*discoveryv1.EndpointSlice)
-			ready := 0
-			if ok {
-				ready = workloads.CountReady(s.Endpoints)
+		switch obj.(type) {
+		case *discoveryv1.EndpointSlice:
+			by.Transform = func(in any) (any, error) {
+				s, ok := in.(*discoveryv1.EndpointSlice)
+				ready := 0
+				if ok {
+					ready = workloads.CountReady(s.Endpoints)
+				}
+				out, err := transform(in)
+				if s, ok := out.(*discoveryv1.EndpointSlice); ok {
+					_, thinned := s.Annotations[export.EndpointsDroppedAnnotation]
+					cachedSlices.Store(string(id)+"/"+s.Namespace+"/"+s.Name, cachedSlice{ready: ready, thinned: thinned})
+				}
+				return out, err
 			}
-			out, err := transform(in)
-			if s, ok := out.(*discoveryv1.EndpointSlice); ok {
-				_, thinned := s.Annotations[export.EndpointsDroppedAnnotation]
-				cachedSlices.Store(string(id)+"/"+s.Namespace+"/"+s.Name, cachedSlice{ready: ready, thinned: thinned})
+		case *corev1.Service:
+			by.Transform = func(in any) (any, error) {
+				out, err := transform(in)
+				if s, ok := out.(*corev1.Service); ok {
+					_, thinned := s.Annotations[export.SpecDroppedAnnotation]
+					thinnedServices.Store(string(id)+"/"+s.Namespace+"/"+s.Name, thinned && len(s.Spec.Ports) == 0)
+				}
+				return out, err
 			}
-			return out, err
+		default:
+			continue
 		}
 		o.ByObject[obj] = by
 	}
@@ -316,12 +335,18 @@ func TestServiceExportedLater(t *testing.T) {
 		}
 		return fmt.Errorf("cached: %v", cachedSliceNames("east/export-later/"))
 	})
+	if thinned, _ := thinnedServices.Load("east/export-later/web"); thinned != true {
+		t.Fatalf("east's cache held web without its spec: %v, want true", thinned)
+	}
 	if _, err := exportOf("east", "export-later"); err == nil {
 		t.Fatal("a Service that is not exported is in the Store")
 	}
 
 	serviceExport(ctx, t, east, "export-later", nil)
 	testbed.Eventually(ctx, t, "the export with 3 ready endpoints", exportReady("east", "export-later", 3))
+	if es, err := exportOf("east", "export-later"); err != nil || len(es.Spec.Ports) != 1 || es.Spec.Ports[0].Port != 80 {
+		t.Fatalf("the export of a Service cached without its spec: %+v (%v), want port 80", es, err)
+	}
 	scaleUpTo5(ctx, t, east, d, "export-later")
 	var list discoveryv1.EndpointSliceList
 	if err := east.List(ctx, &list, client.InNamespace("export-later"), client.MatchingLabels{discoveryv1.LabelServiceName: "web"}); err != nil {
@@ -331,6 +356,31 @@ func TestServiceExportedLater(t *testing.T) {
 		if got, _ := cachedSlices.Load("east/export-later/" + s.Name); got == nil || got.(cachedSlice).thinned {
 			t.Errorf("slice %s changed after the export and is still held without its endpoints: %+v", s.Name, got)
 		}
+	}
+
+	// The Service changed after the export: the cache holds it whole, and
+	// the export follows.
+	svc := &corev1.Service{}
+	if err := east.Get(ctx, types.NamespacedName{Namespace: "export-later", Name: "web"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(svc.DeepCopy())
+	svc.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+	if err := east.Patch(ctx, svc, patch); err != nil {
+		t.Fatal(err)
+	}
+	testbed.Eventually(ctx, t, "the export to follow the Service's session affinity", func() error {
+		es, err := exportOf("east", "export-later")
+		if err != nil {
+			return err
+		}
+		if es.Spec.SessionAffinity != corev1.ServiceAffinityClientIP {
+			return fmt.Errorf("session affinity %q", es.Spec.SessionAffinity)
+		}
+		return nil
+	})
+	if thinned, _ := thinnedServices.Load("east/export-later/web"); thinned != false {
+		t.Errorf("web changed after the export and is still held without its spec")
 	}
 }
 

@@ -36,10 +36,10 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		return 0, fmt.Errorf("get ServiceExport %s: %w", key, err)
 	}
 
-	svc := &corev1.Service{}
-	if err := w.client.Get(ctx, key, svc); err != nil {
+	svc, err := w.service(ctx, key)
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("get Service %s: %w", key, err)
+			return 0, err
 		}
 		w.store.Delete(w.cluster, key)
 		if !writeStatus {
@@ -68,6 +68,19 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		return 0, nil
 	}
 	return w.setExported(ctx, se, cav)
+}
+
+// service returns the Service of key, whole: from the cache, or from the
+// API server if the cache holds it thinned (thin.go).
+func (w *Watcher) service(ctx context.Context, key types.NamespacedName) (*corev1.Service, error) {
+	cached := &corev1.Service{}
+	if err := w.client.Get(ctx, key, cached); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("get Service %s: %w", key, err)
+	}
+	return w.fetched.service(ctx, w.apiReader, cached)
 }
 
 func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName() }

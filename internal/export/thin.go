@@ -3,10 +3,13 @@ package export
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,12 +26,19 @@ import (
 // kept without endpoints and marked (thinned). A slice thinned before its
 // Service was exported is read from the API server when the export needs it
 // (fetched), until the cache delivers a newer version of it, which keeps
-// its endpoints.
+// its endpoints. Services are thinned the same way (their spec dropped),
+// except derived Services (controlled by a ServiceImport), which the
+// import side of the same cache reads whole.
 
 // EndpointsDroppedAnnotation marks a cached slice whose endpoints the cache
 // dropped because its Service was not exported when the slice arrived. It
 // exists only in the cache of a member; nothing is written with it.
 const EndpointsDroppedAnnotation = "mcs-syncer.io/endpoints-dropped"
+
+// SpecDroppedAnnotation marks a cached Service whose spec and status the
+// cache dropped because it was not exported when the Service arrived; as
+// EndpointsDroppedAnnotation, it exists only in a member's cache.
+const SpecDroppedAnnotation = "mcs-syncer.io/spec-dropped"
 
 // exportedNames are the Services whose ServiceExports the member's cache
 // has seen since it started. A name is never removed: a transform cannot
@@ -84,21 +94,80 @@ func (e *exportedNames) thinSlice(obj any) (any, error) {
 	return thin, nil
 }
 
+// thinService is the Services' transform: a Service that was never
+// exported keeps its identity, labels and owners (what the import side
+// reads of a Service in the way of a derived one), and says so. Derived
+// Services, controlled by a ServiceImport, are kept whole.
+func (e *exportedNames) thinService(obj any) (any, error) {
+	obj, err := clusterset.StripUnread(obj)
+	svc, ok := obj.(*corev1.Service)
+	if err != nil || !ok || e.has(client.ObjectKeyFromObject(svc)) || controlledByServiceImport(svc) {
+		return obj, err
+	}
+	thin := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
+		Namespace: svc.Namespace, Name: svc.Name, UID: svc.UID, ResourceVersion: svc.ResourceVersion,
+		CreationTimestamp: svc.CreationTimestamp, DeletionTimestamp: svc.DeletionTimestamp,
+		Labels: svc.Labels, OwnerReferences: svc.OwnerReferences,
+		Annotations: map[string]string{SpecDroppedAnnotation: "true"},
+	}}
+	return thin, nil
+}
+
+func controlledByServiceImport(svc *corev1.Service) bool {
+	ref := metav1.GetControllerOfNoCopy(svc)
+	return ref != nil && ref.Kind == "ServiceImport" && strings.HasPrefix(ref.APIVersion, mcsv1beta1.GroupName+"/")
+}
+
+func serviceThinned(svc *corev1.Service) bool {
+	_, ok := svc.Annotations[SpecDroppedAnnotation]
+	return ok
+}
+
 func thinned(s *discoveryv1.EndpointSlice) bool {
 	_, ok := s.Annotations[EndpointsDroppedAnnotation]
 	return ok
 }
 
-// fetched holds the slices of exported Services that the cache holds
-// thinned, as read from the API server, by Service and slice name: each
+// fetched holds the Services that the cache holds thinned and their
+// slices, as read from the API server, by Service (and slice name): each
 // serves while the cache holds the same resourceVersion.
 type fetched struct {
 	mu       sync.Mutex
 	services map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice
+	specs    map[types.NamespacedName]*corev1.Service
 }
 
 func newFetched() *fetched {
-	return &fetched{services: map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice{}}
+	return &fetched{services: map[types.NamespacedName]map[string]*discoveryv1.EndpointSlice{}, specs: map[types.NamespacedName]*corev1.Service{}}
+}
+
+// service returns cached, or, if the cache holds it thinned, the Service as
+// read from the API server through reader: the one read before if its
+// resourceVersion is the cache's, else read now. A Service the API server
+// no longer holds is NotFound (its deletion is on its way to the cache).
+// The Service returned is shared: never modified.
+func (f *fetched) service(ctx context.Context, reader client.Reader, cached *corev1.Service) (*corev1.Service, error) {
+	key := client.ObjectKeyFromObject(cached)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !serviceThinned(cached) {
+		delete(f.specs, key)
+		return cached, nil
+	}
+	if got := f.specs[key]; got != nil && got.ResourceVersion == cached.ResourceVersion {
+		return got, nil
+	}
+	live := &corev1.Service{}
+	if err := reader.Get(ctx, key, live); err != nil {
+		delete(f.specs, key)
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read Service %s, whose spec the cache left out: %w", key, err)
+	}
+	live.ManagedFields = nil
+	f.specs[key] = live
+	return live, nil
 }
 
 // whole returns the slices of Service svc with every thinned one in items
@@ -162,4 +231,5 @@ func (f *fetched) forget(svc types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.services, svc)
+	delete(f.specs, svc)
 }

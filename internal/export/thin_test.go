@@ -5,11 +5,14 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // TestThinSlice: the transforms of ConfigureCache keep the endpoints of a
@@ -170,5 +173,114 @@ func TestFetchedFollowsTheCache(t *testing.T) {
 	}
 	if len(f.services) != 0 {
 		t.Errorf("kept %v of a Service whose thinned slices are gone", f.services)
+	}
+}
+
+// TestThinService: a Service that was never exported keeps its identity,
+// labels and owners only, and is marked; an exported one, and a derived
+// one (controlled by a ServiceImport: the import side reads it), stay
+// whole.
+func TestThinService(t *testing.T) {
+	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	labelled := service(func(s *corev1.Service) {
+		s.UID, s.ResourceVersion, s.Labels = "u1", "7", map[string]string{"app": "web"}
+		s.Annotations = map[string]string{"note": "long"}
+	})
+	got, err := e.thinService(labelled)
+	svc := got.(*corev1.Service)
+	if err != nil || !serviceThinned(svc) || len(svc.Spec.Ports) != 0 || svc.Spec.ClusterIP != "" ||
+		svc.Name != "web" || svc.Namespace != "ns" || svc.UID != "u1" || svc.ResourceVersion != "7" || svc.Labels["app"] != "web" || svc.Annotations["note"] != "" {
+		t.Fatalf("a Service not exported: %v, %+v", err, svc)
+	}
+
+	derived := service(func(s *corev1.Service) {
+		s.Name = "derived-web"
+		s.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "si"}},
+			mcsv1beta1.SchemeGroupVersion.WithKind("ServiceImport"))}
+	})
+	if got, _ := e.thinService(derived); serviceThinned(got.(*corev1.Service)) || len(got.(*corev1.Service).Spec.Ports) != 1 {
+		t.Errorf("a derived Service was thinned: %+v", got)
+	}
+
+	if _, err := e.noteExport(serviceExportOf(time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.thinService(service(nil)); serviceThinned(got.(*corev1.Service)) || len(got.(*corev1.Service).Spec.Ports) != 1 {
+		t.Errorf("an exported Service was thinned: %+v", got)
+	}
+}
+
+// TestUnitThinnedServiceIsRead: a Service exported after the cache held it
+// thinned is exported with its spec, read from the API server once; a
+// newer resourceVersion in the cache is read again; a Service the API
+// server no longer holds makes the export invalid (NoService), as a
+// missing one does.
+func TestUnitThinnedServiceIsRead(t *testing.T) {
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	gets := 0
+	api := fake.NewClientBuilder().WithObjects(service(nil)).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*corev1.Service); ok {
+				gets++
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	live := &corev1.Service{}
+	if err := api.Get(t.Context(), webKey, live); err != nil {
+		t.Fatal(err)
+	}
+	gets = 0
+	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	thin, _ := e.thinService(live.DeepCopy())
+	h := newUnitHarness(t, serviceExportOf(t0), thin.(*corev1.Service), slice("web-a", t0, "10.0.0.1"))
+	h.w.apiReader = api
+
+	h.sync()
+	if es := h.export(); es == nil || len(es.Spec.Ports) != 1 || es.Spec.Ports[0].Port != 80 || gets != 1 {
+		t.Fatalf("export %+v after %d reads of the API server; want port 80 after 1", es, gets)
+	}
+	h.sync()
+	if gets != 1 {
+		t.Errorf("the same thinned Service was read again: %d reads", gets)
+	}
+
+	// A newer version, still thinned in the cache (the transform ran
+	// before the ServiceExport was seen): read again.
+	live.Spec.Ports[0].Port = 81
+	if err := api.Update(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	cached := &corev1.Service{}
+	if err := h.client.Get(t.Context(), webKey, cached); err != nil {
+		t.Fatal(err)
+	}
+	cached.ResourceVersion = ""
+	cached.Annotations = map[string]string{SpecDroppedAnnotation: "true", "bump": "1"}
+	if err := h.client.Update(t.Context(), cached); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if es := h.export(); es == nil || es.Spec.Ports[0].Port != 81 || gets != 2 {
+		t.Errorf("export %+v after %d reads; want port 81 after 2", es, gets)
+	}
+
+	// Gone from the API server, its deletion not yet in the cache.
+	if err := api.Delete(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.client.Get(t.Context(), webKey, cached); err != nil {
+		t.Fatal(err)
+	}
+	cached.Annotations["bump"] = "2"
+	if err := h.client.Update(t.Context(), cached); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if es := h.export(); es != nil {
+		t.Errorf("exported %+v after the API server lost its Service", es)
+	}
+	if len(h.w.fetched.specs) != 0 {
+		t.Errorf("kept %v of a Service the API server no longer holds", h.w.fetched.specs)
 	}
 }

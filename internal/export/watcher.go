@@ -27,7 +27,8 @@ import (
 // ConfigureCache makes a member's cache hold only EndpointSlices without
 // multicluster.kubernetes.io/service-name: imported slices are never read
 // by the export side (loop prevention). And it keeps the endpoints of a
-// slice only if its Service was exported when the slice arrived (thin.go).
+// slice, and the spec of a Service, only if the Service was exported when
+// they arrived (thin.go).
 func ConfigureCache(o *cache.Options) {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
@@ -35,6 +36,7 @@ func ConfigureCache(o *cache.Options) {
 	exported := &exportedNames{names: map[types.NamespacedName]struct{}{}}
 	o.ByObject[&mcsv1beta1.ServiceExport{}] = cache.ByObject{Transform: exported.noteExport}
 	o.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.NewSelector().Add(notImported()), Transform: exported.thinSlice}
+	o.ByObject[&corev1.Service{}] = cache.ByObject{Transform: exported.thinService}
 }
 
 // notImported selects the slices that are not imported ones.
