@@ -97,7 +97,14 @@ func run(m *testing.M) int {
 	}
 	if err := bed.Stop(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		code = 1
+	}
+	if logs, err := syncerLogs(); err == nil {
+		if code == 0 {
+			_ = os.RemoveAll(logs)
+		} else {
+			fmt.Fprintln(os.Stderr, "mcs-syncer's logs are kept in", logs)
+		}
 	}
 	return code
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 
 	syncerproc "github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 )
@@ -17,6 +18,11 @@ type syncerProcess struct {
 	stateDir string
 	logPath  string
 }
+
+// syncerLogs is the folder of every mcs-syncer log of this run: it
+// outlives the testbed's state folder, and run removes it unless a test
+// failed (one folder per process made 1,458 folders in /tmp in a week).
+var syncerLogs = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "mcs-e2e-syncer-") })
 
 // restart stops the syncer gracefully and starts a new one.
 func (p *syncerProcess) restart(ctx context.Context) error {
@@ -53,12 +59,16 @@ func startSyncerWith(ctx context.Context, stateDir string, args ...string) (*syn
 			return nil, err
 		}
 	}
-	// The log outlives the testbed's state folder, for a failure's post-mortem.
-	logDir, err := os.MkdirTemp("", "mcs-e2e-syncer-")
+	logDir, err := syncerLogs()
 	if err != nil {
 		return nil, err
 	}
-	s, err := syncerproc.Start(ctx, bin, filepath.Join(logDir, "mcs-syncer.log"), args...)
+	logFile, err := os.CreateTemp(logDir, "mcs-syncer-*.log")
+	if err != nil {
+		return nil, err
+	}
+	_ = logFile.Close()
+	s, err := syncerproc.Start(ctx, bin, logFile.Name(), args...)
 	if err != nil {
 		return nil, err
 	}
