@@ -187,6 +187,22 @@ func (s *Store) WithdrawCluster(cluster ClusterID) []types.NamespacedName {
 func (s *Store) Get(key types.NamespacedName) []*ExportedService {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.getLocked(key)
+}
+
+// ExportsOf returns the exports of key (as Get) and those of ids whose
+// exports are not all in the Store (as NotSynced), in one read. Read
+// apart, a member's first pass could end between the two reads: its
+// export missing from the first, the member synced in the second, and
+// the export would look withdrawn (an importer's restart at 255 members
+// deleted slices and created them again 0.1 s later).
+func (s *Store) ExportsOf(key types.NamespacedName, ids []ClusterID) (exports []*ExportedService, notSynced []ClusterID) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.getLocked(key), s.notSyncedLocked(ids)
+}
+
+func (s *Store) getLocked(key types.NamespacedName) []*ExportedService {
 	out := make([]*ExportedService, 0, len(s.byKey[key]))
 	for _, es := range s.byKey[key] {
 		out = append(out, es)
@@ -286,6 +302,10 @@ func (s *Store) Synced(cluster ClusterID) bool {
 func (s *Store) NotSynced(ids []ClusterID) []ClusterID {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.notSyncedLocked(ids)
+}
+
+func (s *Store) notSyncedLocked(ids []ClusterID) []ClusterID {
 	var out []ClusterID
 	for _, id := range ids {
 		if !s.synced[id] {

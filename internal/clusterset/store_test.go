@@ -288,3 +288,33 @@ func TestStoreWants(t *testing.T) {
 		t.Errorf("AnnounceAll: heard of %s, want every key (east's)", got)
 	}
 }
+
+// TestExportsOfIsOneRead: while a member's first pass puts its export and
+// marks it synced, ExportsOf never says the member is synced without its
+// export. (Get and NotSynced read apart did, now and then: an importer's
+// restart took exports for withdrawn.)
+func TestExportsOfIsOneRead(t *testing.T) {
+	es := export("east", 0)
+	ids := []ClusterID{"east"}
+	for range 2000 {
+		s := NewStore()
+		s.BeginResync("east")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Put(es)
+			s.MarkSynced("east", map[types.NamespacedName]bool{es.Key: true})
+		}()
+		for finished := false; !finished; {
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+			exports, notSynced := s.ExportsOf(es.Key, ids)
+			if len(notSynced) == 0 && len(exports) == 0 {
+				t.Fatal("east synced, its export missing")
+			}
+		}
+	}
+}

@@ -39,13 +39,14 @@ func (c *Controller) viewOf(key types.NamespacedName) view {
 		left := c.opts.UnreachableGrace - now.Sub(h.Since)
 		return left > 0, left
 	}
-	for _, es := range c.opts.Store.Get(key) {
+	exports, notSynced := c.opts.Store.ExportsOf(key, c.opts.Membership.IDs())
+	for _, es := range exports {
 		if ok, left := counts(c.opts.Membership.Health(es.Cluster)); ok {
 			v.exports = append(v.exports, es)
 			v.recheck = minPositive(v.recheck, left)
 		}
 	}
-	for _, id := range c.opts.Store.NotSynced(c.opts.Membership.IDs()) {
+	for _, id := range notSynced {
 		h := c.opts.Membership.Health(id)
 		switch ok, left := counts(h); {
 		case h.Up:

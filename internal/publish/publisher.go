@@ -212,6 +212,10 @@ func (p *Publisher) mine(key types.NamespacedName) *clusterset.ExportedService {
 // says why an export was not published although nothing failed (it is too
 // large).
 func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res reconcile.Result, refused string, err error) {
+	// Whether the member's exports are all in the Store, read before its
+	// export: read after, a first pass that ended in between would make
+	// an export not yet put look withdrawn (clusterset.Store.ExportsOf).
+	synced := p.opts.Store.Synced(p.opts.Cluster)
 	mine := p.mine(key)
 	name := types.NamespacedName{Namespace: p.opts.Namespace, Name: ObjectName(p.opts.Cluster, key)}
 	existing := &PublishedExport{}
@@ -226,7 +230,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		if existing == nil {
 			return reconcile.Result{}, "", nil
 		}
-		if !p.opts.Store.Synced(p.opts.Cluster) {
+		if !synced {
 			return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil // never withdraw on a partial view
 		}
 		err := p.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion})
