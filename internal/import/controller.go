@@ -218,7 +218,7 @@ func newController(cl client.Client, sliceReader client.Reader, sliceWriter disc
 // Start runs the slice cache and the controller until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	failed := make(chan error, 1)
-	waitForFirstPasses(ctx, c.membersSynced, exportsQuiet, exportsLimit)
+	waitForFirstPasses(ctx, c.firstPasses, exportsQuiet, exportsLimit)
 	go func() { failed <- c.sliceCache.Start(ctx) }()
 	go func() {
 		if err := c.nodeCache.Start(ctx); err != nil && ctx.Err() == nil {
