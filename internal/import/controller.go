@@ -76,7 +76,7 @@ type Options struct {
 type Controller struct {
 	opts       Options
 	client     client.Client
-	slices     client.Reader // the imported slices, from a cache of their own
+	slices     importedSlices // the imported slices, from a cache of their own
 	recorder   events.EventRecorder
 	controller controller.TypedController[reconcile.Request]
 	sliceCache cache.Cache
@@ -130,7 +130,8 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: slice cache: %w", opts.Consumer, err)
 	}
-	if err := sliceCache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, importedSliceIndex, importedSliceKey); err != nil {
+	slices, err := indexImportedSlices(sliceCache)
+	if err != nil {
 		return nil, fmt.Errorf("import %s: index slices: %w", opts.Consumer, err)
 	}
 	memberCache := cl.GetCache()
@@ -145,7 +146,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
 	}
-	c, err := newController(cl.GetClient(), sliceCache, clientset.DiscoveryV1(), clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")), opts)
+	c, err := newController(cl.GetClient(), slices, clientset.DiscoveryV1(), clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 // newController is the Controller without its watches and caches: what
 // Reconcile needs. sliceWriter writes the imported slices (the reconciler
 // speaks client-go), sliceReader lists them (indexed by importedSliceIndex).
-func newController(cl client.Client, sliceReader client.Reader, sliceWriter discoveryclient.EndpointSlicesGetter, recorder events.EventRecorder, opts Options) (*Controller, error) {
+func newController(cl client.Client, sliceReader importedSlices, sliceWriter discoveryclient.EndpointSlicesGetter, recorder events.EventRecorder, opts Options) (*Controller, error) {
 	if opts.Consumer == "" || opts.Store == nil || opts.Membership == nil {
 		return nil, errors.New("import: consumer, store and membership are required")
 	}

@@ -133,7 +133,7 @@ func newHarness(t *testing.T, opts Options, objs ...client.Object) *harness {
 			},
 		}).Build()
 	opts.Consumer, opts.Store, opts.Membership = "north", h.store, h.members
-	c, err := newController(h.client, h.client, sliceWriter{h.client}, h.recorder, opts)
+	c, err := newController(h.client, listedSlices{h.client}, sliceWriter{h.client}, h.recorder, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

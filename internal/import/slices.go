@@ -23,17 +23,15 @@ import (
 // unsettled source stay as they are. It reports whether the import has any
 // slice once done.
 func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (present bool, err error) {
-	var list discoveryv1.EndpointSliceList
-	// Not copied: the reconciler never modifies the slices it is given.
-	if err := c.slices.List(ctx, &list, client.InNamespace(si.Namespace), client.MatchingFields{importedSliceIndex: si.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	held, err := c.slices.of(ctx, client.ObjectKeyFromObject(si))
+	if err != nil {
 		return false, fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
 	}
 	// Every member, and every other source that slices name: those of a
 	// cluster that left the clusterset (or was renamed) are withdrawn.
 	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
 	var named []clusterset.ClusterID
-	for i := range list.Items {
-		s := &list.Items[i]
+	for _, s := range held {
 		id := sourceOf(s)
 		if _, ok := bySource[id]; !ok {
 			named = append(named, id)
