@@ -312,9 +312,10 @@ func TestExportFollowsTheService(t *testing.T) {
 	scaleUpTo5(ctx, t, east, d, "export-follows")
 }
 
-// TestServiceExportedLater: the cache of a member keeps no endpoints of a
-// Service that is not exported; exported later, the Service's endpoints
-// are read from the API server and exported, and they follow it.
+// TestServiceExportedLater: the cache of a member keeps neither the spec
+// nor the endpoints of a Service that is not exported; exported later, the
+// Service and its endpoints are read from the API server and exported, and
+// the export follows changes of both.
 func TestServiceExportedLater(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
