@@ -47,7 +47,7 @@ type growthFlags struct {
 	exported, endpoints, private int
 	changes                      int
 	idle                         time.Duration
-	hubMembers                   []int
+	hubMembers                   []hubSize
 	importers                    int
 	genericHub                   bool
 	hubRate                      float64
@@ -70,9 +70,9 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 	fs.IntVar(&f.private, "private", 2000, "Services that are not exported, in every member")
 	fs.IntVar(&f.changes, "changes", 10, "changes timed per N and mode, each to every consumer, interleaved with the relay floor's")
 	fs.DurationVar(&f.idle, "idle", 20*time.Second, "window over which idle CPU is measured, per N and mode")
-	hubMembers := fs.String("hub-members", "255,1000", "members of the simulated clusterset of each hub load, comma-separated (0: none)")
+	hubMembers := fs.String("hub-members", "255,1000:1", "members of the simulated clusterset of each hub load, comma-separated, each with its real importers after a colon (default -importers; 0: no hub load)")
 	fs.BoolVar(&f.genericHub, "generic-hub", true, "run the first hub load again with the hub served by the KEP-4080 generic control plane")
-	fs.IntVar(&f.importers, "importers", 3, "real importers of the hub load (testbed members running mcs-syncer in hub mode)")
+	fs.IntVar(&f.importers, "importers", 3, "real importers of a hub load that names none (testbed members running mcs-syncer in hub mode)")
 	fs.Float64Var(&f.hubRate, "hub-rate", 50, "changes per second the hub load's simulated members publish, in all")
 	fs.DurationVar(&f.hubDuration, "hub-duration", 30*time.Second, "how long the hub load publishes changes")
 	fs.IntVar(&f.restartLogLevel, "restart-log-level", 2, "log level of the hub load's restarted importer (2: every imported slice it writes, with its source; 0: the default)")
@@ -130,14 +130,14 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 	case f.hubDuration <= 0:
 		return nil, fmt.Errorf("-hub-duration: %s is not positive", f.hubDuration)
 	}
+	largest := f.members[len(f.members)-1]
 	for _, s := range strings.Split(*hubMembers, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		switch {
-		case err == nil && n == 0:
-		case err != nil || n <= f.importers || n > 1000:
-			return nil, fmt.Errorf("-hub-members: %q is not in %d..1000 (more than -importers), nor 0", s, f.importers+1)
-		default:
-			f.hubMembers = append(f.hubMembers, n)
+		size, err := parseHubSize(strings.TrimSpace(s), f.importers, largest)
+		if err != nil {
+			return nil, fmt.Errorf("-hub-members: %w", err)
+		}
+		if size.members > 0 {
+			f.hubMembers = append(f.hubMembers, size)
 		}
 	}
 	return f, nil
@@ -307,8 +307,8 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 				return err
 			}
 			g.logf("hub load: %d members (%d simulated) publishing %d Services x %d endpoints each, %g changes/s; %d real importers; the hub served by %s",
-				load.members, load.members-f.importers, f.exported, f.endpoints, f.hubRate, f.importers, hubServer(load.generic))
-			h, err := g.runHubLoad(ctx, load.members)
+				load.members, load.members-load.importers, f.exported, f.endpoints, f.hubRate, load.importers, hubServer(load.generic))
+			h, err := g.runHubLoad(ctx, load.hubSize)
 			if err != nil {
 				return err
 			}

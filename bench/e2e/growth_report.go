@@ -303,10 +303,15 @@ func (r *growthReport) printHubGrowth(out io.Writer) {
 		{"relay floor p50", "ms", func(h *hubLoadResult) float64 { return float64(percentile(h.Floor, 50)) / float64(time.Millisecond) }},
 	}
 	fmt.Fprintf(out, "\nhub load by clusterset size (kube-apiserver; y = a + b*members over the sizes run):\n")
+	if slices.ContainsFunc(runs, func(h *hubLoadResult) bool { return h.Importers != runs[0].Importers }) {
+		// The hub's load and the machine's share per importer grow with
+		// the real importers: those figures fit more than the size.
+		fmt.Fprintf(out, "(the sizes ran with different numbers of real importers: the hub's CPU, the convergence and the latency depend on them too)\n")
+	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(w, "figure\tunit\t")
 	for _, h := range runs {
-		fmt.Fprintf(w, "%d members\t", h.Members)
+		fmt.Fprintf(w, "%d members, %d importers\t", h.Members, h.Importers)
 	}
 	fmt.Fprint(w, "a\tb per member\tR²\t2,000 members\t5,000 members\t\n")
 	for _, fig := range figures {

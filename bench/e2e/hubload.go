@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,10 +75,41 @@ type hubLoadResult struct {
 	Breakdown string
 }
 
-// hubLoad is one run of the hub load: its clusterset's size, and whether
-// the generic control plane serves the hub.
+// hubSize is the clusterset of a hub load: its members, of which
+// importers are real (testbed members running mcs-syncer), the rest
+// simulated.
+type hubSize struct {
+	members, importers int
+}
+
+// parseHubSize reads one size of -hub-members: "N" (with the default
+// importers) or "N:importers"; "0" is no hub load. Importers are testbed
+// members, so at most the testbed's size (the largest -members).
+func parseHubSize(s string, defaultImporters, testbed int) (hubSize, error) {
+	members, importers, named := strings.Cut(s, ":")
+	n, err := strconv.Atoi(members)
+	if err != nil {
+		return hubSize{}, fmt.Errorf("%q is not a number of members (N or N:importers)", s)
+	}
+	size := hubSize{members: n, importers: defaultImporters}
+	if named {
+		if size.importers, err = strconv.Atoi(importers); err != nil || size.importers < 1 || size.importers > testbed {
+			return hubSize{}, fmt.Errorf("%q: importers %q are not in 1..%d (the largest -members)", s, importers, testbed)
+		}
+	}
+	switch {
+	case n == 0 && !named:
+		return hubSize{}, nil
+	case n <= size.importers || n > 1000:
+		return hubSize{}, fmt.Errorf("%q is not in %d..1000 (more than its %d importers), nor 0", s, size.importers+1, size.importers)
+	}
+	return size, nil
+}
+
+// hubLoad is one run of the hub load: its clusterset, and whether the
+// generic control plane serves the hub.
 type hubLoad struct {
-	members int
+	hubSize
 	generic bool
 }
 
@@ -85,10 +117,10 @@ type hubLoad struct {
 // kube-apiserver, the first also with the generic control plane.
 func hubLoads(f *growthFlags) []hubLoad {
 	var loads []hubLoad
-	for i, n := range f.hubMembers {
-		loads = append(loads, hubLoad{members: n})
+	for i, size := range f.hubMembers {
+		loads = append(loads, hubLoad{hubSize: size})
 		if i == 0 && f.genericHub {
-			loads = append(loads, hubLoad{members: n, generic: true})
+			loads = append(loads, hubLoad{hubSize: size, generic: true})
 		}
 	}
 	return loads
@@ -164,10 +196,10 @@ func hubServiceName(i int) string { return fmt.Sprintf("h-%04d", i) }
 // starts the real importers in hub mode, then changes publications at
 // the hub rate and times each change to every importer, next to the relay
 // floor through the same hops; last, it restarts one importer.
-func (g *growth) runHubLoad(ctx context.Context, members int) (*hubLoadResult, error) {
+func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, error) {
 	f := g.f
-	importers := g.bed.Clusters[len(g.bed.Clusters)-f.importers:]
-	res := &hubLoadResult{Members: members, Simulated: members - f.importers, Importers: f.importers, Rate: f.hubRate}
+	importers := g.bed.Clusters[len(g.bed.Clusters)-size.importers:]
+	res := &hubLoadResult{Members: size.members, Simulated: size.members - size.importers, Importers: size.importers, Rate: f.hubRate}
 	sims := res.Simulated
 	if err := g.ensureNamespace(ctx, hubLoadNamespace); err != nil {
 		return nil, err

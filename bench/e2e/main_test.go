@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -101,29 +102,38 @@ func TestGrowthHubLoads(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-hub-members", "255,3"}, `-hub-members: "3" is not in 4..1000`},
+		{[]string{"-hub-members", "255,3"}, `-hub-members: "3" is not in 4..1000 (more than its 3 importers)`},
 		{[]string{"-hub-members", "1001"}, `-hub-members: "1001" is not in 4..1000`},
-		{[]string{"-hub-members", "lots"}, `-hub-members: "lots"`},
+		{[]string{"-hub-members", "lots"}, `-hub-members: "lots" is not a number of members`},
+		{[]string{"-hub-members", "255:0"}, `-hub-members: "255:0": importers "0" are not in 1..10 (the largest -members)`},
+		{[]string{"-hub-members", "255:11"}, `importers "11" are not in 1..10`},
+		{[]string{"-hub-members", "255:x"}, `importers "x" are not in 1..10`},
+		{[]string{"-hub-members", "2:2"}, `"2:2" is not in 3..1000 (more than its 2 importers)`},
+		{[]string{"-hub-members", "0:1"}, `"0:1" is not in 2..1000`},
 	} {
 		if _, err := parseGrowthFlags(tc.args, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
 		}
 	}
-	f, err := parseGrowthFlags([]string{"-hub-members", "255,1000"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loads := hubLoads(f)
-	want := []hubLoad{{255, false}, {255, true}, {1000, false}}
-	if len(loads) != len(want) {
-		t.Fatalf("hub loads %v, want %v", loads, want)
-	}
-	for i := range want {
-		if loads[i] != want[i] {
-			t.Errorf("hub load %d: %v, want %v (each size on kube-apiserver, the first also on the generic control plane)", i, loads[i], want[i])
+	for _, tc := range []struct {
+		args []string
+		want []hubLoad
+	}{
+		// The default: 1,000 members with one real importer, which a
+		// 2-core machine can carry (three write 3 x 99,900 slices).
+		{nil, []hubLoad{{hubSize{255, 3}, false}, {hubSize{255, 3}, true}, {hubSize{1000, 1}, false}}},
+		{[]string{"-hub-members", "255,1000"}, []hubLoad{{hubSize{255, 3}, false}, {hubSize{255, 3}, true}, {hubSize{1000, 3}, false}}},
+		{[]string{"-hub-members", "255:2, 1000:1", "-importers", "1", "-generic-hub=false"}, []hubLoad{{hubSize{255, 2}, false}, {hubSize{1000, 1}, false}}},
+		{[]string{"-hub-members", "0"}, nil},
+		{[]string{"-quick"}, []hubLoad{{hubSize{12, 3}, false}, {hubSize{12, 3}, true}}},
+	} {
+		f, err := parseGrowthFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
 		}
-	}
-	if f, _ := parseGrowthFlags([]string{"-hub-members", "0"}, io.Discard); len(hubLoads(f)) != 0 {
-		t.Errorf("-hub-members 0: %v, want no hub load", hubLoads(f))
+		if got := hubLoads(f); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: hub loads %v, want %v (each size on kube-apiserver, the first also on the generic control plane)", tc.args, got, tc.want)
+		}
 	}
 }
