@@ -165,7 +165,9 @@ func (f *fetched) service(ctx context.Context, reader client.Reader, cached *cor
 		}
 		return nil, fmt.Errorf("read Service %s, whose spec the cache left out: %w", key, err)
 	}
-	live.ManagedFields = nil
+	// Held as the cache holds a whole Service (what the watcher never
+	// reads dropped), so that the two read the same.
+	_, _ = clusterset.StripUnread(live)
 	f.specs[key] = live
 	return live, nil
 }
@@ -204,7 +206,7 @@ func (f *fetched) whole(ctx context.Context, reader client.Reader, svc types.Nam
 		}
 		had = make(map[string]*discoveryv1.EndpointSlice, len(live.Items))
 		for i := range live.Items {
-			live.Items[i].ManagedFields = nil
+			_, _ = clusterset.StripUnread(&live.Items[i])
 			had[live.Items[i].Name] = &live.Items[i]
 		}
 	}

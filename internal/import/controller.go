@@ -179,7 +179,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 
 // newController is the Controller without its watches and caches: what
 // Reconcile needs. sliceWriter writes the imported slices (the reconciler
-// speaks client-go), sliceReader lists them (indexed by importedSliceIndex).
+// speaks client-go), sliceReader reads them per import.
 func newController(cl client.Client, sliceReader importedSlices, sliceWriter discoveryclient.EndpointSlicesGetter, recorder events.EventRecorder, opts Options) (*Controller, error) {
 	if opts.Consumer == "" || opts.Store == nil || opts.Membership == nil {
 		return nil, errors.New("import: consumer, store and membership are required")

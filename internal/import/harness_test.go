@@ -299,3 +299,26 @@ func (s *nsSlices) Delete(ctx context.Context, name string, opts metav1.DeleteOp
 	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name}}
 	return s.c.Delete(ctx, es, &client.DeleteOptions{Preconditions: opts.Preconditions})
 }
+
+// listedSlices lists the imported slices through the fake client, which
+// indexes them by importedSliceKey: the harness's stand-in for the
+// informer's index (indexedSlices).
+type listedSlices struct{ reader client.Reader }
+
+func (s listedSlices) of(ctx context.Context, key types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := s.reader.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingFields{importedSliceIndex: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// importedSliceKey is byImport for the fake client, whose field indexes
+// are per namespace already.
+func importedSliceKey(o client.Object) []string {
+	return []string{o.GetLabels()[mcsv1beta1.LabelServiceName]}
+}

@@ -18,31 +18,34 @@ type importedSlices interface {
 	of(ctx context.Context, key types.NamespacedName) ([]*discoveryv1.EndpointSlice, error)
 }
 
+// importedSliceIndex indexes the imported slices by their import: a
+// change costs the same however many imports the cluster holds.
+const importedSliceIndex = "mcs-syncer.endpointslice.import"
+
 // indexImportedSlices indexes the imported slices of sliceCache by their
 // import, and returns what reads them through the index: the informer's
-// own objects where the cache's informer is client-go's (a list through
-// the cache copied every slice of an import into the list it returns,
-// which for an import of 1,000 sources was a tenth of the importer's CPU,
-// and more in garbage collection: make bench-scale, 1,000 members), a
-// list through the cache otherwise.
+// own objects. (A list through the cache copied every slice of an import
+// into the list it returns, which for an import of 1,000 sources was a
+// tenth of the importer's CPU, and more in garbage collection: make
+// bench-scale, 1,000 members.) controller-runtime's cache hands out
+// client-go's informers; another is an error.
 func indexImportedSlices(sliceCache cache.Cache) (importedSlices, error) {
 	inf, err := sliceCache.GetInformer(context.Background(), &discoveryv1.EndpointSlice{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, err
 	}
-	if shared, ok := inf.(toolscache.SharedIndexInformer); ok {
-		if err := shared.AddIndexers(toolscache.Indexers{importedSliceIndex: byImport}); err != nil {
-			return nil, err
-		}
-		return indexedSlices{shared.GetIndexer()}, nil
+	shared, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("the EndpointSlice cache's informer is a %T, not client-go's SharedIndexInformer, whose index the import controller reads", inf)
 	}
-	if err := sliceCache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, importedSliceIndex, importedSliceKey); err != nil {
+	if err := shared.AddIndexers(toolscache.Indexers{importedSliceIndex: byImport}); err != nil {
 		return nil, err
 	}
-	return listedSlices{sliceCache}, nil
+	return indexedSlices{shared.GetIndexer()}, nil
 }
 
-// byImport indexes an imported slice by its import's namespace/name.
+// byImport indexes an imported slice by its import's namespace/name (its
+// namespace and multicluster.kubernetes.io/service-name label).
 func byImport(obj any) ([]string, error) {
 	o, ok := obj.(client.Object)
 	if !ok {
@@ -66,23 +69,6 @@ func (s indexedSlices) of(_ context.Context, key types.NamespacedName) ([]*disco
 			return nil, fmt.Errorf("the imported slices' index holds a %T", o)
 		}
 		out = append(out, slice)
-	}
-	return out, nil
-}
-
-// listedSlices lists the imported slices through a reader that indexes
-// them by importedSliceIndex (the unit tests' fake client; a cache whose
-// informers are not client-go's).
-type listedSlices struct{ reader client.Reader }
-
-func (s listedSlices) of(ctx context.Context, key types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
-	var list discoveryv1.EndpointSliceList
-	if err := s.reader.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingFields{importedSliceIndex: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
 	}
 	return out, nil
 }

@@ -22,15 +22,6 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
-// importedSliceIndex indexes the imported slices by their
-// multicluster.kubernetes.io/service-name label: a change costs the same
-// however many imports the namespace holds.
-const importedSliceIndex = "mcs-syncer.endpointslice.imported-service-name"
-
-func importedSliceKey(o client.Object) []string {
-	return []string{o.GetLabels()[mcsv1beta1.LabelServiceName]}
-}
-
 // watches returns what triggers a reconcile of an import.
 func (c *Controller) watches(memberCache, sliceCache cache.Cache, scheme *runtime.Scheme, mapper meta.RESTMapper) []source.TypedSource[reconcile.Request] {
 	return []source.TypedSource[reconcile.Request]{
