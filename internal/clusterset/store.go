@@ -17,7 +17,11 @@ import (
 type Store struct {
 	mu    sync.RWMutex
 	byKey map[types.NamespacedName]map[ClusterID]*ExportedService
-	subs  []*subscription
+	// sorted holds byKey's exports of each key ordered by cluster ID, kept
+	// in step with byKey (putLocked, removeLocked): an import of 1,000
+	// sources sorted them on every read, per reconcile.
+	sorted map[types.NamespacedName][]*ExportedService
+	subs   []*subscription
 	// synced holds the clusters whose exports are all in the Store (their
 	// export watcher's first pass is done). Until then the Store's view of
 	// a cluster is partial, and nothing may be withdrawn on its account.
@@ -38,6 +42,7 @@ type Store struct {
 func NewStore() *Store {
 	return &Store{
 		byKey:       map[types.NamespacedName]map[ClusterID]*ExportedService{},
+		sorted:      map[types.NamespacedName][]*ExportedService{},
 		synced:      map[ClusterID]bool{},
 		blocked:     map[types.NamespacedName]map[ClusterID]string{},
 		unpublished: map[types.NamespacedName]string{},
@@ -133,11 +138,7 @@ func (s *Store) Put(es *ExportedService) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if byCluster == nil {
-		byCluster = map[ClusterID]*ExportedService{}
-		s.byKey[es.Key] = byCluster
-	}
-	byCluster[es.Cluster] = es
+	s.putLocked(es)
 	s.mu.Unlock()
 	s.notify(es.Key, es.Cluster)
 	return true
@@ -149,10 +150,7 @@ func (s *Store) Delete(cluster ClusterID, key types.NamespacedName) bool {
 	s.mu.Lock()
 	_, ok := s.byKey[key][cluster]
 	if ok {
-		delete(s.byKey[key], cluster)
-		if len(s.byKey[key]) == 0 {
-			delete(s.byKey, key)
-		}
+		s.removeLocked(key, cluster)
 	}
 	s.mu.Unlock()
 	if ok {
@@ -168,10 +166,7 @@ func (s *Store) WithdrawCluster(cluster ClusterID) []types.NamespacedName {
 	var keys []types.NamespacedName
 	for key, byCluster := range s.byKey {
 		if _, ok := byCluster[cluster]; ok {
-			delete(byCluster, cluster)
-			if len(byCluster) == 0 {
-				delete(s.byKey, key)
-			}
+			s.removeLocked(key, cluster)
 			keys = append(keys, key)
 		}
 	}
@@ -202,14 +197,43 @@ func (s *Store) ExportsOf(key types.NamespacedName, ids []ClusterID) (exports []
 	return s.getLocked(key), s.notSyncedLocked(ids)
 }
 
+// getLocked returns the exports of key ordered by cluster ID, in a slice
+// of the caller's (never nil); s.mu must be held.
 func (s *Store) getLocked(key types.NamespacedName) []*ExportedService {
-	out := make([]*ExportedService, 0, len(s.byKey[key]))
-	for _, es := range s.byKey[key] {
-		out = append(out, es)
-	}
-	slices.SortFunc(out, func(a, b *ExportedService) int { return cmp.Compare(a.Cluster, b.Cluster) })
-	return out
+	return append(make([]*ExportedService, 0, len(s.sorted[key])), s.sorted[key]...)
 }
+
+// putLocked stores es in byKey and sorted; s.mu must be held for writing.
+func (s *Store) putLocked(es *ExportedService) {
+	byCluster := s.byKey[es.Key]
+	if byCluster == nil {
+		byCluster = map[ClusterID]*ExportedService{}
+		s.byKey[es.Key] = byCluster
+	}
+	byCluster[es.Cluster] = es
+	sorted := s.sorted[es.Key]
+	if i, found := slices.BinarySearchFunc(sorted, es.Cluster, byClusterID); found {
+		sorted[i] = es
+	} else {
+		s.sorted[es.Key] = slices.Insert(sorted, i, es)
+	}
+}
+
+// removeLocked removes cluster's export of key from byKey and sorted;
+// s.mu must be held for writing.
+func (s *Store) removeLocked(key types.NamespacedName, cluster ClusterID) {
+	delete(s.byKey[key], cluster)
+	if len(s.byKey[key]) == 0 {
+		delete(s.byKey, key)
+		delete(s.sorted, key)
+		return
+	}
+	if i, found := slices.BinarySearchFunc(s.sorted[key], cluster, byClusterID); found {
+		s.sorted[key] = slices.Delete(s.sorted[key], i, i+1)
+	}
+}
+
+func byClusterID(es *ExportedService, id ClusterID) int { return cmp.Compare(es.Cluster, id) }
 
 // GetFrom returns cluster's export of key, or nil.
 func (s *Store) GetFrom(key types.NamespacedName, cluster ClusterID) *ExportedService {
@@ -253,10 +277,7 @@ func (s *Store) MarkSynced(cluster ClusterID, current map[types.NamespacedName]b
 	s.mu.Lock()
 	for key, byCluster := range s.byKey {
 		if _, ok := byCluster[cluster]; ok && !current[key] {
-			delete(byCluster, cluster)
-			if len(byCluster) == 0 {
-				delete(s.byKey, key)
-			}
+			s.removeLocked(key, cluster)
 			gone = append(gone, key)
 		}
 	}

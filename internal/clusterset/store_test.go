@@ -2,7 +2,9 @@ package clusterset
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -316,5 +318,44 @@ func TestExportsOfIsOneRead(t *testing.T) {
 				t.Fatal("east synced, its export missing")
 			}
 		}
+	}
+}
+
+// TestStoreOrderKeptInStep: the exports of a key, kept ordered by cluster
+// at every change rather than sorted at every read, are byKey's exports
+// in cluster order after any sequence of puts, deletes, withdrawals and
+// first passes.
+func TestStoreOrderKeptInStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := NewStore()
+	clusters := []ClusterID{"a", "b", "c", "d", "e", "f"}
+	keys := []types.NamespacedName{{Namespace: "ns", Name: "x"}, {Namespace: "ns", Name: "y"}}
+	for step := range 2000 {
+		id, key := clusters[rng.IntN(len(clusters))], keys[rng.IntN(len(keys))]
+		switch rng.IntN(6) {
+		case 0:
+			s.Delete(id, key)
+		case 1:
+			s.WithdrawCluster(id)
+		case 2:
+			s.MarkSynced(id, map[types.NamespacedName]bool{key: true})
+		default:
+			es := export(string(id), rng.IntN(3))
+			es.Key = key
+			s.Put(es)
+		}
+		for _, k := range keys {
+			var want []*ExportedService
+			for _, es := range s.byKey[k] {
+				want = append(want, es)
+			}
+			slices.SortFunc(want, func(a, b *ExportedService) int { return strings.Compare(string(a.Cluster), string(b.Cluster)) })
+			if got := s.Get(k); !slices.Equal(got, want) || got == nil {
+				t.Fatalf("step %d: Get(%s) = %v, want %v (non-nil)", step, k, got, want)
+			}
+		}
+	}
+	if len(s.sorted) != len(s.byKey) {
+		t.Errorf("%d keys kept ordered, %d in the Store: a key without exports is kept", len(s.sorted), len(s.byKey))
 	}
 }

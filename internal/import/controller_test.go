@@ -2,6 +2,7 @@ package imports
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -489,5 +490,13 @@ func TestSettledSources(t *testing.T) {
 	}
 	if name, ok := list.Items[0].Labels[discoveryv1.LabelServiceName]; ok {
 		t.Errorf("west's slice of a headless import keeps %s=%s", discoveryv1.LabelServiceName, name)
+	}
+}
+
+func TestClusterListIsFmtsList(t *testing.T) {
+	for _, ids := range [][]clusterset.ClusterID{nil, {"east"}, {"east", "west.fleet-a", "north"}} {
+		if got, want := clusterList(ids), fmt.Sprintf("%v", ids); got != want {
+			t.Errorf("clusterList(%q) = %q, want %q (the Ready message's format)", ids, got, want)
+		}
 	}
 }

@@ -67,7 +67,7 @@ func (m *members) Health(id clusterset.ClusterID) clusterset.Health {
 // harness is one consumer ("north") with a fake API server, a Store and
 // members east, west and north.
 type harness struct {
-	t        *testing.T
+	t        testing.TB
 	client   client.Client
 	store    *clusterset.Store
 	members  *members
@@ -83,7 +83,7 @@ type harness struct {
 	nextIP   int
 }
 
-func newHarness(t *testing.T, opts Options, objs ...client.Object) *harness {
+func newHarness(t testing.TB, opts Options, objs ...client.Object) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

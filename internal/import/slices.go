@@ -29,7 +29,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	}
 	// Every member, and every other source that slices name: those of a
 	// cluster that left the clusterset (or was renamed) are withdrawn.
-	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{}
+	bySource := make(map[clusterset.ClusterID][]*discoveryv1.EndpointSlice, len(held))
 	var named []clusterset.ClusterID
 	for _, s := range held {
 		id := sourceOf(s)
@@ -39,7 +39,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 		bySource[id] = append(bySource[id], s)
 	}
 	sources := membersAnd(c.opts.Membership.IDs(), named)
-	exportOf := map[clusterset.ClusterID]*clusterset.ExportedService{}
+	exportOf := make(map[clusterset.ClusterID]*clusterset.ExportedService, len(v.exports))
 	for _, es := range v.exports {
 		exportOf[es.Cluster] = es
 	}

@@ -1,0 +1,154 @@
+package imports
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// BenchmarkReconcileOneSourceChanged is the importer's work under make
+// bench-scale's hub load: an import of many sources (10 endpoints each),
+// one of which changes per reconcile. What a reconcile costs beyond
+// planning and writing that one source's slice is work that grows with
+// the import's sources, and it bounds the change latency at 1,000
+// members. The imported slices are read as the informer's index gives
+// them (shared objects, no list); the ServiceImport, its derived Service
+// and the namespace come from the fake client, a cost that does not grow
+// with the sources.
+func BenchmarkReconcileOneSourceChanged(b *testing.B) {
+	for _, sources := range []int{252, 1000} {
+		b.Run(fmt.Sprintf("sources=%d", sources), func(b *testing.B) {
+			h := newHarness(b, Options{})
+			current := make([]*clusterset.ExportedService, sources)
+			other := make([]*clusterset.ExportedService, sources) // each source's other version
+			h.members.ids = []clusterset.ClusterID{"north"}
+			for i := range current {
+				id := fmt.Sprintf("m%04d", i)
+				h.members.ids = append(h.members.ids, clusterset.ClusterID(id))
+				addrs := make([]string, 10)
+				for j := range addrs {
+					addrs[j] = fmt.Sprintf("10.%d.%d.%d", 100+i/250, i%250, j)
+				}
+				current[i] = h.export(id, 1, addrs...)
+				other[i] = h.export(id, 1, append(slices.Clone(addrs[1:]), fmt.Sprintf("10.99.%d.%d", i/250, i%250))...)
+			}
+			// The harness's members look a member up in a list: here, a
+			// set, as the Membership of a process does.
+			held, opts := newHeldIndex(), h.c.opts
+			opts.Membership = allUp(h.members.ids)
+			c, err := newController(h.client, held, held, h.recorder, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.c = c
+			h.put(current...)
+			h.reconcile()
+			if n := held.count(); n != sources {
+				b.Fatalf("%d imported slices after the first reconcile, want %d", n, sources)
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				s := i % sources
+				current[s], other[s] = other[s], current[s]
+				h.store.Put(current[s])
+				h.reconcile()
+			}
+			b.StopTimer()
+			if n := held.count(); n != sources {
+				b.Fatalf("%d imported slices, want %d", n, sources)
+			}
+		})
+	}
+}
+
+// allUp is a Membership whose members are all up.
+type allUp []clusterset.ClusterID
+
+func (m allUp) IDs() []clusterset.ClusterID { return slices.Clone(m) }
+
+func (m allUp) Health(clusterset.ClusterID) clusterset.Health {
+	return clusterset.Health{Up: true, Answering: true}
+}
+
+// heldIndex stands for the informer's index and the API server at once:
+// what the reconciler writes is held at once, as shared objects, the way
+// indexedSlices gives the informer's.
+type heldIndex struct {
+	mu     sync.Mutex
+	byName map[types.NamespacedName]*discoveryv1.EndpointSlice
+	rv     int
+}
+
+func newHeldIndex() *heldIndex {
+	return &heldIndex{byName: map[types.NamespacedName]*discoveryv1.EndpointSlice{}}
+}
+
+func (x *heldIndex) count() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.byName)
+}
+
+func (x *heldIndex) of(_ context.Context, key types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make([]*discoveryv1.EndpointSlice, 0, len(x.byName))
+	for _, s := range x.byName {
+		if s.Namespace == key.Namespace && importedSliceKey(s)[0] == key.Name {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func (x *heldIndex) EndpointSlices(ns string) discoveryclient.EndpointSliceInterface {
+	return &heldNamespace{x: x, ns: ns}
+}
+
+type heldNamespace struct {
+	discoveryclient.EndpointSliceInterface // only the methods below are used
+	x                                      *heldIndex
+	ns                                     string
+}
+
+func (n *heldNamespace) store(es *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	n.x.mu.Lock()
+	defer n.x.mu.Unlock()
+	es = es.DeepCopy()
+	es.Namespace = n.ns
+	n.x.rv++
+	if es.Name == "" {
+		es.Name = fmt.Sprintf("%s%d", es.GenerateName, n.x.rv)
+	}
+	if es.UID == "" {
+		es.UID = uuid.NewUUID()
+	}
+	es.ResourceVersion = fmt.Sprint(n.x.rv)
+	n.x.byName[types.NamespacedName{Namespace: n.ns, Name: es.Name}] = es
+	return es.DeepCopy()
+}
+
+func (n *heldNamespace) Create(_ context.Context, es *discoveryv1.EndpointSlice, _ metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
+	return n.store(es), nil
+}
+
+func (n *heldNamespace) Update(_ context.Context, es *discoveryv1.EndpointSlice, _ metav1.UpdateOptions) (*discoveryv1.EndpointSlice, error) {
+	return n.store(es), nil
+}
+
+func (n *heldNamespace) Delete(_ context.Context, name string, _ metav1.DeleteOptions) error {
+	n.x.mu.Lock()
+	defer n.x.mu.Unlock()
+	delete(n.x.byName, types.NamespacedName{Namespace: n.ns, Name: name})
+	return nil
+}
