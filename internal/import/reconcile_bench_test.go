@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +29,13 @@ import (
 func BenchmarkReconcileOneSourceChanged(b *testing.B) {
 	for _, sources := range []int{252, 1000} {
 		b.Run(fmt.Sprintf("sources=%d", sources), func(b *testing.B) {
-			h := newHarness(b, Options{})
+			// With the metrics a process keeps: a reconcile sets gauges
+			// per source.
+			m, err := NewMetrics(prometheus.NewRegistry())
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := newHarness(b, Options{Metrics: m})
 			current := make([]*clusterset.ExportedService, sources)
 			other := make([]*clusterset.ExportedService, sources) // each source's other version
 			h.members.ids = []clusterset.ClusterID{"north"}
@@ -46,7 +53,7 @@ func BenchmarkReconcileOneSourceChanged(b *testing.B) {
 			// set, as the Membership of a process does.
 			held, opts := newHeldIndex(), h.c.opts
 			opts.Membership = allUp(h.members.ids)
-			c, err := newController(h.client, held, held, h.recorder, opts)
+			c, err := newController(h.client, held, held, nil, opts)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package imports
 
 import (
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,45 +23,57 @@ import (
 // planning of the source that changed.
 type settled struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName]map[clusterset.ClusterID]settledInputs
+	m  map[types.NamespacedName]settledSources
 }
+
+// settledSources is what settled knows of one import. Reconciles of one
+// import never run at once (the workqueue's rule), so its map is only
+// ever used by one at a time: a reconcile looks the import up once, not
+// once per source (1,000 at make bench-scale's largest).
+type settledSources map[clusterset.ClusterID]settledInputs
 
 // settledInputs are what a source's slices are planned from: the export
 // (the Store's, replaced on every change, never modified), what the
-// import gives every source (sharedInputs), and the slices held (names
-// and resourceVersions: ours written since, or anyone's change, differ).
+// import gives every source (sharedInputs), and the slices held (a hash
+// of their names and resourceVersions: ours written since, or anyone's
+// change, differ).
 type settledInputs struct {
 	export *clusterset.ExportedService
 	shared string
-	slices string
+	slices uint64
 }
 
 func newSettled() *settled {
-	return &settled{m: map[types.NamespacedName]map[clusterset.ClusterID]settledInputs{}}
+	return &settled{m: map[types.NamespacedName]settledSources{}}
 }
 
-// same reports whether source's slices of import key were found up to
-// date under these inputs.
-func (s *settled) same(key types.NamespacedName, source clusterset.ClusterID, in settledInputs) bool {
+// of returns what is known of import key's sources, to read and record
+// for the length of one reconcile.
+func (s *settled) of(key types.NamespacedName) settledSources {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last, ok := s.m[key][source]
+	known := s.m[key]
+	if known == nil {
+		known = settledSources{}
+		s.m[key] = known
+	}
+	return known
+}
+
+// same reports whether source's slices were found up to date under in.
+func (k settledSources) same(source clusterset.ClusterID, in settledInputs) bool {
+	last, ok := k[source]
 	return ok && last == in
 }
 
-// record notes that source's slices of import key are up to date under in,
-// or (upToDate false) that they may not be.
-func (s *settled) record(key types.NamespacedName, source clusterset.ClusterID, in settledInputs, upToDate bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !upToDate {
-		delete(s.m[key], source)
-		return
+// record notes that source's slices are up to date under in, or
+// (upToDate false) that they may not be.
+func (k settledSources) record(source clusterset.ClusterID, in settledInputs, upToDate bool) {
+	if upToDate {
+		k[source] = in
+	} else {
+		delete(k, source)
 	}
-	if s.m[key] == nil {
-		s.m[key] = map[clusterset.ClusterID]settledInputs{}
-	}
-	s.m[key][source] = in
 }
 
 // forget drops what is known of import key.
@@ -86,11 +99,20 @@ func sharedInputs(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, addres
 	return b.String()
 }
 
-// heldSlices identifies the slices held by name and resourceVersion.
-func heldSlices(held []*discoveryv1.EndpointSlice) string {
-	var b strings.Builder
+// heldSlices identifies the slices held by a hash of their names and
+// resourceVersions: no allocation per source and reconcile, where a string
+// of them cost one. Two sets of slices that hash the same (1 in 2^64) would
+// leave a source unplanned until its export or slices change again.
+func heldSlices(held []*discoveryv1.EndpointSlice) uint64 {
+	var h maphash.Hash
+	h.SetSeed(heldSeed)
 	for _, s := range held {
-		b.WriteString(s.Name + "@" + s.ResourceVersion + "\x00")
+		h.WriteString(s.Name)
+		h.WriteByte(0)
+		h.WriteString(s.ResourceVersion)
+		h.WriteByte(0)
 	}
-	return b.String()
+	return h.Sum64()
 }
+
+var heldSeed = maphash.MakeSeed()

@@ -49,12 +49,21 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	localFirst := c.localFirstHints(ctx, merged, local)
 	key := client.ObjectKeyFromObject(si)
 	shared := sharedInputs(si, merged, addressTypes)
+	known := c.settled.of(key)
 	var errs []error
 	for _, source := range sources {
-		existing := bySource[source]
-		if (exportOf[source] == nil && len(existing) == 0) || v.unsettled[source] {
+		existing, es := bySource[source], exportOf[source]
+		if (es == nil && len(existing) == 0) || v.unsettled[source] {
 			present = present || len(existing) > 0 // nothing to do, or not all known yet
 			continue
+		}
+		var inputs settledInputs
+		if localFirst == nil {
+			inputs = settledInputs{export: es, shared: shared, slices: heldSlices(existing)}
+			if known.same(source, inputs) {
+				present = present || len(existing) > 0
+				continue
+			}
 		}
 		in := reconciler.Input{
 			Owner: si, OwnerGVK: serviceImportGVK,
@@ -64,22 +73,15 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 			// See hints.go: never the source's hints, the import's own.
 			TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
 		}
-		var inputs settledInputs
 		if localFirst != nil {
 			// Hints from the consumer's own zones: not remembered.
 			in.Hints = localFirst(source)
-		} else {
-			inputs = settledInputs{export: exportOf[source], shared: shared, slices: heldSlices(existing)}
-			if c.settled.same(key, source, inputs) {
-				present = present || len(existing) > 0
-				continue
-			}
 		}
-		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, exportOf[source])
+		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, es)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
 		}
-		c.settled.record(key, source, inputs, err == nil && !wrote && localFirst == nil)
+		known.record(source, inputs, err == nil && !wrote && localFirst == nil)
 		present = present || left > 0
 	}
 	return present, errors.Join(errs...)
