@@ -165,8 +165,8 @@ func BenchmarkReportDuplicates(b *testing.B) {
 }
 
 func TestMembersAndOthersEachOnce(t *testing.T) {
-	got := membersAnd([]clusterset.ClusterID{"east", "west"}, []clusterset.ClusterID{"west", "gone", "east", "gone", "old"})
-	if want := []clusterset.ClusterID{"east", "west", "gone", "old"}; !slices.Equal(got, want) {
+	got := membersAnd([]clusterset.ClusterID{"east", "west"}, []clusterset.ClusterID{"west", "gone", "east", "gone", "old"}, []clusterset.ClusterID{"new", "old", "east"})
+	if want := []clusterset.ClusterID{"east", "west", "gone", "old", "new"}; !slices.Equal(got, want) {
 		t.Errorf("membersAnd = %v, want %v", got, want)
 	}
 }

@@ -38,12 +38,14 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 		}
 		bySource[id] = append(bySource[id], s)
 	}
-	sources := membersAnd(c.opts.Membership.IDs(), named)
 	exportOf := make(map[clusterset.ClusterID]*clusterset.ExportedService, len(v.exports))
-	for _, es := range v.exports {
+	exporters := make([]clusterset.ClusterID, len(v.exports))
+	for i, es := range v.exports {
 		exportOf[es.Cluster] = es
+		exporters[i] = es.Cluster
 	}
-	c.reportDuplicates(si, v.exports)
+	sources := membersAnd(c.opts.Membership.IDs(), named, exporters)
+	c.reportDuplicates(si, v.exports, sources)
 	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
 	local, _ := desiredGroups(merged, exportOf[c.opts.Consumer], addressTypes)
 	localFirst := c.localFirstHints(ctx, merged, local)
@@ -198,15 +200,12 @@ func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Mer
 // them). Both are imported, as the standard has no rule for it; the
 // duplicate_endpoints gauge counts them, and a Warning event on the
 // ServiceImport names the clusters whenever their number changes.
-func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService) {
+//
+// sources are every member and every exporter: each one's share is set,
+// so that one that stopped exporting drops to 0.
+func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService, sources []clusterset.ClusterID) {
 	key := client.ObjectKeyFromObject(si)
 	r := c.addresses.update(key, exports)
-	// Every member's share, so that one that stopped exporting drops to 0.
-	exporters := make([]clusterset.ClusterID, len(exports))
-	for i, es := range exports {
-		exporters[i] = es.Cluster
-	}
-	sources := membersAnd(c.opts.Membership.IDs(), exporters)
 	changed := false
 	for _, id := range sources {
 		changed = c.opts.Metrics.setDuplicate(id, c.opts.Consumer, key, r.Shared[id]) || changed
@@ -218,23 +217,25 @@ func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*c
 	}
 }
 
-// membersAnd returns the members, then the others of more in their
-// order, each once. A set, not a search of the list for each: an import
-// has a source per member (252 in make bench-scale's hub load), and a
-// reconcile did this twice.
-func membersAnd(members, more []clusterset.ClusterID) []clusterset.ClusterID {
-	out := slices.Clone(members)
-	seen := make(map[clusterset.ClusterID]bool, len(members)+len(more))
+// membersAnd returns the members, then the others of each of more in
+// their order, each once. A set, not a search of the list for each: an
+// import has a source per member (1,000 in make bench-scale's largest hub
+// load), and a reconcile once built it twice. members is appended to (a
+// copy: Membership.IDs gives one per call).
+func membersAnd(members []clusterset.ClusterID, more ...[]clusterset.ClusterID) []clusterset.ClusterID {
+	seen := make(map[clusterset.ClusterID]bool, len(members))
 	for _, id := range members {
 		seen[id] = true
 	}
-	for _, id := range more {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+	for _, ids := range more {
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				members = append(members, id)
+			}
 		}
 	}
-	return out
+	return members
 }
 
 // endpointsIn counts the endpoints of slices.
