@@ -99,7 +99,8 @@ func (e *ExportedService) Equal(o *ExportedService) bool {
 // clusterset's members while it runs: who they are now, and how healthy
 // each is.
 type Membership interface {
-	// IDs returns the current members' IDs, sorted.
+	// IDs returns the current members' IDs, sorted; the slice may be
+	// shared (a membership change replaces it): never modify it.
 	IDs() []ClusterID
 	// Health reports what is known of a member's health; a member not in
 	// the clusterset is Down since the zero time.

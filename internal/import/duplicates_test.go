@@ -165,8 +165,13 @@ func BenchmarkReportDuplicates(b *testing.B) {
 }
 
 func TestMembersAndOthersEachOnce(t *testing.T) {
-	got := membersAnd([]clusterset.ClusterID{"east", "west"}, []clusterset.ClusterID{"west", "gone", "east", "gone", "old"}, []clusterset.ClusterID{"new", "old", "east"})
+	members := make([]clusterset.ClusterID, 2, 10) // room to append: never used
+	copy(members, []clusterset.ClusterID{"east", "west"})
+	got := membersAnd(members, []clusterset.ClusterID{"west", "gone", "east", "gone", "old"}, []clusterset.ClusterID{"new", "old", "east"})
 	if want := []clusterset.ClusterID{"east", "west", "gone", "old", "new"}; !slices.Equal(got, want) {
 		t.Errorf("membersAnd = %v, want %v", got, want)
+	}
+	if extended := members[:3]; extended[2] != "" {
+		t.Errorf("membersAnd wrote %q into the members' array: Membership.IDs shares its own", extended[2])
 	}
 }

@@ -220,9 +220,10 @@ func (c *Controller) reportDuplicates(si *mcsv1beta1.ServiceImport, exports []*c
 // membersAnd returns the members, then the others of each of more in
 // their order, each once. A set, not a search of the list for each: an
 // import has a source per member (1,000 in make bench-scale's largest hub
-// load), and a reconcile once built it twice. members is appended to (a
-// copy: Membership.IDs gives one per call).
+// load), and a reconcile once built it twice. members is never changed
+// (Membership.IDs shares its own).
 func membersAnd(members []clusterset.ClusterID, more ...[]clusterset.ClusterID) []clusterset.ClusterID {
+	out := slices.Clone(members)
 	seen := make(map[clusterset.ClusterID]bool, len(members))
 	for _, id := range members {
 		seen[id] = true
@@ -231,11 +232,11 @@ func membersAnd(members []clusterset.ClusterID, more ...[]clusterset.ClusterID) 
 		for _, id := range ids {
 			if !seen[id] {
 				seen[id] = true
-				members = append(members, id)
+				out = append(out, id)
 			}
 		}
 	}
-	return members
+	return out
 }
 
 // endpointsIn counts the endpoints of slices.
