@@ -288,25 +288,28 @@ func (r *growthReport) printHubGrowth(out io.Writer) {
 	if len(runs) < 2 {
 		return
 	}
+	// byImporters: figures that grow with the real importers too (their
+	// watches and writes on the hub, their share of the machine), fitted
+	// only when every size ran with the same number of them.
 	figures := []struct {
-		name, unit string
-		value      func(*hubLoadResult) float64
+		name, unit  string
+		byImporters bool
+		value       func(*hubLoadResult) float64
 	}{
-		{"importers converged", "s", func(h *hubLoadResult) float64 { return h.Converge.Seconds() }},
-		{"importer RSS (largest)", "MiB", func(h *hubLoadResult) float64 { return float64(slices.Max(h.ImporterRSS)) / (1 << 20) }},
-		{"importer RSS per imported endpoint", "B", func(h *hubLoadResult) float64 {
+		{"importers converged", "s", true, func(h *hubLoadResult) float64 { return h.Converge.Seconds() }},
+		{"importer RSS (largest)", "MiB", false, func(h *hubLoadResult) float64 { return float64(slices.Max(h.ImporterRSS)) / (1 << 20) }},
+		{"importer RSS per imported endpoint", "B", false, func(h *hubLoadResult) float64 {
 			return float64(slices.Max(h.ImporterRSS)) / float64(h.ImportedEndpoints)
 		}},
-		{"hub RSS", "MiB", func(h *hubLoadResult) float64 { return float64(h.HubRSS) / (1 << 20) }},
-		{"hub CPU under load", "% of a core", func(h *hubLoadResult) float64 { return 100 * h.HubCPU }},
-		{"change latency p50", "ms", func(h *hubLoadResult) float64 { return float64(percentile(h.MCS, 50)) / float64(time.Millisecond) }},
-		{"relay floor p50", "ms", func(h *hubLoadResult) float64 { return float64(percentile(h.Floor, 50)) / float64(time.Millisecond) }},
+		{"hub RSS", "MiB", false, func(h *hubLoadResult) float64 { return float64(h.HubRSS) / (1 << 20) }},
+		{"hub CPU under load", "% of a core", true, func(h *hubLoadResult) float64 { return 100 * h.HubCPU }},
+		{"change latency p50", "ms", true, func(h *hubLoadResult) float64 { return float64(percentile(h.MCS, 50)) / float64(time.Millisecond) }},
+		{"relay floor p50", "ms", true, func(h *hubLoadResult) float64 { return float64(percentile(h.Floor, 50)) / float64(time.Millisecond) }},
 	}
+	mixed := slices.ContainsFunc(runs, func(h *hubLoadResult) bool { return h.Importers != runs[0].Importers })
 	fmt.Fprintf(out, "\nhub load by clusterset size (kube-apiserver; y = a + b*members over the sizes run):\n")
-	if slices.ContainsFunc(runs, func(h *hubLoadResult) bool { return h.Importers != runs[0].Importers }) {
-		// The hub's load and the machine's share per importer grow with
-		// the real importers: those figures fit more than the size.
-		fmt.Fprintf(out, "(the sizes ran with different numbers of real importers: the hub's CPU, the convergence and the latency depend on them too)\n")
+	if mixed {
+		fmt.Fprintf(out, "(the sizes ran with different numbers of real importers: what depends on them too is not fitted, \"-\")\n")
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(w, "figure\tunit\t")
@@ -320,6 +323,10 @@ func (r *growthReport) printHubGrowth(out io.Writer) {
 		for _, h := range runs {
 			xs, ys = append(xs, float64(h.Members)), append(ys, fig.value(h))
 			fmt.Fprintf(w, "%.4g\t", fig.value(h))
+		}
+		if mixed && fig.byImporters {
+			fmt.Fprint(w, "-\t-\t-\t-\t-\t\n")
+			continue
 		}
 		l := fitLine(xs, ys)
 		fmt.Fprintf(w, "%.4g\t%.4g\t%.3f\t%.4g\t%.4g\t\n", l.A, l.B, l.R2, l.A+2000*l.B, l.A+5000*l.B)

@@ -4,9 +4,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsRejectBadValues(t *testing.T) {
@@ -134,6 +136,36 @@ func TestGrowthHubLoads(t *testing.T) {
 		}
 		if got := hubLoads(f); !slices.Equal(got, tc.want) {
 			t.Errorf("%v: hub loads %v, want %v (each size on kube-apiserver, the first also on the generic control plane)", tc.args, got, tc.want)
+		}
+	}
+}
+
+// TestHubGrowthFitsLikeWithLike: a size fit across hub loads of different
+// real importers fits what grows with the members only (RSS), and leaves
+// out what the importers' number moves too (latency, the hub's CPU).
+func TestHubGrowthFitsLikeWithLike(t *testing.T) {
+	load := func(members, importers int, rss int64, latency time.Duration) *hubLoadResult {
+		return &hubLoadResult{Server: hubServer(false), Converged: true, Members: members, Importers: importers,
+			ImporterRSS: []int64{rss}, ImportedEndpoints: members * 1000, HubRSS: rss * 4, HubCPU: 0.3,
+			MCS: []time.Duration{latency}, Floor: []time.Duration{latency / 2}, Converge: time.Minute}
+	}
+	for _, tc := range []struct {
+		importers [2]int
+		latency   string
+	}{
+		{[2]int{3, 1}, `change latency p50\s+ms\s+100\s+200\s+-\s+-\s+-\s+-\s+-\n`},
+		{[2]int{1, 1}, `change latency p50\s+ms\s+100\s+200\s+66.67\s+0.1333\s+1.000\s+333.3\s+733.3\n`},
+	} {
+		r := &growthReport{hubLoads: []*hubLoadResult{
+			load(250, tc.importers[0], 250<<20, 100*time.Millisecond), load(1000, tc.importers[1], 1000<<20, 200*time.Millisecond)}}
+		var out strings.Builder
+		r.printHubGrowth(&out)
+		if !regexp.MustCompile(tc.latency).MatchString(out.String()) {
+			t.Errorf("importers %v: latency row not %q in\n%s", tc.importers, tc.latency, out.String())
+		}
+		// RSS grows with the members alone: fitted either way.
+		if rss := `importer RSS \(largest\)\s+MiB\s+250\s+1000\s+0\s+1\s+1.000\s+2000\s+5000\n`; !regexp.MustCompile(rss).MatchString(out.String()) {
+			t.Errorf("importers %v: RSS row not %q in\n%s", tc.importers, rss, out.String())
 		}
 	}
 }
