@@ -500,3 +500,27 @@ func TestClusterListIsFmtsList(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldSlicesIgnoresOrder: the informer's index gives an import's
+// slices in no particular order, so the held slices' identity must not
+// depend on it (else a source of several slices is planned again on
+// every reconcile); a new resourceVersion or another slice changes it.
+func TestHeldSlicesIgnoresOrder(t *testing.T) {
+	slice := func(name, rv string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+	a, b, c := slice("web-a", "10"), slice("web-b", "11"), slice("web-c", "12")
+	if heldSlices([]*discoveryv1.EndpointSlice{a, b, c}) != heldSlices([]*discoveryv1.EndpointSlice{c, a, b}) {
+		t.Error("the same slices in another order are held slices of another identity")
+	}
+	for _, other := range [][]*discoveryv1.EndpointSlice{
+		{a, b, slice("web-c", "13")}, // c changed
+		{a, b},                       // c deleted
+		{a, b, c, slice("web-d", "14")},
+		{slice("web-a", "11"), slice("web-b", "10"), c}, // versions swapped between names
+	} {
+		if heldSlices(other) == heldSlices([]*discoveryv1.EndpointSlice{a, b, c}) {
+			t.Errorf("%v: same identity as a, b, c", other)
+		}
+	}
+}

@@ -100,19 +100,22 @@ func sharedInputs(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, addres
 }
 
 // heldSlices identifies the slices held by a hash of their names and
-// resourceVersions: no allocation per source and reconcile, where a string
-// of them cost one. Two sets of slices that hash the same (1 in 2^64) would
-// leave a source unplanned until its export or slices change again.
+// resourceVersions, whatever their order (the informer's index gives them
+// in no particular order): the sum of each slice's hash. No allocation per
+// source and reconcile, where a string of them cost one. Two sets of
+// slices that hash the same (1 in 2^64) would leave a source unplanned
+// until its export or slices change again.
 func heldSlices(held []*discoveryv1.EndpointSlice) uint64 {
-	var h maphash.Hash
-	h.SetSeed(heldSeed)
+	var sum uint64
 	for _, s := range held {
+		var h maphash.Hash
+		h.SetSeed(heldSeed)
 		h.WriteString(s.Name)
 		h.WriteByte(0)
 		h.WriteString(s.ResourceVersion)
-		h.WriteByte(0)
+		sum += h.Sum64()
 	}
-	return h.Sum64()
+	return sum
 }
 
 var heldSeed = maphash.MakeSeed()
