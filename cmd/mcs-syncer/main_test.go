@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +217,50 @@ func writeKubeconfig(t *testing.T, path, server string) {
 	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + server + "}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
 	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestREADMEListsEveryFlag: the README's flag table and the flags
+// mcs-syncer registers (its --help) name the same flags, so that neither
+// changes without the other. controller-runtime's zap flags are one row.
+func TestREADMEListsEveryFlag(t *testing.T) {
+	var usage strings.Builder
+	if _, err := parseFlags([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp", err)
+	}
+	registered := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1) {
+		registered[m[1]] = true
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "| flag | default | meaning |\n")
+	if !ok {
+		t.Fatal(`README.md: no flag table ("| flag | default | meaning |")`)
+	}
+	documented := map[string]bool{}
+	for _, row := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(row, "|") {
+			break
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(row, "|"), "|")
+		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+		}
+	}
+	if len(registered) < 10 || len(documented) < 10 {
+		t.Fatalf("read %d registered and %d documented flags: the usage or the table's format changed", len(registered), len(documented))
+	}
+	for name := range registered {
+		if !documented[name] && !(strings.HasPrefix(name, "zap-") && documented["zap-log-level"]) {
+			t.Errorf("--%s is a flag of mcs-syncer but not in README.md's flag table", name)
+		}
+	}
+	for name := range documented {
+		if !registered[name] {
+			t.Errorf("README.md's flag table names --%s, which mcs-syncer does not have", name)
+		}
 	}
 }
