@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -223,12 +224,8 @@ func run(o *options) error {
 	ctx := ctrl.SetupSignalHandler()
 
 	store := clusterset.NewStore()
-	importMetrics, err := imports.NewMetrics(crmetrics.Registry)
+	importMetrics, err := registerMetrics(crmetrics.Registry, store)
 	if err != nil {
-		return err
-	}
-	if err := errors.Join(export.RegisterMetrics(crmetrics.Registry, store), publish.RegisterMetrics(crmetrics.Registry),
-		version.RegisterBuildInfo(crmetrics.Registry)); err != nil {
 		return err
 	}
 	// writesInto tells the members mcs-syncer imports into and whose
@@ -468,4 +465,18 @@ func leaderElectionConfig(o *options, cfg *membership.Config) (*rest.Config, err
 		return rc, nil
 	}
 	return nil, errors.New("--leader-elect: outside a cluster in central mode, name where the Lease lives with --leader-election-kubeconfig or --leader-election-cluster")
+}
+
+// registerMetrics registers mcs-syncer's metrics with reg, all but the
+// membership's (membership.NewSet registers those), and returns the
+// import side's. docs/metrics.md lists them (TestMetricsAreDocumented).
+func registerMetrics(reg prometheus.Registerer, store *clusterset.Store) (*imports.Metrics, error) {
+	importMetrics, err := imports.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := errors.Join(export.RegisterMetrics(reg, store), publish.RegisterMetrics(reg), version.RegisterBuildInfo(reg)); err != nil {
+		return nil, err
+	}
+	return importMetrics, nil
 }

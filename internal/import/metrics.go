@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // Metrics of the import side. Label values are cluster IDs (a bounded,
@@ -83,6 +84,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	// The reconcilers are made per source as imports come; their metrics
+	// are there (at zero) from the start.
+	if err := reconciler.RegisterMetrics(m.reconcilerRegisterer); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -88,6 +88,14 @@ func WithEventRecorder(rec events.EventRecorder) Option {
 	return func(r *Reconciler) error { r.recorder = rec; return nil }
 }
 
+// RegisterMetrics registers the metrics that WithMetrics gives a
+// reconciler with reg, ahead of the first reconciler: a process that makes
+// its reconcilers on demand exports them (at zero) from its start.
+func RegisterMetrics(reg prometheus.Registerer) error {
+	_, err := newMetrics(reg)
+	return err
+}
+
 // WithMetrics registers the reconciler's metrics (see metrics.go) with reg.
 // Reconcilers sharing a registerer share the metrics.
 func WithMetrics(reg prometheus.Registerer) Option {
