@@ -1,20 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
@@ -224,125 +217,3 @@ func writeKubeconfig(t *testing.T, path, server string) {
 		t.Fatal(err)
 	}
 }
-
-// TestREADMEListsEveryFlag: the README's flag table and the flags
-// mcs-syncer registers (its --help) name the same flags, so that neither
-// changes without the other. controller-runtime's zap flags are one row.
-func TestREADMEListsEveryFlag(t *testing.T) {
-	var usage strings.Builder
-	if _, err := parseFlags([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("-h: %v, want flag.ErrHelp", err)
-	}
-	registered := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1) {
-		registered[m[1]] = true
-	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(readme), "| flag | default | meaning |\n")
-	if !ok {
-		t.Fatal(`README.md: no flag table ("| flag | default | meaning |")`)
-	}
-	documented := map[string]bool{}
-	for _, row := range strings.Split(table, "\n") {
-		if !strings.HasPrefix(row, "|") {
-			break
-		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(row, "|"), "|")
-		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
-		}
-	}
-	if len(registered) < 10 || len(documented) < 10 {
-		t.Fatalf("read %d registered and %d documented flags: the usage or the table's format changed", len(registered), len(documented))
-	}
-	for name := range registered {
-		if !documented[name] && !(strings.HasPrefix(name, "zap-") && documented["zap-log-level"]) {
-			t.Errorf("--%s is a flag of mcs-syncer but not in README.md's flag table", name)
-		}
-	}
-	for name := range documented {
-		if !registered[name] {
-			t.Errorf("README.md's flag table names --%s, which mcs-syncer does not have", name)
-		}
-	}
-}
-
-// TestMetricsAreDocumented: docs/metrics.md names every metric mcs-syncer
-// registers (registerMetrics, and the membership's through NewSet), and
-// none that it does not, so that a metric cannot be added, renamed or
-// removed without its line.
-func TestMetricsAreDocumented(t *testing.T) {
-	reg := &describing{names: map[string]bool{}}
-	if _, err := registerMetrics(reg, clusterset.NewStore()); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\n" +
-		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
-	path := filepath.Join(dir, "clusterset.yaml")
-	for name, content := range map[string]string{"east.kubeconfig": kubeconfig, "clusterset.yaml": "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg, err := membership.LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := membership.NewSet(path, cfg, membership.Options{Scheme: runtime.NewScheme(), Registerer: reg,
-		Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) { return nil, nil }}); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	documented := map[string]bool{}
-	for _, row := range strings.Split(string(doc), "\n") {
-		if !strings.HasPrefix(row, "| `mcs_syncer_") {
-			continue
-		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(row, "|"), "|")
-		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
-		}
-	}
-	if len(reg.names) < 10 || len(documented) < 10 {
-		t.Fatalf("read %d registered and %d documented metrics: the registration or the table's format changed", len(reg.names), len(documented))
-	}
-	for name := range reg.names {
-		if !documented[name] {
-			t.Errorf("%s is registered but not in docs/metrics.md's table (one full name per metric)", name)
-		}
-	}
-	for name := range documented {
-		if !reg.names[name] {
-			t.Errorf("docs/metrics.md names %s, which mcs-syncer does not register", name)
-		}
-	}
-}
-
-// describing is a Registerer that keeps the names of what it is given.
-type describing struct{ names map[string]bool }
-
-func (d *describing) Register(c prometheus.Collector) error {
-	descs := make(chan *prometheus.Desc)
-	go func() { c.Describe(descs); close(descs) }()
-	for desc := range descs {
-		if m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(desc.String()); m != nil {
-			d.names[m[1]] = true
-		}
-	}
-	return nil
-}
-
-func (d *describing) MustRegister(cs ...prometheus.Collector) {
-	for _, c := range cs {
-		_ = d.Register(c)
-	}
-}
-
-func (d *describing) Unregister(prometheus.Collector) bool { return false }
