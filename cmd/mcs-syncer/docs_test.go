@@ -157,8 +157,9 @@ func TestREADMELayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, layout, ok := strings.Cut(string(readme), "## Layout\n\n```\n")
-	if layout, _, ok = strings.Cut(layout, "```"); !ok {
+	_, layout, found := strings.Cut(string(readme), "## Layout\n\n```\n")
+	layout, _, closed := strings.Cut(layout, "```")
+	if !found || !closed {
 		t.Fatal("README.md: no Layout block (## Layout, then a ``` block)")
 	}
 	var entries []string
