@@ -74,6 +74,13 @@ func BenchmarkReconcileOneSourceChanged(b *testing.B) {
 			if n := held.count(); n != sources {
 				b.Fatalf("%d imported slices, want %d", n, sources)
 			}
+			// Every change was written: a reconcile that skipped the
+			// changed source would look fast and be wrong.
+			for i, es := range current {
+				if got, want := held.addressesFrom(es.Cluster), endpointAddresses(es); !slices.Equal(got, want) {
+					b.Fatalf("source %d holds %v, its export %v", i, got, want)
+				}
+			}
 		})
 	}
 }
@@ -104,6 +111,34 @@ func (x *heldIndex) count() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.byName)
+}
+
+// addressesFrom returns the addresses of source's held slices, sorted.
+func (x *heldIndex) addressesFrom(source clusterset.ClusterID) []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []string
+	for _, s := range x.byName {
+		if sourceOf(s) == source {
+			for _, ep := range s.Endpoints {
+				out = append(out, ep.Addresses...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// endpointAddresses returns the addresses of an export's endpoints, sorted.
+func endpointAddresses(es *clusterset.ExportedService) []string {
+	var out []string
+	for _, g := range es.Endpoints {
+		for _, ep := range g.Endpoints {
+			out = append(out, ep.Addresses...)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (x *heldIndex) of(_ context.Context, key types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
