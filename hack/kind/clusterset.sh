@@ -367,6 +367,23 @@ check() {
 	both_answer kn
 }
 
+# remove_kind_network removes the network kind made for the nodes: the
+# engine keeps its bridge on the host until the network is removed, even when
+# the engine stops. Removal is tried for a while, because the engine may still
+# hold a deleted node's endpoint for a moment (a fresh-clone CI run once left
+# the bridge behind while the error was thrown away).
+remove_kind_network() {
+	docker network inspect kind >/dev/null 2>&1 || return 0
+	local err
+	for _ in $(seq 1 30); do
+		err=$(docker network rm kind 2>&1 >/dev/null) && return 0
+		docker network inspect kind >/dev/null 2>&1 || return 0
+		sleep 1
+	done
+	echo "the kind network could not be removed: $err" >&2
+	docker network inspect kind >&2 || true
+}
+
 down() {
 	use_engine
 	if docker info >/dev/null 2>&1 && [ -x "$kind" ]; then
@@ -376,7 +393,7 @@ down() {
 				"$kind" delete cluster --name "mcs-$c" --kubeconfig "$state/kind-$c.kubeconfig"
 			fi
 		done
-		docker network rm kind >/dev/null 2>&1 || true
+		remove_kind_network
 	fi
 	stop_engine
 	rm -rf "$state"
