@@ -137,8 +137,12 @@ func TestOverlaysRender(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range reader.Rules {
-				if !slices.Equal(r.Resources, []string{"publishedexports"}) {
-					t.Errorf("remote reader may read %v: other members read only the publications", r.Resources)
+				// Besides the publications, only what the cluster says
+				// of itself (KEP-2149), by name.
+				properties := slices.Equal(r.Resources, []string{"clusterproperties"}) &&
+					slices.Equal(r.ResourceNames, []string{"cluster.clusterset.k8s.io", "clusterset.k8s.io"}) && slices.Equal(r.Verbs, []string{"get"})
+				if !slices.Equal(r.Resources, []string{"publishedexports"}) && !properties {
+					t.Errorf("remote reader may read %v %v: other members read only the publications and the two ClusterProperties", r.Resources, r.ResourceNames)
 				}
 				for _, v := range r.Verbs {
 					if v != "get" && v != "list" && v != "watch" {

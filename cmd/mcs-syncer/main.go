@@ -101,8 +101,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected argument %q (all settings are flags)", fs.Arg(0))
 	case o.clustersetConfig == "":
 		return nil, errors.New("--clusterset-config: required")
-	case o.localCluster != "" && len(validation.IsDNS1123Label(o.localCluster)) > 0:
-		return nil, fmt.Errorf("--local-cluster: %q is not a DNS-1123 label", o.localCluster)
+	case o.localCluster != "" && clusterIDError(o.localCluster) != nil:
+		return nil, fmt.Errorf("--local-cluster: %w", clusterIDError(o.localCluster))
+	case o.leaderElectCluster != "" && clusterIDError(o.leaderElectCluster) != nil:
+		return nil, fmt.Errorf("--leader-election-cluster: %w", clusterIDError(o.leaderElectCluster))
 	case len(validation.IsValidLabelValue(o.managedBy)) > 0 || o.managedBy == "":
 		return nil, fmt.Errorf("--managed-by: %q is not a valid label value", o.managedBy)
 	case kubernetesOwned(o.managedBy):
@@ -127,6 +129,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
 	}
 	return o, nil
+}
+
+// clusterIDError says why id is no cluster ID, nil if it is one.
+func clusterIDError(id string) error {
+	_, err := clusterset.ParseClusterID(id)
+	return err
 }
 
 // kubernetesOwned reports whether a managed-by value is one that

@@ -22,6 +22,8 @@ func TestFlagsRejectBadValues(t *testing.T) {
 	}{
 		{nil, "--clusterset-config: required"},
 		{[]string{"--clusterset-config", "c", "--local-cluster", "East"}, "--local-cluster:"},
+		{[]string{"--clusterset-config", "c", "--local-cluster", "east.fleet.a"}, `--local-cluster: cluster ID "east.fleet.a" has 3 dot-separated parts`},
+		{[]string{"--clusterset-config", "c", "--leader-elect", "--leader-election-cluster", "east..a"}, "--leader-election-cluster: cluster ID"},
 		{[]string{"--clusterset-config", "c", "--managed-by", "not valid!"}, "--managed-by:"},
 		{[]string{"--clusterset-config", "c", "--managed-by", ""}, "--managed-by:"},
 		{[]string{"--clusterset-config", "c", "--managed-by", "endpointslicemirroring-controller.k8s.io"}, "belongs to a Kubernetes controller"},
@@ -52,6 +54,15 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want one line containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestTwoLabelClusterIDs: KEP-1645's cluster ID may be a cluster name and
+// one more DNS label ("east.fleet-a"), in every flag that takes one.
+func TestTwoLabelClusterIDs(t *testing.T) {
+	o, err := parseFlags([]string{"--clusterset-config", "c", "--local-cluster", "east.fleet-a", "--leader-elect", "--leader-election-cluster", "west.fleet-b"}, io.Discard)
+	if err != nil || o.localCluster != "east.fleet-a" || o.leaderElectCluster != "west.fleet-b" {
+		t.Errorf("parseFlags: %+v, %v", o, err)
 	}
 }
 

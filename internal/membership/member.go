@@ -41,6 +41,9 @@ const (
 	MissingCRDs State = "missing-crds"
 	// Forbidden: it refuses a list or watch mcs-syncer needs.
 	Forbidden State = "forbidden"
+	// WrongCluster: its ClusterProperties (KEP-2149) name another cluster
+	// ID or another clusterset than the config: it is not engaged.
+	WrongCluster State = "wrong-cluster"
 	// Failed: mcs-syncer could not set up its controllers for it.
 	Failed State = "failed"
 	// Syncing: it answers; its cache is being built.
@@ -50,7 +53,7 @@ const (
 )
 
 // states are all States, for the one-hot state metric.
-var states = []State{Connecting, BadConfig, Unreachable, MissingCRDs, Forbidden, Failed, Syncing, Engaged}
+var states = []State{Connecting, BadConfig, Unreachable, MissingCRDs, Forbidden, WrongCluster, Failed, Syncing, Engaged}
 
 // connected reports whether a member in state s answers.
 func (s State) connected() bool { return s == Syncing || s == Engaged }
@@ -93,6 +96,9 @@ type deps struct {
 	stopTimeout time.Duration
 	// hubs are the connections shared by the members read through a hub.
 	hubs *hubs
+	// clusterset is the clusterset's name, which a member's ClusterProperty
+	// must not contradict.
+	clusterset string
 }
 
 // prober asks a member's API server whether the member can be engaged.
@@ -103,6 +109,8 @@ type prober interface {
 	// cluster's identity, as KEP-2149 recommends), or "" when it cannot be
 	// read: then the cluster is known by its API server's address only.
 	identity(ctx context.Context) types.UID
+	// claims reads what the cluster says of itself (KEP-2149).
+	claims(ctx context.Context) (claims, error)
 }
 
 // member is one member's lifecycle.
@@ -283,6 +291,19 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 		log.FromContext(ctx).V(1).Info("Member probe failed", "cluster", m.id(), "err", err.Error())
 		m.setState(ctx, state, err)
 		return nil, nil, false
+	}
+	// A member read through the hub is checked by its own mcs-syncer: the
+	// hub's properties are the hub's.
+	if !m.config.ThroughHub {
+		c, err := check.claims(ctx)
+		if err != nil {
+			m.setState(ctx, Unreachable, err)
+			return nil, nil, false
+		}
+		if err := c.contradiction(m.id(), m.deps.clusterset); err != nil {
+			m.setState(ctx, WrongCluster, err)
+			return nil, nil, false
+		}
 	}
 	if uid, _ := m.identity(); uid == "" && !m.config.ThroughHub {
 		if uid = check.identity(ctx); uid != "" {

@@ -34,6 +34,10 @@ type fakeProber struct {
 	err    error
 	uid    types.UID
 	probes int
+	// says is what the cluster's ClusterProperties say, or saysErr why
+	// they cannot be read.
+	says    claims
+	saysErr error
 }
 
 func (p *fakeProber) set(state State, err error) {
@@ -53,6 +57,8 @@ func (p *fakeProber) probe(context.Context) (State, error) {
 }
 
 func (p *fakeProber) identity(context.Context) types.UID { return p.uid }
+
+func (p *fakeProber) claims(context.Context) (claims, error) { return p.says, p.saysErr }
 
 func (p *fakeProber) count() int {
 	p.mu.Lock()
@@ -159,7 +165,8 @@ func newLifecycle(t *testing.T) *lifecycle {
 			l.cluster.onWatchError = onWatchError
 			return l.cluster, nil
 		},
-		newProber: func(*rest.Config, requiredAPI) (prober, error) { return l.prober, nil },
+		newProber:  func(*rest.Config, requiredAPI) (prober, error) { return l.prober, nil },
+		clusterset: "prod",
 	}
 	l.m = newMember(d, Member{ID: "east", Kubeconfig: filepath.Join(dir, "east.kubeconfig")}, time.Now())
 	return l
@@ -223,6 +230,11 @@ func TestEngageCannotConnect(t *testing.T) {
 		{"unreachable", func(l *lifecycle) { l.prober.set(Unreachable, errors.New("connection refused")) }, Unreachable, "connection refused"},
 		{"missing CRDs", func(l *lifecycle) { l.prober.set(MissingCRDs, errors.New("CRDs missing")) }, MissingCRDs, "CRDs missing"},
 		{"forbidden", func(l *lifecycle) { l.prober.set(Forbidden, errors.New("forbidden")) }, Forbidden, "forbidden"},
+		{"ClusterProperties unreadable", func(l *lifecycle) { l.prober.saysErr = errors.New("read ClusterProperty: timeout") }, Unreachable, "read ClusterProperty: timeout"},
+		{"ClusterProperty of another ID", func(l *lifecycle) { l.prober.says = claims{id: "west", clusterset: "prod"} },
+			WrongCluster, `ClusterProperty cluster.clusterset.k8s.io of this cluster is "west", but the clusterset config names this member "east"`},
+		{"ClusterProperty of another clusterset", func(l *lifecycle) { l.prober.says = claims{id: "east", clusterset: "staging"} },
+			WrongCluster, `ClusterProperty clusterset.k8s.io of this cluster is "staging", but this is clusterset "prod"`},
 		{"cluster cannot be built", func(l *lifecycle) { l.clusterErr = errors.New("no REST mapper") }, Failed, "no REST mapper"},
 		{"Engage fails", func(l *lifecycle) { l.engageErr = errors.New("index conflict") }, Failed, "index conflict"},
 	} {
@@ -240,13 +252,15 @@ func TestEngageCannotConnect(t *testing.T) {
 	}
 }
 
-// TestEngageSyncingThenEngaged: a member that answers is syncing until its
-// cache has synced; then its controllers run and it is engaged, its
-// identity read once and announced; a probe that fails then disengages it
-// and stops its controllers.
+// TestEngageSyncingThenEngaged: a member that answers (and whose
+// ClusterProperties agree with the config) is syncing until its cache has
+// synced; then its controllers run and it is engaged, its identity read
+// once and announced; a probe that fails then disengages it and stops its
+// controllers.
 func TestEngageSyncingThenEngaged(t *testing.T) {
 	l := newLifecycle(t)
 	l.prober.uid = "uid-east"
+	l.prober.says = claims{id: "east", clusterset: "prod"}
 	done := l.engage(t.Context())
 	l.wantState(Syncing, "")
 	if n := l.runningNow(); n != 0 {

@@ -196,7 +196,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
 		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}, announced: map[clusterset.ClusterID]healthClass{}}
 	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
-		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout}
+		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
 	if err := s.checkRequired(cfg); err != nil {
 		return nil, err

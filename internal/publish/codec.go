@@ -20,8 +20,10 @@ import (
 
 // ObjectName is the name of cluster's publication of key:
 // <cluster>.<namespace>.<name>, unique in a namespace that every member
-// publishes into (the three parts are DNS labels, so the name is a valid
-// DNS subdomain of at most 191 characters).
+// publishes into: namespace and name are DNS labels, so a name of four
+// labels is a two-label cluster ID's and one of three a one-label ID's.
+// It is a valid DNS subdomain of at most 191 characters (a cluster ID has
+// at most 63).
 func ObjectName(cluster clusterset.ClusterID, key types.NamespacedName) string {
 	return string(cluster) + "." + key.Namespace + "." + key.Name
 }

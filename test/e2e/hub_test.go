@@ -176,6 +176,14 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	if err := east.Create(ctx, misnamed); err == nil {
 		t.Errorf("east published under west's name")
 	}
+	// A cluster ID may have two labels: the name of member east.fleet-a's
+	// publication of own/web starts with "east." too.
+	squatting := publish.Marker("east", ns, 0)
+	squatting.Name = "east.fleet-a.own.web"
+	squatting.Spec.Namespace, squatting.Spec.Name = "own", "web"
+	if err := east.Create(ctx, squatting); err == nil {
+		t.Errorf("east published under the name of east.fleet-a's publication")
+	}
 
 	after := &publish.PublishedExport{}
 	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "west"}, after); err != nil {
@@ -184,7 +192,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("west's marker changed: resourceVersion %s, was %s", after.ResourceVersion, before.ResourceVersion)
 	}
-	for _, name := range []string{"west.intruder.web", "east.mislabelled.web", "west.misnamed.web"} {
+	for _, name := range []string{"west.intruder.web", "east.mislabelled.web", "west.misnamed.web", "east.fleet-a.own.web"} {
 		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &publish.PublishedExport{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s exists: %v", name, err)
 		}

@@ -1,0 +1,47 @@
+package membership
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestStatesAreDocumented: every member state has its row in the
+// troubleshooting guide's table and its name in the state metric's line of
+// docs/metrics.md, and neither names a state that does not exist.
+func TestStatesAreDocumented(t *testing.T) {
+	troubleshooting, err := os.ReadFile("../../docs/troubleshooting.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(troubleshooting), "\n## Member states\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []string // the states of the table's rows, in order
+	for _, line := range strings.Split(section, "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if name, _, ok = strings.Cut(name, "` |"); ok {
+				rows = append(rows, name)
+			}
+		}
+	}
+	var metricLine string
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, "| `mcs_syncer_member_state`") {
+			metricLine = line
+		}
+	}
+	var want []string
+	for _, s := range states {
+		want = append(want, string(s))
+		if !strings.Contains(metricLine, "`"+string(s)+"`") {
+			t.Errorf("docs/metrics.md: mcs_syncer_member_state does not list state %s", s)
+		}
+	}
+	if strings.Join(rows, " ") != strings.Join(want, " ") {
+		t.Errorf("docs/troubleshooting.md, Member states: rows %v, want one per state in order %v", rows, want)
+	}
+}
