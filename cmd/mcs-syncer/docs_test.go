@@ -84,7 +84,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\n" +
 		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
 	path := filepath.Join(dir, "clusterset.yaml")
-	for name, content := range map[string]string{"east.kubeconfig": kubeconfig, "clusterset.yaml": "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"} {
+	for name, content := range map[string]string{"east.kubeconfig": kubeconfig, "clusterset.yaml": configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}

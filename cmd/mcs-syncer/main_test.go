@@ -13,6 +13,9 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 )
 
+// configHeader is the schema every clusterset config begins with.
+const configHeader = "apiVersion: " + membership.ConfigAPIVersion + "\nkind: " + membership.ConfigKind + "\n"
+
 // TestFlagsRejectBadValues: every bad value is refused with one line that
 // names its flag.
 func TestFlagsRejectBadValues(t *testing.T) {
@@ -105,7 +108,7 @@ func TestLeaseHome(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "east.kubeconfig")
 	writeKubeconfig(t, kc, "https://127.0.0.1:6443")
-	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), dir)
+	cfg, err := membership.ParseConfig([]byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +151,8 @@ func TestLeaseHome(t *testing.T) {
 func TestRunRefusesUselessConfigs(t *testing.T) {
 	dir := t.TempDir()
 	for name, tc := range map[string]struct{ raw, want string }{
-		"unparsable": {"clusterset: prod\nmembers: [\n", "--clusterset-config: clusterset config"},
-		"no member":  {"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: nope\n", "no member can be reached: member east: kubeconfig"},
+		"unparsable": {configHeader + "clusterset: prod\nmembers: [\n", "--clusterset-config: clusterset config"},
+		"no member":  {configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: nope\n", "no member can be reached: member east: kubeconfig"},
 	} {
 		path := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(path, []byte(tc.raw), 0o644); err != nil {
@@ -175,7 +178,7 @@ func TestCheckMode(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "k")
 	writeKubeconfig(t, kubeconfig, "https://127.0.0.1:1")
-	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nhub: {kubeconfig: k}\nmembers:\n- id: east\n  kubeconfig: k\n- id: west\n"), dir)
+	cfg, err := membership.ParseConfig([]byte(configHeader+"clusterset: prod\nhub: {kubeconfig: k}\nmembers:\n- id: east\n  kubeconfig: k\n- id: west\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +202,7 @@ func TestHubClientLimits(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "hub.kubeconfig")
 	writeKubeconfig(t, kc, "https://127.0.0.1:6443")
-	cfg, err := membership.ParseConfig([]byte("clusterset: prod\nhub: {kubeconfig: hub.kubeconfig}\nmembers:\n- id: east\n  kubeconfig: hub.kubeconfig\n- id: west\n"), dir)
+	cfg, err := membership.ParseConfig([]byte(configHeader+"clusterset: prod\nhub: {kubeconfig: hub.kubeconfig}\nmembers:\n- id: east\n  kubeconfig: hub.kubeconfig\n- id: west\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

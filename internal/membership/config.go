@@ -18,9 +18,11 @@ import (
 
 // Config is the clusterset membership file:
 //
+//	apiVersion: mcs-syncer.io/v1alpha1
+//	kind: ClusterSetConfiguration
 //	clusterset: prod            # the clusterset's name (DNS-1123 label)
 //	members:
-//	- id: east                  # cluster ID (DNS-1123 label), unique
+//	- id: east                  # cluster ID (one or two DNS-1123 labels), unique
 //	  kubeconfig: east.kubeconfig   # relative to this file, or absolute
 //	  context: admin@east       # optional; default: the kubeconfig's current context
 //	- id: west
@@ -39,6 +41,10 @@ import (
 // unreadable, without the named context) does not: that member is
 // reported and retried while the others run (Member.Err).
 type Config struct {
+	// APIVersion and Kind say which schema the file follows, as in
+	// Kubernetes' component configs: ConfigAPIVersion, ConfigKind.
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
 	Clusterset string   `json:"clusterset"`
 	Members    []Member `json:"members"`
 	// Hub, if set, is the API server that members publish their exports
@@ -48,6 +54,35 @@ type Config struct {
 	// PublicationNamespace is the namespace of the publications, in the
 	// hub and in every member (default DefaultPublicationNamespace).
 	PublicationNamespace string `json:"publicationNamespace,omitempty"`
+}
+
+// The schema of the clusterset config file. A file of another apiVersion
+// or kind, or without them (as before they were introduced), is refused
+// with what to write.
+const (
+	ConfigAPIVersion = "mcs-syncer.io/v1alpha1"
+	ConfigKind       = "ClusterSetConfiguration"
+)
+
+// checkSchema reads the file's apiVersion and kind before anything else: a
+// file of another schema is refused for that, not for its fields.
+func checkSchema(raw []byte) error {
+	var typeMeta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	if err := yaml.Unmarshal(raw, &typeMeta); err != nil {
+		return fmt.Errorf("parse: %w", err)
+	}
+	switch {
+	case typeMeta.APIVersion == "" && typeMeta.Kind == "":
+		return fmt.Errorf("apiVersion and kind are missing: a clusterset config begins with the lines \"apiVersion: %s\" and \"kind: %s\"; add them to a file written before they were required (docs/configuration.md, \"Upgrading a config without apiVersion\")", ConfigAPIVersion, ConfigKind)
+	case typeMeta.APIVersion != ConfigAPIVersion:
+		return fmt.Errorf("apiVersion %q is not one this mcs-syncer reads: it reads %s", typeMeta.APIVersion, ConfigAPIVersion)
+	case typeMeta.Kind != ConfigKind:
+		return fmt.Errorf("kind %q: a clusterset config is of kind %s", typeMeta.Kind, ConfigKind)
+	}
+	return nil
 }
 
 // DefaultPublicationNamespace is where members publish by default: the
@@ -111,6 +146,9 @@ func LoadConfig(path string) (*Config, error) {
 // independent checks, each with its own message: splitting it would only
 // scatter the rules of the file format.)
 func ParseConfig(raw []byte, dir string) (*Config, error) {
+	if err := checkSchema(raw); err != nil {
+		return nil, err
+	}
 	var cfg Config
 	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("parse: %w", err)

@@ -32,13 +32,16 @@ current-context: ctx
 	return name
 }
 
+// configHeader is the schema every clusterset config begins with.
+const configHeader = "apiVersion: " + ConfigAPIVersion + "\nkind: " + ConfigKind + "\n"
+
 func TestParseConfig(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
 	kubeconfig(t, dir, "west.kubeconfig", "https://127.0.0.1:7443")
 	kubeconfig(t, dir, "west-again.kubeconfig", "https://127.0.0.1:7443")
 
-	cfg, err := ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n  kubeconfig: west.kubeconfig\n  context: ctx\n"), dir)
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n  kubeconfig: west.kubeconfig\n  context: ctx\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,19 +54,28 @@ func TestParseConfig(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, yaml, want string }{
-		{"unknown field", "clusterset: prod\nmember: []\n", `unknown field "member"`},
-		{"no name", "members:\n- id: east\n  kubeconfig: east.kubeconfig\n", "clusterset: name is missing"},
-		{"bad name", "clusterset: Prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `name "Prod" is not a DNS-1123 label`},
-		{"no members", "clusterset: prod\n", "members: no member clusters"},
-		{"bad id", "clusterset: prod\nmembers:\n- id: East_1\n  kubeconfig: east.kubeconfig\n", `members[0]: cluster ID "East_1" is not a DNS-1123 label`},
-		{"duplicate id", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: east\n  kubeconfig: west.kubeconfig\n", `members[1]: cluster ID "east" appears twice`},
-		{"duplicate target", "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n- id: west2\n  kubeconfig: west-again.kubeconfig\n", "member west2: reaches the same API server (https://127.0.0.1:7443) as member west"},
-		{"no kubeconfig", "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true, or read it through a hub)"},
-		{"both", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  inCluster: true\n", "member east: set kubeconfig or inCluster, not both"},
-		{"hub without kubeconfig", "clusterset: prod\nhub: {context: x}\nmembers:\n- id: east\n", "hub: kubeconfig is missing"},
-		{"context without kubeconfig", "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  context: ctx\n", "member east: context needs a kubeconfig"},
-		{"bad publication namespace", "clusterset: prod\npublicationNamespace: MCS\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `publicationNamespace: "MCS" is not a namespace name`},
-		{"two in-cluster", "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
+		{"unknown field", configHeader + "clusterset: prod\nmember: []\n", `unknown field "member"`},
+		{"no name", configHeader + "members:\n- id: east\n  kubeconfig: east.kubeconfig\n", "clusterset: name is missing"},
+		{"bad name", configHeader + "clusterset: Prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `name "Prod" is not a DNS-1123 label`},
+		{"no members", configHeader + "clusterset: prod\n", "members: no member clusters"},
+		{"bad id", configHeader + "clusterset: prod\nmembers:\n- id: East_1\n  kubeconfig: east.kubeconfig\n", `members[0]: cluster ID "East_1" is not a DNS-1123 label`},
+		{"duplicate id", configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: east\n  kubeconfig: west.kubeconfig\n", `members[1]: cluster ID "east" appears twice`},
+		{"duplicate target", configHeader + "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n- id: west2\n  kubeconfig: west-again.kubeconfig\n", "member west2: reaches the same API server (https://127.0.0.1:7443) as member west"},
+		{"no kubeconfig", configHeader + "clusterset: prod\nmembers:\n- id: east\n", "member east: kubeconfig is missing (or set inCluster: true, or read it through a hub)"},
+		{"both", configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  inCluster: true\n", "member east: set kubeconfig or inCluster, not both"},
+		{"hub without kubeconfig", configHeader + "clusterset: prod\nhub: {context: x}\nmembers:\n- id: east\n", "hub: kubeconfig is missing"},
+		{"context without kubeconfig", configHeader + "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  context: ctx\n", "member east: context needs a kubeconfig"},
+		{"bad publication namespace", configHeader + "clusterset: prod\npublicationNamespace: MCS\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `publicationNamespace: "MCS" is not a namespace name`},
+		{"two in-cluster", configHeader + "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
+		// The schema is checked before the fields: a file without it (as
+		// they were before it was required) is told what to add.
+		{"no schema", "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n",
+			`apiVersion and kind are missing: a clusterset config begins with the lines "apiVersion: mcs-syncer.io/v1alpha1" and "kind: ClusterSetConfiguration"`},
+		{"other apiVersion", "apiVersion: mcs-syncer.io/v2\nkind: ClusterSetConfiguration\nclusterset: prod\nnewField: x\n",
+			`apiVersion "mcs-syncer.io/v2" is not one this mcs-syncer reads: it reads mcs-syncer.io/v1alpha1`},
+		{"other kind", "apiVersion: mcs-syncer.io/v1alpha1\nkind: Config\nclusterset: prod\n", `kind "Config": a clusterset config is of kind ClusterSetConfiguration`},
+		{"kind only", "kind: ClusterSetConfiguration\nclusterset: prod\n", `apiVersion "" is not one this mcs-syncer reads`},
+		{"schema unparsable", "apiVersion: [\n", "parse:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml), dir)
@@ -81,7 +93,7 @@ func TestParseHubConfig(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
 	kubeconfig(t, dir, "hub.kubeconfig", "https://127.0.0.1:9443")
-	cfg, err := ParseConfig([]byte("clusterset: prod\nhub:\n  kubeconfig: hub.kubeconfig\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n- id: north\n"), dir)
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\nhub:\n  kubeconfig: hub.kubeconfig\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n- id: north\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +117,7 @@ func TestParseHubConfig(t *testing.T) {
 
 func TestLoadConfigNamesTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "clusterset.yaml")
-	if err := os.WriteFile(path, []byte("clusterset: prod\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(configHeader+"clusterset: prod\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := LoadConfig(path)
@@ -139,7 +151,7 @@ func TestSampleConfigParses(t *testing.T) {
 func TestMemberProblemsAreTheMembers(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
-	cfg, err := ParseConfig([]byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  context: nope\n- id: west\n  kubeconfig: nope.kubeconfig\n"), dir)
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  context: nope\n- id: west\n  kubeconfig: nope.kubeconfig\n"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,3 +45,26 @@ func TestStatesAreDocumented(t *testing.T) {
 		t.Errorf("docs/troubleshooting.md, Member states: rows %v, want one per state in order %v", rows, want)
 	}
 }
+
+// TestConfigurationExamplesParse: every clusterset config shown in
+// docs/configuration.md is one mcs-syncer reads.
+func TestConfigurationExamplesParse(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := 0
+	for _, block := range strings.Split(string(raw), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(block, "kind: "+ConfigKind) {
+			continue
+		}
+		examples++
+		if _, err := ParseConfig([]byte(block), t.TempDir()); err != nil {
+			t.Errorf("%v:\n%s", err, block)
+		}
+	}
+	if examples < 2 {
+		t.Errorf("%d clusterset configs in docs/configuration.md, want the two of central and hub mode", examples)
+	}
+}

@@ -38,7 +38,7 @@ func newHealthSet(t *testing.T, reg prometheus.Registerer) *healthSet {
 	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:1")
 	kubeconfig(t, dir, "hub.kubeconfig", "https://127.0.0.1:2")
 	path := filepath.Join(dir, "clusterset.yaml")
-	raw := "clusterset: prod\nhub:\n  kubeconfig: hub.kubeconfig\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n- id: south\n"
+	raw := configHeader + "clusterset: prod\nhub:\n  kubeconfig: hub.kubeconfig\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n- id: south\n"
 	if err := os.WriteFile(path, []byte(raw), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -541,7 +541,7 @@ func newTestSet(t *testing.T, probers map[string]*fakeProber, members ...string)
 // after the address, so that a renamed member keeps its file).
 func (ts *testSet) write(members ...string) {
 	ts.t.Helper()
-	raw := "clusterset: prod\nmembers:\n"
+	raw := configHeader + "clusterset: prod\nmembers:\n"
 	for _, m := range members {
 		id, addr, _ := strings.Cut(m, "=")
 		file := strings.NewReplacer(":", "_", "/", "_").Replace(addr) + ".kubeconfig"

@@ -91,7 +91,7 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const good = "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n  kubeconfig: west.kubeconfig\n" +
+	const good = configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: west\n  kubeconfig: west.kubeconfig\n" +
 		"- id: south\n  kubeconfig: south.kubeconfig\n- id: up\n  kubeconfig: north.kubeconfig\n  context: absent\n"
 	write(good)
 	cfg, err := LoadConfig(path)
@@ -153,9 +153,9 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 	// Refused: a file that does not parse, and one without the required
 	// member. The last good membership stays.
 	for _, bad := range []struct{ raw, cause string }{
-		{"clusterset: prod\nmembers: [\n", "parse"},
-		{"clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n", "member east (the local cluster) is missing"},
-		{"clusterset: other\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", "the clusterset's name changed"},
+		{configHeader + "clusterset: prod\nmembers: [\n", "parse"},
+		{configHeader + "clusterset: prod\nmembers:\n- id: west\n  kubeconfig: west.kubeconfig\n", "member east (the local cluster) is missing"},
+		{configHeader + "clusterset: other\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", "the clusterset's name changed"},
 	} {
 		write(bad.raw)
 		poll(t, "reload refused: "+bad.cause, func() error {
@@ -181,7 +181,7 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 	}
 
 	// west leaves, north joins.
-	write("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: north\n  kubeconfig: north.kubeconfig\n")
+	write(configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n- id: north\n  kubeconfig: north.kubeconfig\n")
 	poll(t, "north joined and west left", func() error {
 		if got := set.IDs(); !slices.Equal(got, []clusterset.ClusterID{"east", "north"}) {
 			return fmt.Errorf("members %v", got)
@@ -214,7 +214,7 @@ func TestReadyzSaysWhy(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://"+closedPort(t))
 	path := filepath.Join(dir, "clusterset.yaml")
-	if err := os.WriteFile(path, []byte("clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := LoadConfig(path)

@@ -22,6 +22,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
@@ -46,6 +47,9 @@ func exclusive(t *testing.T) {
 		*syncer = *next
 	})
 }
+
+// configHeader is the schema every clusterset config begins with.
+const configHeader = "apiVersion: " + membership.ConfigAPIVersion + "\nkind: " + membership.ConfigKind + "\n"
 
 // member is a member of a clusterset config written by a test: its ID and
 // the testbed cluster it names.
@@ -447,7 +451,7 @@ func TestMemberWithoutCRDs(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeTokenKubeconfig(t, northBed, tr.Status.Token, filepath.Join(dir, "north.kubeconfig"))
-	raw := fmt.Sprintf("clusterset: testbed\nmembers:\n- id: east\n  kubeconfig: %s\n  context: %s\n- id: north\n  kubeconfig: north.kubeconfig\n",
+	raw := fmt.Sprintf(configHeader+"clusterset: testbed\nmembers:\n- id: east\n  kubeconfig: %s\n  context: %s\n- id: north\n  kubeconfig: north.kubeconfig\n",
 		bed.Cluster("east").KubeconfigPath, bed.Cluster("east").Context)
 	if err := os.WriteFile(filepath.Join(dir, "clusterset.yaml"), []byte(raw), 0o644); err != nil {
 		t.Fatal(err)

@@ -8,15 +8,28 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 )
 
 // ClustersetConfig is the clusterset config file the testbed writes: the
-// format that internal/clusterset reads (one member per cluster: its ID, the
-// path of its kubeconfig and the context to use).
+// format that internal/membership reads (one member per cluster: its ID, the
+// path of its kubeconfig and the context to use). It is written with the
+// schema's apiVersion and kind (MarshalJSON).
 type ClustersetConfig struct {
 	Clusterset string       `json:"clusterset"`
 	Members    []Member     `json:"members"`
 	Hub        *HubSettings `json:"hub,omitempty"`
+}
+
+// MarshalJSON writes the config with the schema's apiVersion and kind.
+func (c ClustersetConfig) MarshalJSON() ([]byte, error) {
+	type fields ClustersetConfig // without this method
+	return json.Marshal(struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		fields
+	}{membership.ConfigAPIVersion, membership.ConfigKind, fields(c)})
 }
 
 // Member is one cluster of a ClustersetConfig; without Kubeconfig it is
