@@ -478,7 +478,7 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 	res.Restart = settled
 	// What the importer holds after a restart: the imported slices its
 	// cache lists before the Store has their exports cannot share them
-	// (internal/import/compact.go) until they are written again.
+	// (internal/imports/compact.go) until they are written again.
 	if res.RestartRSS, _, err = memory(g.procs[first.Name].Pid()); err != nil {
 		return nil, err
 	}

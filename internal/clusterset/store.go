@@ -130,7 +130,7 @@ func (s *Store) ImportBlocked(key types.NamespacedName) map[ClusterID]string {
 // Put stores an export, replacing the same cluster's export of the same
 // key. It reports whether anything changed. es is the Store's from then
 // on: never modified (a change is a new ExportedService), so that readers
-// may know an export unchanged by its pointer (internal/import's settled).
+// may know an export unchanged by its pointer (internal/imports's settled).
 func (s *Store) Put(es *ExportedService) bool {
 	s.mu.Lock()
 	byCluster := s.byKey[es.Key]

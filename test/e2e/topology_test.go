@@ -19,7 +19,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
-	imports "github.com/mcs-syncer/mcs-syncer/internal/import"
+	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 )
 
 // Where traffic goes by topology: node names shared across clusters, and

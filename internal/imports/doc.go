@@ -1,5 +1,4 @@
-// Package imports (directory internal/import; import is a Go keyword) holds the
-// import controller: one per consumer cluster. For every namespace/name
+// Package imports holds the import controller: one per consumer cluster. For every namespace/name
 // that some member exports it keeps, in the consumer:
 //
 //   - a ServiceImport of the same namespace/name, spec from
