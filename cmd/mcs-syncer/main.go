@@ -39,6 +39,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/export"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/internal/version"
 )
@@ -276,7 +277,7 @@ func run(o *options) error {
 			return []func(context.Context) error{r.Start}, nil
 		}
 		w, err := export.New(cl, export.Options{
-			Cluster: id, Store: store, WriteStatus: writesInto(id), Recorder: clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
+			Cluster: id, Store: store, WriteStatus: writesInto(id), Recorder: plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
 			Membership: set, Workers: o.exportSyncs,
 		})
 		if err != nil {
@@ -413,7 +414,7 @@ func publisher(cl cluster.Cluster, cfg *membership.Config, scheme *runtime.Schem
 	build := func(rc *rest.Config) ([]func(context.Context) error, *publish.Publisher, error) {
 		hub, err := cluster.New(withClientLimits(rc, o), func(o *cluster.Options) {
 			o.Scheme = scheme
-			o.Cache.DefaultTransform = clusterset.StripUnread
+			o.Cache.DefaultTransform = plumbing.StripUnread
 			publish.ConfigureCache(&o.Cache, cfg.PublicationNamespace, local)
 		})
 		if err != nil {

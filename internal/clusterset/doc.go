@@ -1,7 +1,8 @@
 // Package clusterset holds the shared vocabulary and state of a clusterset
 // (KEP-1645), used by both the export and the import side:
 //
-//   - ClusterID: a member's ID, a DNS-1123 label, validated at start-up.
+//   - ClusterID: a member's ID, one or two DNS-1123 labels (KEP-1645),
+//     validated at start-up.
 //   - Membership: what the export and import sides ask of the members
 //     while mcs-syncer runs (who they are, whether each answers); the
 //     runtime side that answers it is internal/membership.
@@ -13,4 +14,7 @@
 //   - Merge: the pure rules that turn all exports of one namespace/name into
 //     one ServiceImport spec and the conflicts between them (oldest export
 //     wins, ties by cluster ID).
+//
+// It holds no controller plumbing (internal/plumbing has it) and imports
+// no controller-runtime.
 package clusterset

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // A member's cache holds every EndpointSlice of the cluster, but the export
@@ -53,7 +53,7 @@ type exportedNames struct {
 // the cache holds the ServiceExport, so a slice that arrives after the
 // ServiceExport can be read is never thinned.
 func (e *exportedNames) noteExport(obj any) (any, error) {
-	obj, err := clusterset.StripUnread(obj)
+	obj, err := plumbing.StripUnread(obj)
 	if se, ok := obj.(*mcsv1beta1.ServiceExport); ok && err == nil {
 		e.mu.Lock()
 		e.names[client.ObjectKeyFromObject(se)] = struct{}{}
@@ -73,7 +73,7 @@ func (e *exportedNames) has(key types.NamespacedName) bool {
 // never exported keeps no endpoints, nor anything else the watcher does not
 // read before the Service is exported, and says so.
 func (e *exportedNames) thinSlice(obj any) (any, error) {
-	obj, err := clusterset.StripUnread(obj)
+	obj, err := plumbing.StripUnread(obj)
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if err != nil || !ok || len(s.Endpoints) == 0 {
 		return obj, err
@@ -99,7 +99,7 @@ func (e *exportedNames) thinSlice(obj any) (any, error) {
 // reads of a Service in the way of a derived one), and says so. Derived
 // Services, controlled by a ServiceImport, are kept whole.
 func (e *exportedNames) thinService(obj any) (any, error) {
-	obj, err := clusterset.StripUnread(obj)
+	obj, err := plumbing.StripUnread(obj)
 	svc, ok := obj.(*corev1.Service)
 	if err != nil || !ok || e.has(client.ObjectKeyFromObject(svc)) || controlledByServiceImport(svc) {
 		return obj, err
@@ -167,7 +167,7 @@ func (f *fetched) service(ctx context.Context, reader client.Reader, cached *cor
 	}
 	// Held as the cache holds a whole Service (what the watcher never
 	// reads dropped), so that the two read the same.
-	_, _ = clusterset.StripUnread(live)
+	_, _ = plumbing.StripUnread(live)
 	f.specs[key] = live
 	return live, nil
 }
@@ -206,7 +206,7 @@ func (f *fetched) whole(ctx context.Context, reader client.Reader, svc types.Nam
 		}
 		had = make(map[string]*discoveryv1.EndpointSlice, len(live.Items))
 		for i := range live.Items {
-			_, _ = clusterset.StripUnread(&live.Items[i])
+			_, _ = plumbing.StripUnread(&live.Items[i])
 			had[live.Items[i].Name] = &live.Items[i]
 		}
 	}

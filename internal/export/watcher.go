@@ -22,6 +22,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // ConfigureCache makes a member's cache hold only EndpointSlices without
@@ -127,7 +128,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 			return nil, fmt.Errorf("informer of %T: %w", obj, err)
 		}
 	}
-	c, err := clusterset.NewController("export-"+string(w.cluster), w, opts.Workers, log.Log.WithValues("cluster", w.cluster))
+	c, err := plumbing.NewController("export-"+string(w.cluster), w, opts.Workers, log.Log.WithValues("cluster", w.cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +146,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		// Another cluster's export of the same name changes the Conflict
 		// condition, and so does a member's connection (AnnounceAll):
 		// changes of keys the member does not export change nothing here.
-		clusterset.StoreSource(w.store, func(key types.NamespacedName, cluster clusterset.ClusterID) bool {
+		plumbing.StoreSource(w.store, func(key types.NamespacedName, cluster clusterset.ClusterID) bool {
 			return cluster == w.cluster || w.store.GetFrom(key, w.cluster) != nil
 		}, nil),
 	} {
@@ -235,7 +236,7 @@ func (w *Watcher) sliceChanged() handler.TypedMapFunc[*discoveryv1.EndpointSlice
 // ServiceExport, Service and EndpointSlices.
 func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	recheck, err := w.sync(ctx, req.NamespacedName, true)
-	if retryAfter, routine := clusterset.Routine(ctx, err); routine {
+	if retryAfter, routine := plumbing.Routine(ctx, err); routine {
 		// A status write that lost a race, or a shutdown: retried (or
 		// over), not a fault.
 		log.FromContext(ctx).V(1).Info("Export will be retried", "reason", err.Error())

@@ -9,6 +9,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // shareWithStore returns the transform of the imported slices' cache: an
@@ -33,7 +34,7 @@ import (
 // the slice holds of an older export.
 func shareWithStore(store Exports) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
-		obj, err := clusterset.StripUnread(obj)
+		obj, err := plumbing.StripUnread(obj)
 		s, ok := obj.(*discoveryv1.EndpointSlice)
 		if err != nil || !ok || len(s.Endpoints) == 0 {
 			return obj, err

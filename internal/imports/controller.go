@@ -24,6 +24,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -121,7 +122,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	}
 	imported, _ := labels.NewRequirement(mcsv1beta1.LabelServiceName, selection.Exists, nil)
 	sliceCache, err := cache.New(cl.GetConfig(), cache.Options{
-		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread,
+		Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: plumbing.StripUnread,
 		ByObject: map[client.Object]cache.ByObject{&discoveryv1.EndpointSlice{}: {
 			Label:     labels.NewSelector().Add(*managed, *imported),
 			Transform: shareWithStore(opts.Store),
@@ -146,14 +147,14 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", opts.Consumer, err)
 	}
-	c, err := newController(cl.GetClient(), slices, clientset.DiscoveryV1(), clusterset.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")), opts)
+	c, err := newController(cl.GetClient(), slices, clientset.DiscoveryV1(), plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")), opts)
 	if err != nil {
 		return nil, err
 	}
 	c.sliceCache = sliceCache
 	// Nodes' metadata, read only once an import puts the local cluster
 	// first (zones.go).
-	c.nodeCache, err = cache.New(cl.GetConfig(), cache.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: clusterset.StripUnread})
+	c.nodeCache, err = cache.New(cl.GetConfig(), cache.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), DefaultTransform: plumbing.StripUnread})
 	if err != nil {
 		return nil, fmt.Errorf("import %s: node cache: %w", opts.Consumer, err)
 	}
@@ -164,7 +165,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 		default: // one pending notice is enough
 		}
 	})
-	ctrl, err := clusterset.NewController("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer))
+	ctrl, err := plumbing.NewController("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer))
 	if err != nil {
 		return nil, err
 	}

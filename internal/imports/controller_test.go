@@ -22,6 +22,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -447,7 +448,7 @@ func TestConflictIsRetriedQuietly(t *testing.T) {
 		return nil
 	}
 	res, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: key})
-	if err != nil || res.RequeueAfter != clusterset.ConflictRetry {
+	if err != nil || res.RequeueAfter != plumbing.ConflictRetry {
 		t.Errorf("reconcile: %v, %+v; want a quiet requeue", err, res)
 	}
 

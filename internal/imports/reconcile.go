@@ -16,16 +16,17 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // Reconcile brings one import in the consumer cluster in line with the
 // Store. A write that lost a race with another (a resourceVersion
-// conflict) is retried after clusterset.ConflictRetry, and the end of a
+// conflict) is retried after plumbing.ConflictRetry, and the end of a
 // shutdown is not an error: both are logged at debug level only.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := c.reconcile(ctx, req.NamespacedName)
-	if retryAfter, routine := clusterset.Routine(ctx, err); routine {
+	if retryAfter, routine := plumbing.Routine(ctx, err); routine {
 		log.FromContext(ctx).V(1).Info("Import will be retried", "reason", err.Error())
 		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
@@ -107,7 +108,7 @@ func slicesFailed(ctx context.Context, err error) bool {
 	if err == nil || errors.Is(err, reconciler.ErrStaleCache) {
 		return false
 	}
-	_, routine := clusterset.Routine(ctx, err)
+	_, routine := plumbing.Routine(ctx, err)
 	return !routine
 }
 

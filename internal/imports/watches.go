@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // watches returns what triggers a reconcile of an import.
@@ -84,7 +84,7 @@ func (c *Controller) zonesSource() source.TypedSource[reconcile.Request] {
 // look at everything again, every ServiceImport the controller manages:
 // one whose exports are all gone is no longer a key of the Store.
 func (c *Controller) storeSource() source.TypedSource[reconcile.Request] {
-	return clusterset.StoreSource(c.opts.Store, nil, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return plumbing.StoreSource(c.opts.Store, nil, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		var list mcsv1beta1.ServiceImportList
 		if err := c.client.List(ctx, &list, client.MatchingLabels{ManagedByLabel: c.opts.ManagedBy}); err != nil {
 			if ctx.Err() == nil {

@@ -24,6 +24,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
 
@@ -323,7 +324,7 @@ func newCluster(opts Options) func(clusterset.ClusterID, *rest.Config, func(cont
 	return func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 		return cluster.New(rc, func(o *cluster.Options) {
 			o.Scheme = opts.Scheme
-			o.Cache.DefaultTransform = clusterset.StripUnread
+			o.Cache.DefaultTransform = plumbing.StripUnread
 			if opts.ConfigureCache != nil {
 				opts.ConfigureCache(id, &o.Cache)
 			}

@@ -3,7 +3,7 @@ package publish
 import (
 	"slices"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // transform is the cache transform of PublishedExports: clusterset's
@@ -11,7 +11,7 @@ import (
 // clusterset (in the hub load of make bench-scale, 25,200 of 10 endpoints
 // each), and its Store shares their endpoints (Decode copies nothing).
 func transform(obj any) (any, error) {
-	obj, err := clusterset.StripUnread(obj)
+	obj, err := plumbing.StripUnread(obj)
 	if p, ok := obj.(*PublishedExport); ok && err == nil {
 		compact(p)
 	}

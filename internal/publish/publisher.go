@@ -24,6 +24,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // ConfigureCache makes a cache hold only the PublishedExports of cluster
@@ -108,7 +109,7 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	if _, err := p.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
-	c, err := clusterset.NewControllerWithBackoff("publish-"+string(opts.Cluster), p, opts.Workers, log.Log.WithValues("cluster", opts.Cluster), publishMaxBackoff)
+	c, err := plumbing.NewControllerWithBackoff("publish-"+string(opts.Cluster), p, opts.Workers, log.Log.WithValues("cluster", opts.Cluster), publishMaxBackoff)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		}),
 		// Every change of the member's exports; and, when the Store
 		// announces everything (its first pass is done), the marker.
-		clusterset.StoreSource(opts.Store, func(_ types.NamespacedName, cluster clusterset.ClusterID) bool {
+		plumbing.StoreSource(opts.Store, func(_ types.NamespacedName, cluster clusterset.ClusterID) bool {
 			return cluster == opts.Cluster
 		}, func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.Add(markerRequest)
@@ -283,7 +284,7 @@ func encodedSize(p *PublishedExport) int {
 // retry turns a write that lost a race (or a shutdown) into a short
 // requeue, and returns other errors for the controller's backoff.
 func retry(ctx context.Context, err error) (reconcile.Result, error) {
-	if after, routine := clusterset.Routine(ctx, err); routine {
+	if after, routine := plumbing.Routine(ctx, err); routine {
 		return reconcile.Result{RequeueAfter: after}, nil
 	}
 	return reconcile.Result{}, err
@@ -300,7 +301,7 @@ func (p *Publisher) inTheWay(ctx context.Context, name types.NamespacedName) (re
 		return reconcile.Result{}, fmt.Errorf("publish %s: an object of that name is in the way, and it is not %s's publication (source-cluster label %q): remove it",
 			name, p.opts.Cluster, there.Labels[mcsv1beta1.LabelSourceCluster])
 	}
-	return reconcile.Result{RequeueAfter: clusterset.ConflictRetry}, nil
+	return reconcile.Result{RequeueAfter: plumbing.ConflictRetry}, nil
 }
 
 // syncMarker writes the marker once every export of the member is

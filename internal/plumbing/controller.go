@@ -1,4 +1,4 @@
-package clusterset
+package plumbing
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
 // NewController returns the unmanaged controller name of one member (an
@@ -41,17 +43,17 @@ func NewControllerWithBackoff(name string, r reconcile.Reconciler, workers int, 
 
 // Subscribable is the part of the Store a controller's source needs.
 type Subscribable interface {
-	Subscribe(ctx context.Context, sub Subscriber)
+	Subscribe(ctx context.Context, sub clusterset.Subscriber)
 }
 
 // StoreSource returns a controller source that enqueues every key the
 // Store holds when the controller starts and every key it announces from
-// then on (only those wants accepts, if set: see Subscriber.Wants). everything,
-// if set, is called on AnnounceAll (see Subscriber.Everything) on a
+// then on (only those wants accepts, if set: see clusterset.Subscriber.Wants). everything,
+// if set, is called on AnnounceAll (see clusterset.Subscriber.Everything) on a
 // goroutine of its own, so that it may read a cache that is still syncing.
-func StoreSource(store Subscribable, wants func(types.NamespacedName, ClusterID) bool, everything func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.TypedSource[reconcile.Request] {
+func StoreSource(store Subscribable, wants func(types.NamespacedName, clusterset.ClusterID) bool, everything func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.TypedSource[reconcile.Request] {
 	return source.TypedFunc[reconcile.Request](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		sub := Subscriber{Changed: func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) }, Wants: wants}
+		sub := clusterset.Subscriber{Changed: func(key types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: key}) }, Wants: wants}
 		if everything != nil {
 			sub.Everything = func() { go everything(ctx, q) }
 		}

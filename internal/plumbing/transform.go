@@ -1,4 +1,4 @@
-package clusterset
+package plumbing
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,4 +1,4 @@
-package clusterset
+package plumbing
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"

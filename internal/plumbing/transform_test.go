@@ -1,4 +1,4 @@
-package clusterset
+package plumbing
 
 import (
 	"testing"

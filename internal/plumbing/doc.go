@@ -1,0 +1,13 @@
+// Package plumbing is the controller plumbing that the export, import and
+// publish sides share, kept apart from the clusterset's rules
+// (internal/clusterset):
+//
+//   - NewController, NewControllerWithBackoff: a member's unmanaged
+//     controllers, with mcs-syncer's queue and failure backoff;
+//     StoreSource, the watch source of the export Store's changes.
+//   - NonBlockingRecorder: events that never hold up a reconcile.
+//   - StripUnread: the cache transform that drops what is never read.
+//   - Routine, ConflictRetry: which reconcile errors are routine (a
+//     resourceVersion conflict, a shutdown) and are retried without an
+//     error log.
+package plumbing
