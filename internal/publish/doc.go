@@ -23,4 +23,11 @@
 // A publication is input from another cluster: the reader checks every
 // field it uses (Decode) and withdraws, with a log line and a metric, what
 // does not pass.
+//
+// PublishedExport's DeepCopy (zz_generated.deepcopy.go) and CRD
+// (config/crd/mcs-syncer.io_publishedexports.yaml) are generated from
+// types.go by controller-gen: make generate.
+//
+// +groupName=mcs-syncer.io
+// +versionName=v1alpha1
 package publish

@@ -1,8 +1,6 @@
 package publish
 
 import (
-	"maps"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,24 +15,43 @@ var GroupVersion = schema.GroupVersion{Group: "mcs-syncer.io", Version: "v1alpha
 // Resource is PublishedExport's resource name.
 const Resource = "publishedexports"
 
-// PublishedExport is one member's export of one Service, as published for
-// the other members; or, without a Service, the member's marker (see the
-// package doc).
+// PublishedExport is one member's export of one Service (its exported spec
+// and endpoints), as published for the other members; or, without
+// namespace and name, the member's marker: its publisher has published
+// every export of a full pass.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=pubexp,categories=mcs-syncer
+// +kubebuilder:printcolumn:name=Cluster,type=string,JSONPath=`.spec.cluster`
+// +kubebuilder:printcolumn:name=Namespace,type=string,JSONPath=`.spec.namespace`
+// +kubebuilder:printcolumn:name=Service,type=string,JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type PublishedExport struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              PublishedExportSpec `json:"spec"`
+	// Spec keeps fields this CRD does not name: a publisher newer than the
+	// hub's CRD may write them, and the readers check every field they
+	// use (Decode) either way.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Spec PublishedExportSpec `json:"spec"`
 }
 
 // PublishedExportSpec is a clusterset.ExportedService on the wire.
+//
+// +kubebuilder:object:generate=true
 type PublishedExportSpec struct {
-	// Cluster is the exporting member; it equals the object's
+	// Cluster is the exporting member's cluster ID; it equals the object's
 	// multicluster.kubernetes.io/source-cluster label.
+	// +kubebuilder:validation:MaxLength=63
 	Cluster string `json:"cluster"`
-	// Namespace and Name are the exported Service's; both empty in the
-	// member's marker.
+	// Namespace is the exported Service's namespace; empty in the member's
+	// marker.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name,omitempty"`
+	// Name is the exported Service's name; empty in the member's marker.
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name,omitempty"`
 	// ExportCreated is the ServiceExport's creationTimestamp.
 	ExportCreated         metav1.Time                          `json:"exportCreated,omitempty"`
 	Type                  mcsv1beta1.ServiceImportType         `json:"type,omitempty"`
@@ -61,11 +78,14 @@ type PublishedExportSpec struct {
 	// runs, so that readers tell a member whose mcs-syncer stopped from a
 	// publication server that is out of reach (see Heartbeats). A marker
 	// without them (of an older publisher) has no heartbeat.
-	RenewTime            *metav1.MicroTime `json:"renewTime,omitempty"`
-	RenewIntervalSeconds int32             `json:"renewIntervalSeconds,omitempty"`
+	RenewTime *metav1.MicroTime `json:"renewTime,omitempty"`
+	// +kubebuilder:validation:Minimum=1
+	RenewIntervalSeconds int32 `json:"renewIntervalSeconds,omitempty"`
 }
 
 // EndpointGroup is a reconciler.EndpointGroup on the wire.
+//
+// +kubebuilder:object:generate=true
 type EndpointGroup struct {
 	AddressType discoveryv1.AddressType    `json:"addressType"`
 	Ports       []discoveryv1.EndpointPort `json:"ports,omitempty"`
@@ -73,6 +93,9 @@ type EndpointGroup struct {
 }
 
 // PublishedExportList is a list of PublishedExports.
+//
+// +kubebuilder:object:generate=true
+// +kubebuilder:object:root=true
 type PublishedExportList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
@@ -84,86 +107,4 @@ func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &PublishedExport{}, &PublishedExportList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
-}
-
-// DeepCopyInto copies the spec into out.
-func (in *PublishedExportSpec) DeepCopyInto(out *PublishedExportSpec) {
-	*out = *in
-	in.ExportCreated.DeepCopyInto(&out.ExportCreated)
-	if in.Ports != nil {
-		out.Ports = make([]mcsv1beta1.ServicePort, len(in.Ports))
-		for i := range in.Ports {
-			in.Ports[i].DeepCopyInto(&out.Ports[i])
-		}
-	}
-	out.SessionAffinityConfig = in.SessionAffinityConfig.DeepCopy()
-	if in.InternalTrafficPolicy != nil {
-		p := *in.InternalTrafficPolicy
-		out.InternalTrafficPolicy = &p
-	}
-	if in.TrafficDistribution != nil {
-		d := *in.TrafficDistribution
-		out.TrafficDistribution = &d
-	}
-	if in.IPFamilies != nil {
-		out.IPFamilies = append([]corev1.IPFamily(nil), in.IPFamilies...)
-	}
-	if in.RenewTime != nil {
-		out.RenewTime = in.RenewTime.DeepCopy()
-	}
-	out.ExportedLabels = maps.Clone(in.ExportedLabels)
-	out.ExportedAnnotations = maps.Clone(in.ExportedAnnotations)
-	if in.Endpoints != nil {
-		out.Endpoints = make([]EndpointGroup, len(in.Endpoints))
-		for i := range in.Endpoints {
-			in.Endpoints[i].DeepCopyInto(&out.Endpoints[i])
-		}
-	}
-}
-
-// DeepCopyInto copies the group into out.
-func (in *EndpointGroup) DeepCopyInto(out *EndpointGroup) {
-	*out = *in
-	if in.Ports != nil {
-		out.Ports = make([]discoveryv1.EndpointPort, len(in.Ports))
-		for i := range in.Ports {
-			in.Ports[i].DeepCopyInto(&out.Ports[i])
-		}
-	}
-	if in.Endpoints != nil {
-		out.Endpoints = make([]discoveryv1.Endpoint, len(in.Endpoints))
-		for i := range in.Endpoints {
-			in.Endpoints[i].DeepCopyInto(&out.Endpoints[i])
-		}
-	}
-}
-
-// DeepCopy returns a copy of the object.
-func (in *PublishedExport) DeepCopy() *PublishedExport {
-	if in == nil {
-		return nil
-	}
-	out := &PublishedExport{TypeMeta: in.TypeMeta}
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	in.Spec.DeepCopyInto(&out.Spec)
-	return out
-}
-
-// DeepCopyObject implements runtime.Object.
-func (in *PublishedExport) DeepCopyObject() runtime.Object { return in.DeepCopy() }
-
-// DeepCopyObject implements runtime.Object.
-func (in *PublishedExportList) DeepCopyObject() runtime.Object {
-	if in == nil {
-		return nil
-	}
-	out := &PublishedExportList{TypeMeta: in.TypeMeta}
-	in.ListMeta.DeepCopyInto(&out.ListMeta)
-	if in.Items != nil {
-		out.Items = make([]PublishedExport, len(in.Items))
-		for i := range in.Items {
-			out.Items[i] = *in.Items[i].DeepCopy()
-		}
-	}
-	return out
 }
