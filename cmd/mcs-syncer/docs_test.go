@@ -6,9 +6,9 @@ package main
 // where, so that nothing is added, renamed or removed without its line.
 
 import (
-	"context"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -19,11 +19,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
-	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/syncer"
 )
 
 // TestREADMEListsEveryFlag: the README's flag table and the flags
@@ -72,14 +69,11 @@ func TestREADMEListsEveryFlag(t *testing.T) {
 }
 
 // TestMetricsAreDocumented: docs/metrics.md names every metric mcs-syncer
-// registers (registerMetrics, and the membership's through NewSet), and
+// registers (syncer.New registers them all), and
 // none that it does not, so that a metric cannot be added, renamed or
 // removed without its line.
 func TestMetricsAreDocumented(t *testing.T) {
 	reg := &describing{names: map[string]bool{}}
-	if _, err := registerMetrics(reg, clusterset.NewStore()); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\n" +
 		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
@@ -89,12 +83,11 @@ func TestMetricsAreDocumented(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := membership.LoadConfig(path)
+	o, err := parseFlags([]string{"--clusterset-config", path, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := membership.NewSet(path, cfg, membership.Options{Scheme: runtime.NewScheme(), Registerer: reg,
-		Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) { return nil, nil }}); err != nil {
+	if _, err := syncer.New(o.Settings, reg); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))

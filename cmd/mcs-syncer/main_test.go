@@ -1,15 +1,11 @@
 package main
 
 import (
-	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 )
 
@@ -64,7 +60,7 @@ func TestFlagsRejectBadValues(t *testing.T) {
 // one more DNS label ("east.fleet-a"), in every flag that takes one.
 func TestTwoLabelClusterIDs(t *testing.T) {
 	o, err := parseFlags([]string{"--clusterset-config", "c", "--local-cluster", "east.fleet-a", "--leader-elect", "--leader-election-cluster", "west.fleet-b"}, io.Discard)
-	if err != nil || o.localCluster != "east.fleet-a" || o.leaderElectCluster != "west.fleet-b" {
+	if err != nil || o.LocalCluster != "east.fleet-a" || o.LeaderElectCluster != "west.fleet-b" {
 		t.Errorf("parseFlags: %+v, %v", o, err)
 	}
 }
@@ -83,10 +79,10 @@ func TestFlagDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.managedBy != "mcs" || o.maxEndpointsPerSlice != 100 || o.unreachableGrace != 2*time.Minute || o.leaderElect || o.localCluster != "" {
+	if o.ManagedBy != "mcs" || o.MaxEndpointsPerSlice != 100 || o.UnreachableGrace != 2*time.Minute || o.LeaderElect || o.LocalCluster != "" {
 		t.Errorf("defaults %+v", o)
 	}
-	if o.kubeAPIQPS >= 0 || o.kubeAPIBurst < 1 || o.importSyncs < 2 || o.exportSyncs < 2 {
+	if o.KubeAPIQPS >= 0 || o.KubeAPIBurst < 1 || o.ImportSyncs < 2 || o.ExportSyncs < 2 {
 		t.Errorf("client and worker defaults %+v: want no client-side limit and several workers", o)
 	}
 }
@@ -95,139 +91,7 @@ func TestFlagDefaults(t *testing.T) {
 // as in controller-runtime.
 func TestNegativeQPSIsAccepted(t *testing.T) {
 	o, err := parseFlags([]string{"--clusterset-config", "c", "--kube-api-qps", "-5", "--kube-api-burst", "7"}, io.Discard)
-	if err != nil || o.kubeAPIQPS != -5 || o.kubeAPIBurst != 7 {
+	if err != nil || o.KubeAPIQPS != -5 || o.KubeAPIBurst != 7 {
 		t.Fatalf("got %+v, %v", o, err)
-	}
-}
-
-// TestLeaseHome: the Lease never lives implicitly in a member: outside a
-// cluster, central mode must name its cluster; per-cluster mode uses the
-// local cluster; a named member must be one.
-func TestLeaseHome(t *testing.T) {
-	t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a pod
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "east.kubeconfig")
-	writeKubeconfig(t, kc, "https://127.0.0.1:6443")
-	cfg, err := membership.ParseConfig([]byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		args     []string
-		wantHost string
-		wantErr  string
-	}{
-		{args: nil},
-		{args: []string{"--leader-elect"}, wantErr: "--leader-elect: outside a cluster in central mode"},
-		{args: []string{"--leader-elect", "--local-cluster", "east"}, wantHost: "https://127.0.0.1:6443"},
-		{args: []string{"--leader-elect", "--leader-election-cluster", "east"}, wantHost: "https://127.0.0.1:6443"},
-		{args: []string{"--leader-elect", "--leader-election-cluster", "west"}, wantErr: `--leader-election-cluster: "west" is not a member`},
-		{args: []string{"--leader-elect", "--leader-election-kubeconfig", kc}, wantHost: "https://127.0.0.1:6443"},
-		{args: []string{"--leader-elect", "--leader-election-kubeconfig", kc + ".missing"}, wantErr: "--leader-election-kubeconfig:"},
-	} {
-		o, err := parseFlags(append([]string{"--clusterset-config", "c"}, tc.args...), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := leaderElectionConfig(o, cfg)
-		switch {
-		case tc.wantErr != "":
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%v: error %v, want %q", tc.args, err, tc.wantErr)
-			}
-		case err != nil:
-			t.Errorf("%v: %v", tc.args, err)
-		case tc.wantHost == "" && rc != nil:
-			t.Errorf("%v: a Lease config without leader election", tc.args)
-		case tc.wantHost != "" && (rc == nil || rc.Host != tc.wantHost):
-			t.Errorf("%v: Lease config %v, want host %s", tc.args, rc, tc.wantHost)
-		}
-	}
-}
-
-// TestRunRefusesUselessConfigs: only a config that does not parse, or
-// whose members cannot be reached at all, ends the process at start, with
-// one line naming the problem.
-func TestRunRefusesUselessConfigs(t *testing.T) {
-	dir := t.TempDir()
-	for name, tc := range map[string]struct{ raw, want string }{
-		"unparsable": {configHeader + "clusterset: prod\nmembers: [\n", "--clusterset-config: clusterset config"},
-		"no member":  {configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: nope\n", "no member can be reached: member east: kubeconfig"},
-	} {
-		path := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(path, []byte(tc.raw), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		o, err := parseFlags([]string{"--clusterset-config", path}, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = run(o)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: %v, want one line containing %q", name, err, tc.want)
-		}
-		if !errors.As(err, new(configError)) {
-			t.Errorf("%s: %v is not a configError (exit 2 like a bad flag)", name, err)
-		}
-	}
-}
-
-// TestCheckMode: a hub needs per-cluster mode, and the local member must
-// have connection settings of its own (it is never read through the hub).
-func TestCheckMode(t *testing.T) {
-	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "k")
-	writeKubeconfig(t, kubeconfig, "https://127.0.0.1:1")
-	cfg, err := membership.ParseConfig([]byte(configHeader+"clusterset: prod\nhub: {kubeconfig: k}\nmembers:\n- id: east\n  kubeconfig: k\n- id: west\n"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ local, want string }{
-		{"", "hub mode needs per-cluster mode"},
-		{"west", "member west has no kubeconfig (nor inCluster)"},
-		{"south", `"south" is not a member`},
-		{"east", ""},
-	} {
-		err := checkMode(cfg, clusterset.ClusterID(tc.local))
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("--local-cluster %q: %v, want %q", tc.local, err, tc.want)
-		}
-	}
-}
-
-// TestHubClientLimits: the publisher's client of the hub has the members'
-// client limits (--kube-api-qps and --kube-api-burst), not client-go's
-// default of 5 requests per second.
-func TestHubClientLimits(t *testing.T) {
-	dir := t.TempDir()
-	kc := filepath.Join(dir, "hub.kubeconfig")
-	writeKubeconfig(t, kc, "https://127.0.0.1:6443")
-	cfg, err := membership.ParseConfig([]byte(configHeader+"clusterset: prod\nhub: {kubeconfig: hub.kubeconfig}\nmembers:\n- id: east\n  kubeconfig: hub.kubeconfig\n- id: west\n"), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{nil, {"--kube-api-qps", "30", "--kube-api-burst", "60"}} {
-		o, err := parseFlags(append([]string{"--clusterset-config", "c"}, args...), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := cfg.Hub.RESTConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc = withClientLimits(rc, o)
-		if rc.QPS != float32(o.kubeAPIQPS) || rc.Burst != o.kubeAPIBurst {
-			t.Errorf("%v: hub client QPS %v burst %d, want %v and %d", args, rc.QPS, rc.Burst, o.kubeAPIQPS, o.kubeAPIBurst)
-		}
-	}
-}
-
-// writeKubeconfig writes a kubeconfig of one API server (a token user)
-// to path.
-func writeKubeconfig(t *testing.T, path, server string) {
-	t.Helper()
-	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + server + "}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
-	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
