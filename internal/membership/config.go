@@ -142,9 +142,7 @@ func LoadConfig(path string) (*Config, error) {
 }
 
 // ParseConfig parses and validates a clusterset config; relative kubeconfig
-// paths are taken relative to dir. (Its complexity is a flat list of
-// independent checks, each with its own message: splitting it would only
-// scatter the rules of the file format.)
+// paths are taken relative to dir.
 func ParseConfig(raw []byte, dir string) (*Config, error) {
 	if err := checkSchema(raw); err != nil {
 		return nil, err
@@ -176,31 +174,42 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 			h.Kubeconfig = filepath.Join(dir, h.Kubeconfig)
 		}
 	}
+	if err := checkMembers(&cfg, dir); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// checkMembers checks the members' IDs and connection settings: unique IDs,
+// kubeconfig or inCluster (or neither, read through the hub), and no two
+// members reaching the same API server. Relative kubeconfig paths are made
+// absolute against dir.
+func checkMembers(cfg *Config, dir string) error {
 	byID := map[clusterset.ClusterID]bool{}
 	byServer := map[string]clusterset.ClusterID{}
 	for i := range cfg.Members {
 		m := &cfg.Members[i]
 		if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
-			return nil, fmt.Errorf("members[%d]: %w", i, err)
+			return fmt.Errorf("members[%d]: %w", i, err)
 		}
 		if byID[m.ID] {
-			return nil, fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
+			return fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
 		}
 		byID[m.ID] = true
 		server := "in-cluster"
 		switch {
 		case m.InCluster && m.Kubeconfig != "":
-			return nil, fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.ID)
+			return fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.ID)
 		case m.InCluster && m.Context != "":
-			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+			return fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
 		case m.InCluster:
 		case m.Kubeconfig == "" && m.Context != "":
-			return nil, fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+			return fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
 		case m.Kubeconfig == "" && cfg.Hub != nil:
 			m.ThroughHub, m.Kubeconfig, m.Context = true, cfg.Hub.Kubeconfig, cfg.Hub.Context
 			continue // many members are read through the one hub
 		case m.Kubeconfig == "":
-			return nil, fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true, or read it through a hub)", m.ID)
+			return fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true, or read it through a hub)", m.ID)
 		default:
 			if !filepath.IsAbs(m.Kubeconfig) {
 				m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
@@ -213,13 +222,13 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 		}
 		if other, ok := byServer[server]; ok {
 			if server == "in-cluster" {
-				return nil, fmt.Errorf("member %s: inCluster is already member %s", m.ID, other)
+				return fmt.Errorf("member %s: inCluster is already member %s", m.ID, other)
 			}
-			return nil, fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.ID, server, other)
+			return fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.ID, server, other)
 		}
 		byServer[server] = m.ID
 	}
-	return &cfg, nil
+	return nil
 }
 
 // RESTConfig reads the member's kubeconfig (or the in-cluster config) anew:

@@ -517,7 +517,17 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	if err := cp.kwokctl(ctx, "start", "cluster", "--name", cp.Name); err != nil {
 		return err
 	}
-	return cp.waitReady(ctx)
+	if err := cp.waitReady(ctx); err != nil {
+		// With the end of its log: a restart that never answered once
+		// failed an e2e test with nothing but the deadline to go on, and
+		// the testbed (its logs with it) is gone when the tests end.
+		log, _ := os.ReadFile(filepath.Join(cp.LogDir(), "kube-apiserver.log"))
+		if len(log) > 2048 {
+			log = log[len(log)-2048:]
+		}
+		return fmt.Errorf("testbed: %s: kube-apiserver restarted but not ready: %w; the end of its log:\n%s", cp.Name, err, log)
+	}
+	return nil
 }
 
 // forgetExited removes the pid files of this control plane's components
