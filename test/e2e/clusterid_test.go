@@ -64,30 +64,9 @@ func TestTwoLabelClusterIDs(t *testing.T) {
 	})
 
 	name := "web." + dp.ns + ".svc.clusterset.local"
-	ip := importIP(ctx, t, dp.ns, "web")
-	eventually(ctx, t, name+" to resolve to the ServiceImport's IP in the pod", func() error {
-		got, err := dp.lookup(ctx, "A", name)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, []string{ip}) {
-			return fmt.Errorf("%s resolves to %v, want %s", name, got, ip)
-		}
-		return nil
-	})
+	dp.resolvesTo(ctx, t, name, importIP(ctx, t, dp.ns, "web"))
 	dp.reaches(ctx, t, "tcp", name+":80", 20, "east", "west")
-
-	headless := "db." + dp.ns + ".svc.clusterset.local"
-	eventually(ctx, t, headless+" to resolve to both clusters' pod IPs", func() error {
-		got, err := dp.lookup(ctx, "A", headless)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, podIPs) {
-			return fmt.Errorf("A %v, want %v", got, podIPs)
-		}
-		return nil
-	})
+	dp.resolvesTo(ctx, t, "db."+dp.ns+".svc.clusterset.local", podIPs...)
 }
 
 // clusterPropertyCRD is KEP-2149's ClusterProperty (about.k8s.io/v1alpha1,

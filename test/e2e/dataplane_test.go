@@ -159,6 +159,22 @@ func (dp *dataPlane) lookup(ctx context.Context, kind, name string) ([]string, e
 	return strings.Split(strings.TrimSpace(out), "\n"), nil
 }
 
+// resolvesTo waits until name's A records, asked from north's client pod,
+// are exactly want (sorted).
+func (dp *dataPlane) resolvesTo(ctx context.Context, t *testing.T, name string, want ...string) {
+	t.Helper()
+	eventually(ctx, t, fmt.Sprintf("%s to resolve to %v in the pod", name, want), func() error {
+		got, err := dp.lookup(ctx, "A", name)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s resolves to %v, want %v", name, got, want)
+		}
+		return nil
+	})
+}
+
 // podsReady waits until n pods of ns matching opts are Ready, and returns
 // them.
 func podsReady(ctx context.Context, t *testing.T, cl client.Client, ns string, n int, opts ...client.ListOption) []corev1.Pod {
@@ -305,16 +321,7 @@ func TestDataPlaneClusterSetIP(t *testing.T) {
 
 	name := "web." + dp.ns + ".svc.clusterset.local"
 	ip := importIP(ctx, t, dp.ns, "web")
-	eventually(ctx, t, name+" to resolve to the ServiceImport's IP in the pod", func() error {
-		got, err := dp.lookup(ctx, "A", name)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, []string{ip}) {
-			return fmt.Errorf("%s resolves to %v, want %s", name, got, ip)
-		}
-		return nil
-	})
+	dp.resolvesTo(ctx, t, name, ip)
 	dp.reaches(ctx, t, "tcp", name+":80", 20, "east", "west")
 	dp.reaches(ctx, t, "udp", ip+":80", 20, "east", "west")
 	dp.reaches(ctx, t, "tcp", "only-east."+dp.ns+".svc.clusterset.local:80", 10, "east")
@@ -388,16 +395,7 @@ func TestDataPlaneHeadless(t *testing.T) {
 	slices.Sort(podIPs)
 
 	name := "db." + dp.ns + ".svc.clusterset.local"
-	eventually(ctx, t, name+" to resolve to both clusters' pod IPs", func() error {
-		got, err := dp.lookup(ctx, "A", name)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, podIPs) {
-			return fmt.Errorf("A %v, want %v", got, podIPs)
-		}
-		return nil
-	})
+	dp.resolvesTo(ctx, t, name, podIPs...)
 	want := []string{"db-0.east." + name + ". 8080", "db-0.west." + name + ". 8080"}
 	eventually(ctx, t, "SRV records of "+name, func() error {
 		got, err := dp.lookup(ctx, "SRV", "_tcp._tcp."+name)
