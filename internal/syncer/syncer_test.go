@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,7 +31,7 @@ func writeKubeconfig(t *testing.T, path, server string) {
 // defaults are the settings of the flags' defaults.
 func defaults(config string) Settings {
 	return Settings{ClustersetConfig: config, ManagedBy: "mcs", MaxEndpointsPerSlice: 100, KubeAPIQPS: -1, KubeAPIBurst: 100,
-		ImportSyncs: 10, ExportSyncs: 5, Heartbeat: 10e9, MetricsAddr: "0", ProbeAddr: "0", PprofAddr: "0"}
+		ImportSyncs: 10, ExportSyncs: 5, Heartbeat: 10 * time.Second, MetricsAddr: "0", ProbeAddr: "0", PprofAddr: "0"}
 }
 
 // newSyncer builds a process of config (written into a folder with the
