@@ -384,19 +384,39 @@ remove_kind_network() {
 	docker network inspect kind >&2 || true
 }
 
+# delete_clusters deletes every kind cluster of this script (mcs-*, of any
+# mode), listing them again until none is left. A fresh-clone CI run once
+# skipped mcs-east on the way down (its listing came back without it, the
+# error thrown away): its node held the kind network, and the next mode's up
+# took the old cluster for its own.
+delete_clusters() {
+	local out left c
+	for _ in $(seq 1 5); do
+		if ! out=$("$kind" get clusters 2>&1); then
+			echo "kind get clusters: $out" >&2
+			sleep 2
+			continue
+		fi
+		left=$(grep '^mcs-' <<<"$out" || true)
+		[ -z "$left" ] && return 0
+		for c in $left; do
+			"$kind" delete cluster --name "$c" --kubeconfig "$state/kind-${c#mcs-}.kubeconfig" || true
+		done
+	done
+	echo "kind clusters still there after five rounds of deletion: ${left:-unknown (kind get clusters failed)}" >&2
+	return 1
+}
+
 down() {
 	use_engine
+	local status=0
 	if docker info >/dev/null 2>&1 && [ -x "$kind" ]; then
-		local c
-		for c in "${members[@]}" hub; do
-			if "$kind" get clusters 2>/dev/null | grep -qx "mcs-$c"; then
-				"$kind" delete cluster --name "mcs-$c" --kubeconfig "$state/kind-$c.kubeconfig"
-			fi
-		done
+		delete_clusters || status=1
 		remove_kind_network
 	fi
 	stop_engine
 	rm -rf "$state"
+	return $status
 }
 
 # host_network prints what the host's network is made of: its links, routes
