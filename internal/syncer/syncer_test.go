@@ -35,9 +35,9 @@ func defaults(config string) Settings {
 }
 
 // newSyncer builds a process of config (written into a folder with the
-// kubeconfigs it names, each of its own API server that never answers) in mode
-// local; nothing is started.
-func newSyncer(t *testing.T, config string, local string, kubeconfigs ...string) (*Syncer, error) {
+// kubeconfigs it names, each of its own API server that never answers) with
+// the flags' defaults as change (if set) changes them; nothing is started.
+func newSyncer(t *testing.T, config string, change func(*Settings), kubeconfigs ...string) (*Syncer, error) {
 	t.Helper()
 	dir := t.TempDir()
 	for i, k := range kubeconfigs {
@@ -48,7 +48,9 @@ func newSyncer(t *testing.T, config string, local string, kubeconfigs ...string)
 		t.Fatal(err)
 	}
 	s := defaults(path)
-	s.LocalCluster = local
+	if change != nil {
+		change(&s)
+	}
 	return New(s, prometheus.NewRegistry())
 }
 
@@ -63,7 +65,7 @@ func TestModes(t *testing.T) {
 		"":             {"east": {writes: true}, "west.fleet-b": {writes: true}},
 		"west.fleet-b": {"east": {readsPublished: true}, "west.fleet-b": {writes: true}},
 	} {
-		sy, err := newSyncer(t, config, local, "east.kubeconfig", "west.kubeconfig")
+		sy, err := newSyncer(t, config, func(s *Settings) { s.LocalCluster = local }, "east.kubeconfig", "west.kubeconfig")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +80,7 @@ func TestModes(t *testing.T) {
 // TestDepartedForgetsTheMember: a member that left the config leaves every
 // import at once: the Store no longer holds its exports.
 func TestDepartedForgetsTheMember(t *testing.T) {
-	sy, err := newSyncer(t, "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", "", "east.kubeconfig")
+	sy, err := newSyncer(t, "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", nil, "east.kubeconfig")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +156,7 @@ func TestNewRefusesWhatTheUserMustFix(t *testing.T) {
 		"hub in central":    {raw: "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", want: "hub mode needs per-cluster mode"},
 		"no home for Lease": {raw: one, leaderElect: true, want: "--leader-elect: outside a cluster in central mode"},
 	} {
-		dir := t.TempDir()
-		writeKubeconfig(t, filepath.Join(dir, "east.kubeconfig"), "https://127.0.0.1:1")
-		path := filepath.Join(dir, "clusterset.yaml")
-		if err := os.WriteFile(path, []byte(configHeader+tc.raw), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s := defaults(path)
-		s.LocalCluster, s.LeaderElect = tc.local, tc.leaderElect
-		_, err := New(s, prometheus.NewRegistry())
+		_, err := newSyncer(t, tc.raw, func(s *Settings) { s.LocalCluster, s.LeaderElect = tc.local, tc.leaderElect }, "east.kubeconfig")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line containing %q", name, err, tc.want)
 		}
