@@ -52,8 +52,8 @@
 // Endpoint conditions (ready, serving, terminating; KEP-1672), hostname,
 // nodeName, zone, hints and targetRef are written as given. With
 // WithTrafficDistribution the reconciler computes hints from the owner's
-// trafficDistribution instead, or with a rule of the caller's (Input.Hints).
-// TopologyHints is such a rule: topology-aware hints
+// trafficDistribution instead, or with a rule of the caller's (Input.Hints),
+// or, with Input.Topology, topology-aware hints
 // (service.kubernetes.io/topology-mode: Auto) proportional to the zones'
 // CPU (ZoneCPU), as kube-controller-manager gives them.
 package reconciler

@@ -371,6 +371,12 @@ func (b *planner) reconcileHints() {
 	if !b.r.trafficDistribution {
 		return
 	}
+	if b.in.Topology != nil {
+		for _, t := range sortedAddressTypes(b.in.AddressTypes) {
+			b.topologyHints(t)
+		}
+		return
+	}
 	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
 		for i := range s.Endpoints {
 			s.Endpoints[i].Hints = b.hints(&s.Endpoints[i])
@@ -383,12 +389,10 @@ func (b *planner) reconcileHints() {
 		if !wrong {
 			continue
 		}
-		s := p.mutable()
+		s := b.rewrite(p)
 		for i := range s.Endpoints {
 			s.Endpoints[i].Hints = b.hints(&s.Endpoints[i])
 		}
-		b.setMetadata(s)
-		b.plan.Update = append(b.plan.Update, s)
 	}
 }
 

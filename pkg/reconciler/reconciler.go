@@ -196,6 +196,13 @@ type Input struct {
 	// WithTrafficDistribution. It must depend on the endpoint alone and
 	// must not modify it; nil hints are none.
 	Hints func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints
+	// Topology, when not nil, gives the ready endpoints topology-aware
+	// hints (service.kubernetes.io/topology-mode: Auto, see
+	// TopologyModeAuto) in proportion to the zones' CPU, as
+	// kube-controller-manager does: the hints of slices the plan does not
+	// otherwise write are kept while they remain valid. Used only with
+	// WithTrafficDistribution, in place of TrafficDistribution and Hints.
+	Topology *Topology
 	// Labeler decides the slices' labels and annotations; nil means none
 	// but managed-by.
 	Labeler Labeler

@@ -1,13 +1,13 @@
 package reconciler
 
 import (
-	"cmp"
 	"maps"
 	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
 )
 
@@ -66,62 +66,36 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// TopologyHints returns the hints rule (for Input.Hints, with
-// WithTrafficDistribution) of topology-aware hints, computed per address
-// type over all of desired: each ready endpoint is hinted to its own zone,
-// then endpoints of zones holding more than their share of the CPU
-// (zoneCPU, from ZoneCPU) are hinted to zones holding less, until each
-// zone is within half an endpoint of its share. As upstream, no endpoint
-// of an address type gets hints when zoneCPU is nil, when there are fewer
-// ready endpoints than zones, when a ready endpoint has no zone, or when a
-// zone's minimum (its share less the 20 % overload threshold, rounded up)
-// cannot be met.
-//
-// Which endpoints move is decided by address order, so the rule depends on
-// desired alone; upstream decides by the order of its slices and keeps the
-// hints of slices it does not rewrite, so the two may hint different
-// endpoints of a zone, always in the same numbers per zone.
-func TopologyHints(zoneCPU map[string]int64, desired []EndpointGroup) func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints {
-	hinted := map[string]string{} // first address -> zone
-	byType := map[discoveryv1.AddressType][]*discoveryv1.Endpoint{}
-	for i := range desired {
-		g := &desired[i]
-		for j := range g.Endpoints {
-			ep := &g.Endpoints[j]
-			if ptr.Deref(ep.Conditions.Ready, false) && len(ep.Addresses) > 0 {
-				byType[g.AddressType] = append(byType[g.AddressType], ep)
-			}
-		}
-	}
-	for _, ready := range byType {
-		for addr, zone := range allocateZones(zoneCPU, ready) {
-			hinted[addr] = zone
-		}
-	}
-	return func(ep *discoveryv1.Endpoint) *discoveryv1.EndpointHints {
-		if len(ep.Addresses) == 0 || !ptr.Deref(ep.Conditions.Ready, false) {
-			return nil
-		}
-		zone, ok := hinted[ep.Addresses[0]]
-		if !ok {
-			return nil
-		}
-		return &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
-	}
+// Topology is what topology-aware hints (service.kubernetes.io/topology-mode:
+// Auto) are computed from; see Input.Topology.
+type Topology struct {
+	// ZoneCPU is the allocatable CPU of each zone, in millicores (from
+	// ZoneCPU). Nil means the nodes do not tell, and no endpoint gets
+	// hints.
+	ZoneCPU map[string]int64
 }
 
-// allocateZones hints the ready endpoints of one address type: it returns
-// each endpoint's hinted zone by its first address, or nil for none.
-func allocateZones(zoneCPU map[string]int64, ready []*discoveryv1.Endpoint) map[string]string {
-	n := len(ready)
-	if zoneCPU == nil || len(zoneCPU) > n {
+// allocation is how many hints a zone should get: its share of the CPU
+// (desired, at least its minimum), and the bounds that keep every zone's
+// endpoints within the 20 % overload threshold.
+type allocation struct {
+	minimum, maximum int
+	desired          float64
+}
+
+// allocations returns each zone's allocation for n ready endpoints, or nil
+// when hints cannot be given: no CPU information, fewer endpoints than
+// zones, or minimums that add up to more than n (upstream's
+// getAllocations).
+func allocations(zoneCPU map[string]int64, n int) map[string]allocation {
+	if len(zoneCPU) < 2 || len(zoneCPU) > n {
 		return nil
 	}
 	var total int64
 	for _, cpu := range zoneCPU {
 		total += cpu
 	}
-	target := map[string]float64{}
+	out := make(map[string]allocation, len(zoneCPU))
 	minimumSum := 0
 	for zone, cpu := range zoneCPU {
 		share := float64(cpu) / float64(total) * float64(n)
@@ -130,42 +104,204 @@ func allocateZones(zoneCPU map[string]int64, ready []*discoveryv1.Endpoint) map[
 		if minimumSum > n {
 			return nil
 		}
-		target[zone] = math.Max(share, float64(minimum))
+		out[zone] = allocation{minimum: minimum, desired: math.Max(share, float64(minimum))}
 	}
-
-	slices.SortFunc(ready, func(a, b *discoveryv1.Endpoint) int { return cmp.Compare(a.Addresses[0], b.Addresses[0]) })
-	hinted := make(map[string]string, n)
-	count := map[string]int{}
-	for _, ep := range ready {
-		zone := ptr.Deref(ep.Zone, "")
-		if zone == "" {
-			return nil
-		}
-		hinted[ep.Addresses[0]] = zone
-		count[zone]++
+	for zone, a := range out {
+		a.maximum = a.minimum + n - minimumSum
+		out[zone] = a
 	}
+	return out
+}
 
-	give, receive := transfers(target, count)
-	for _, ep := range ready {
-		from := hinted[ep.Addresses[0]]
-		if give[from] == 0 {
-			continue
+// topologyHints sets the hints of one address type's slices as
+// kube-controller-manager's topology cache does (AddHints), so that the two
+// write the same numbers of hints per zone from the same slices:
+//
+//   - An unchanged slice keeps its hints while every ready endpoint has one,
+//     to a zone that has CPU, and its zones stay within their maximum
+//     counted over the unchanged slices before it; otherwise it is
+//     rewritten.
+//   - Every ready endpoint of a slice the plan writes is hinted to its own
+//     zone, then endpoints of zones above their desired share are hinted to
+//     zones below it, in the order of the slices and their endpoints, until
+//     each is within half an endpoint of its share.
+//   - No endpoint has hints when allocations fail, or when a ready endpoint
+//     of a written slice has no zone.
+//
+// Keeping what is still valid writes no slice for hints alone; the price is
+// that the numbers per zone depend on which slices were written before, as
+// upstream's do. Among equal zones, the first by name gives or receives
+// first (upstream picks at random).
+func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
+	var writes []*discoveryv1.EndpointSlice
+	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
+		if s.AddressType == addressType {
+			writes = append(writes, s)
 		}
-		to := ""
-		for _, z := range slices.Sorted(maps.Keys(receive)) {
-			if receive[z] > 0 {
-				to = z
-				break
+	}
+	var kept []*pending
+	for _, p := range b.unchanged {
+		if p.slice.AddressType == addressType {
+			kept = append(kept, p)
+		}
+	}
+	ready := 0
+	for _, s := range writes {
+		ready += countReady(s.Endpoints)
+	}
+	for _, p := range kept {
+		ready += countReady(p.slice.Endpoints)
+	}
+	// A slice rewritten for its hints that ends with the hints it had is
+	// not written after all (upstream writes it, and the API server takes
+	// the update for a no-op).
+	var rewritten []*pending
+	defer func() {
+		for _, p := range rewritten {
+			if equality.Semantic.DeepEqual(p.slice.Endpoints, p.orig.Endpoints) {
+				b.plan.Update = slices.DeleteFunc(b.plan.Update, func(s *discoveryv1.EndpointSlice) bool { return s == p.slice })
 			}
 		}
-		if to == "" {
-			break
-		}
-		hinted[ep.Addresses[0]] = to
-		give[from]--
-		receive[to]--
+	}()
+	alloc := allocations(b.in.Topology.ZoneCPU, ready)
+	if alloc == nil {
+		rewritten = b.clearHints(writes, kept)
+		return
 	}
-	return hinted
+
+	hinted := map[string]int{}
+	var stillKept []*pending
+	for _, p := range kept {
+		byZone := validHints(p.slice, hinted, alloc)
+		if byZone == nil {
+			writes = append(writes, b.rewrite(p))
+			rewritten = append(rewritten, p)
+			continue
+		}
+		stillKept = append(stillKept, p)
+		for zone, n := range byZone {
+			hinted[zone] += n
+		}
+	}
+
+	for _, s := range writes {
+		for i := range s.Endpoints {
+			ep := &s.Endpoints[i]
+			if !ptr.Deref(ep.Conditions.Ready, false) {
+				ep.Hints = nil
+				continue
+			}
+			zone := ptr.Deref(ep.Zone, "")
+			if zone == "" {
+				rewritten = append(rewritten, b.clearHints(writes, stillKept)...)
+				return
+			}
+			ep.Hints = zoneHint(zone)
+			hinted[zone]++
+		}
+	}
+
+	desired := make(map[string]float64, len(alloc))
+	for zone, a := range alloc {
+		desired[zone] = a.desired
+	}
+	give, receive := transfers(desired, hinted)
+	for _, s := range writes {
+		for i := range s.Endpoints {
+			ep := &s.Endpoints[i]
+			from := ptr.Deref(ep.Zone, "")
+			if ep.Hints == nil || give[from] == 0 {
+				continue
+			}
+			to := firstWith(receive)
+			if to == "" {
+				return
+			}
+			ep.Hints = zoneHint(to)
+			give[from]--
+			receive[to]--
+		}
+	}
+}
+
+// validHints returns the hints per zone of an unchanged slice, or nil when
+// the slice must be rewritten: a ready endpoint without hints, a hint to a
+// zone without allocation, or more hints for a zone than its maximum on
+// top of those already counted (upstream's getHintsByZone).
+func validHints(s *discoveryv1.EndpointSlice, counted map[string]int, alloc map[string]allocation) map[string]int {
+	byZone := map[string]int{}
+	for _, ep := range s.Endpoints {
+		if !ptr.Deref(ep.Conditions.Ready, false) {
+			continue
+		}
+		if ep.Hints == nil || len(ep.Hints.ForZones) == 0 {
+			return nil
+		}
+		for _, z := range ep.Hints.ForZones {
+			if _, ok := alloc[z.Name]; !ok {
+				return nil
+			}
+			byZone[z.Name]++
+		}
+	}
+	for zone, n := range byZone {
+		if n+counted[zone] > alloc[zone].maximum {
+			return nil
+		}
+	}
+	return byZone
+}
+
+// clearHints removes every hint from the slices written, and rewrites the
+// unchanged slices that have any; it returns those.
+func (b *planner) clearHints(writes []*discoveryv1.EndpointSlice, kept []*pending) (rewritten []*pending) {
+	for _, s := range writes {
+		for i := range s.Endpoints {
+			s.Endpoints[i].Hints = nil
+		}
+	}
+	for _, p := range kept {
+		if slices.ContainsFunc(p.slice.Endpoints, func(ep discoveryv1.Endpoint) bool { return ep.Hints != nil }) {
+			s := b.rewrite(p)
+			for i := range s.Endpoints {
+				s.Endpoints[i].Hints = nil
+			}
+			rewritten = append(rewritten, p)
+		}
+	}
+	return rewritten
+}
+
+// rewrite adds an unchanged slice to the plan's updates, for its hints.
+func (b *planner) rewrite(p *pending) *discoveryv1.EndpointSlice {
+	s := p.mutable()
+	b.setMetadata(s)
+	b.plan.Update = append(b.plan.Update, s)
+	return s
+}
+
+func countReady(eps []discoveryv1.Endpoint) int {
+	n := 0
+	for i := range eps {
+		if ptr.Deref(eps[i].Conditions.Ready, false) {
+			n++
+		}
+	}
+	return n
+}
+
+func zoneHint(zone string) *discoveryv1.EndpointHints {
+	return &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+}
+
+// firstWith returns the first zone by name with a count left, or "".
+func firstWith(counts map[string]int) string {
+	for _, z := range slices.Sorted(maps.Keys(counts)) {
+		if counts[z] > 0 {
+			return z
+		}
+	}
+	return ""
 }
 
 // transfers returns how many hints each zone gives and receives: one at a

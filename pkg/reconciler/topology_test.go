@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
@@ -29,31 +32,67 @@ func zonedEndpoints(perZone map[string]int) []EndpointGroup {
 	return []EndpointGroup{g}
 }
 
-func hintedPerZone(rule func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints, groups []EndpointGroup) map[string]int {
+// topologyInput is the Input of svc with desired endpoints and topology
+// hints from cpu, over the slices the fake API server holds.
+func topologyInput(t *testing.T, client *fake.Clientset, cpu map[string]int64, desired []EndpointGroup) Input {
+	t.Helper()
+	return Input{
+		Owner: service(), OwnerGVK: serviceGVK,
+		Desired: desired, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+		Existing: listSlices(t, client, "ns"),
+		Labeler:  ServiceLabels{Service: service()},
+		Topology: &Topology{ZoneCPU: cpu},
+	}
+}
+
+// hintedPerZone counts the hints per zone of the slices the fake API
+// server holds.
+func hintedPerZone(t *testing.T, client *fake.Clientset) map[string]int {
+	t.Helper()
 	got := map[string]int{}
-	for _, ep := range groups[0].Endpoints {
-		if h := rule(&ep); h != nil {
-			got[h.ForZones[0].Name]++
+	for _, s := range listSlices(t, client, "ns") {
+		for _, ep := range s.Endpoints {
+			if ep.Hints != nil {
+				got[ep.Hints.ForZones[0].Name]++
+			}
 		}
 	}
 	return got
 }
 
+func reconcileTopology(t *testing.T, r *Reconciler, client *fake.Clientset, cpu map[string]int64, desired []EndpointGroup) {
+	t.Helper()
+	if err := r.Reconcile(context.Background(), topologyInput(t, client, cpu, desired)); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := r.Plan(topologyInput(t, client, cpu, desired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Empty() {
+		t.Errorf("a second plan over the same endpoints is not empty: %s", plan)
+	}
+}
+
+var cpu32328 = map[string]int64{"a": 32000, "b": 32000, "c": 8000}
+
 // TestTopologyHintsProportionalToCPU: zones a and b have 4 times zone c's
-// CPU; of 3 endpoints in each, c gives one hint to a and one to b.
+// CPU; of 3 endpoints in each, c gives one hint to a and one to b. Already
+// balanced, every endpoint keeps its own zone.
 func TestTopologyHintsProportionalToCPU(t *testing.T) {
-	cpu := map[string]int64{"a": 32000, "b": 32000, "c": 8000}
-	groups := zonedEndpoints(map[string]int{"a": 3, "b": 3, "c": 3})
-	got := hintedPerZone(TopologyHints(cpu, groups), groups)
-	if got["a"] != 4 || got["b"] != 4 || got["c"] != 1 {
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithTrafficDistribution(true))
+	reconcileTopology(t, r, client, cpu32328, zonedEndpoints(map[string]int{"a": 3, "b": 3, "c": 3}))
+	if got := hintedPerZone(t, client); got["a"] != 4 || got["b"] != 4 || got["c"] != 1 {
 		t.Errorf("hints per zone %v, want a:4 b:4 c:1", got)
 	}
-	// Balanced already: everyone keeps their own zone.
-	groups = zonedEndpoints(map[string]int{"a": 4, "b": 4, "c": 1})
-	rule := TopologyHints(cpu, groups)
-	for _, ep := range groups[0].Endpoints {
-		if h := rule(&ep); h == nil || h.ForZones[0].Name != *ep.Zone {
-			t.Errorf("endpoint %s in %s hinted %+v, want its own zone", ep.Addresses[0], *ep.Zone, h)
+
+	client = newFakeClient(t)
+	r = newReconciler(t, client, WithTrafficDistribution(true))
+	reconcileTopology(t, r, client, cpu32328, zonedEndpoints(map[string]int{"a": 4, "b": 4, "c": 1}))
+	for _, ep := range listSlices(t, client, "ns")[0].Endpoints {
+		if ep.Hints == nil || ep.Hints.ForZones[0].Name != *ep.Zone {
+			t.Errorf("endpoint %s in %s hinted %+v, want its own zone", ep.Addresses[0], *ep.Zone, ep.Hints)
 		}
 	}
 }
@@ -62,21 +101,82 @@ func TestTopologyHintsProportionalToCPU(t *testing.T) {
 // a zone's minimum out of reach, with an endpoint without zone, or without
 // node information.
 func TestTopologyHintsGivenUp(t *testing.T) {
-	cpu := map[string]int64{"a": 32000, "b": 32000, "c": 8000}
 	noZone := zonedEndpoints(map[string]int{"a": 2, "b": 2, "c": 1})
 	noZone[0].Endpoints[0].Zone = nil
 	for name, tc := range map[string]struct {
 		cpu    map[string]int64
 		groups []EndpointGroup
 	}{
-		"fewer endpoints than zones": {cpu, zonedEndpoints(map[string]int{"a": 2})},
+		"fewer endpoints than zones": {cpu32328, zonedEndpoints(map[string]int{"a": 2})},
 		"minimum out of reach":       {map[string]int64{"a": 1000, "b": 1000, "c": 1000, "d": 1000}, zonedEndpoints(map[string]int{"a": 5})},
-		"endpoint without zone":      {cpu, noZone},
+		"endpoint without zone":      {cpu32328, noZone},
 		"no node information":        {nil, zonedEndpoints(map[string]int{"a": 3, "b": 3})},
 	} {
-		if got := hintedPerZone(TopologyHints(tc.cpu, tc.groups), tc.groups); len(got) != 0 {
+		client := newFakeClient(t)
+		r := newReconciler(t, client, WithTrafficDistribution(true))
+		reconcileTopology(t, r, client, tc.cpu, tc.groups)
+		if got := hintedPerZone(t, client); len(got) != 0 {
 			t.Errorf("%s: hints %v, want none", name, got)
 		}
+	}
+}
+
+// TestTopologyHintsOfUnchangedSlicesKept: as kube-controller-manager's
+// topology cache, a slice the plan does not otherwise write keeps valid
+// hints; one whose hints would pass a zone's maximum is rewritten; hints
+// go when topology can no longer be used, in every slice that has some.
+func TestTopologyHintsOfUnchangedSlicesKept(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(3))
+	// 9 endpoints in three slices: a a a | b b b | c c c (address order).
+	nine := zonedEndpoints(map[string]int{"a": 3, "b": 3, "c": 3})
+	reconcileTopology(t, r, client, cpu32328, nine)
+	before := listSlices(t, client, "ns")
+
+	// A tenth endpoint, in zone c: 10 ready, a and b desired 4.44 (maximum
+	// 5), c 1.11 (minimum 1, maximum 2). The three slices' hints (4/4/1)
+	// stay valid, so only the new endpoint's slice is written.
+	ten := zonedEndpoints(map[string]int{"a": 3, "b": 3, "c": 4})
+	client.ClearActions()
+	reconcileTopology(t, r, client, cpu32328, ten)
+	if w := writes(client); w["update"] != 0 {
+		t.Errorf("writes %v: a slice was updated for hints that are still valid", w)
+	}
+	after := map[string]*discoveryv1.EndpointSlice{}
+	for _, s := range listSlices(t, client, "ns") {
+		after[s.Name] = s
+	}
+	for _, s := range before {
+		if !equality.Semantic.DeepEqual(after[s.Name].Endpoints, s.Endpoints) {
+			t.Errorf("slice %s changed: %+v, was %+v", s.Name, after[s.Name].Endpoints, s.Endpoints)
+		}
+	}
+	if got := hintedPerZone(t, client); got["a"]+got["b"]+got["c"] != 10 {
+		t.Errorf("hints per zone %v, want all 10 ready endpoints hinted", got)
+	}
+
+	// Zone c's CPU now 4 times a's and b's: of 10 endpoints, a and b may
+	// have 2 hints at most (desired 1.67, minimum 2), c 6 (desired 6.67).
+	// The slices of a's and b's endpoints (hinted to their own zones) pass
+	// that and are rewritten; c's slice (hinted a, b, c since the first
+	// reconcile) is valid and kept; the rewritten ones give to c.
+	client.ClearActions()
+	reconcileTopology(t, r, client, map[string]int64{"a": 8000, "b": 8000, "c": 32000}, ten)
+	if got := hintedPerZone(t, client); got["a"] != 2 || got["b"] != 2 || got["c"] != 6 {
+		t.Errorf("hints per zone %v, want a:2 b:2 c:6", got)
+	}
+	if w := writes(client); w["update"] != 2 {
+		t.Errorf("writes %v, want the 2 slices whose hints passed a maximum updated", w)
+	}
+
+	// No node information: every slice with hints loses them.
+	client.ClearActions()
+	reconcileTopology(t, r, client, nil, ten)
+	if got := hintedPerZone(t, client); len(got) != 0 {
+		t.Errorf("hints %v left without node information", got)
+	}
+	if w := writes(client); w["update"] != len(listSlices(t, client, "ns")) {
+		t.Errorf("writes %v, want every slice updated once", w)
 	}
 }
 

@@ -181,7 +181,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		in.Hints = reconciler.TopologyHints(reconciler.ZoneCPU(nodes), desired)
+		in.Topology = &reconciler.Topology{ZoneCPU: reconciler.ZoneCPU(nodes)}
 	}
 	if err := c.r.Reconcile(ctx, in); err != nil {
 		return fmt.Errorf("reconcile %s: %w", key, err)
