@@ -62,58 +62,150 @@ func normalise(slices_ []discoveryv1.EndpointSlice, hintsAside bool) view {
 // 32 and 8 CPUs), in millicores.
 var zoneCPU = map[string]float64{"diff-a": 64000, "diff-b": 64000, "diff-c": 16000}
 
-// validHints reports whether slices carry a topology-aware allocation
-// that upstream's rules allow, per address type: no hints at all, or every
-// ready endpoint hinted to one zone and no zone hinted above its maximum
-// (its minimum, its CPU share less the 20 % overload threshold rounded up,
-// plus what the other minimums leave). A zone may fall short of its
-// minimum: upstream moves no hint when less than half an endpoint is to
-// give (getGivingAndReceivingZones), and keeps the hints of slices it does
-// not rewrite as long as no zone passes its maximum (getHintsByZone); seed
-// 7, step 120 leaves it 4/4/0 over the zones where ours is 4/3/1.
-func validHints(slices_ []discoveryv1.EndpointSlice) bool {
-	ready, hinted, oneZoneEach := countHints(slices_)
-	if !oneZoneEach {
-		return false
-	}
+// bounds returns each zone's minimum and maximum number of hints for n
+// ready endpoints, as kube-controller-manager's topology cache computes
+// them (getAllocations): the minimum is the zone's CPU share less the
+// 20 % overload threshold, rounded up; the maximum, the minimum plus what
+// the other minimums leave. ok is false when no allocation exists (fewer
+// endpoints than zones, or minimums above n).
+func bounds(n int) (minimum, maximum map[string]int, ok bool) {
 	var total float64
 	for _, c := range zoneCPU {
 		total += c
 	}
-	for typ, n := range ready {
-		if len(hinted[typ]) == 0 {
+	minimum, maximum = map[string]int{}, map[string]int{}
+	sum := 0
+	for z, c := range zoneCPU {
+		minimum[z] = int(math.Ceil(c / total * float64(n) / 1.2))
+		sum += minimum[z]
+	}
+	if len(zoneCPU) > n || sum > n {
+		return nil, nil, false
+	}
+	for z := range zoneCPU {
+		maximum[z] = minimum[z] + n - sum
+	}
+	return minimum, maximum, true
+}
+
+// hintProblems lists, per address type, what makes slices' hints other
+// than an allocation upstream can write: a ready endpoint hinted to other
+// than one zone, some ready endpoints hinted and others not, hints where
+// no allocation exists, or a zone above its maximum. belowMinimum lists
+// the zones below their minimum, which upstream can write: it keeps the
+// hints of slices it does not rewrite while no zone passes its maximum
+// (getHintsByZone), and moves no hint when less than half an endpoint is
+// to give (getGivingAndReceivingZones).
+func hintProblems(slices_ []discoveryv1.EndpointSlice) (problems, belowMinimum []string) {
+	ready, hinted, oneZoneEach := countHints(slices_)
+	if !oneZoneEach {
+		problems = append(problems, "a ready endpoint is hinted to other than one zone")
+	}
+	for _, typ := range slices.Sorted(maps.Keys(ready)) {
+		n, count := ready[typ], 0
+		for _, h := range hinted[typ] {
+			count += h
+		}
+		if count == 0 {
 			continue // this address type is not hinted at all
 		}
-		minimum, sum := map[string]int{}, 0
-		for z, c := range zoneCPU {
-			minimum[z] = int(math.Ceil(c / total * float64(n) / 1.2))
-			sum += minimum[z]
+		if count != n {
+			problems = append(problems, fmt.Sprintf("%s: %d of %d ready endpoints hinted", typ, count, n))
 		}
-		count := 0
-		for z := range zoneCPU {
-			h := hinted[typ][z]
-			count += h
-			if h > minimum[z]+n-sum {
-				return false
+		minimum, maximum, ok := bounds(n)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: hints where %d endpoints allow no allocation", typ, n))
+			continue
+		}
+		for _, z := range slices.Sorted(maps.Keys(zoneCPU)) {
+			switch h := hinted[typ][z]; {
+			case h > maximum[z]:
+				problems = append(problems, fmt.Sprintf("%s: zone %s has %d hints, above its maximum %d", typ, z, h, maximum[z]))
+			case h < minimum[z]:
+				belowMinimum = append(belowMinimum, fmt.Sprintf("%s: zone %s has %d hints, below its minimum %d", typ, z, h, minimum[z]))
 			}
 		}
-		if count != n {
+	}
+	return problems, belowMinimum
+}
+
+// sameCounts reports whether two sides hint the same number of endpoints
+// to each zone, per address type; with equalZonesExchanged, counts may
+// also be exchanged between zones of the same CPU.
+func sameCounts(ours, theirs []discoveryv1.EndpointSlice, equalZonesExchanged bool) bool {
+	_, o, _ := countHints(ours)
+	_, t, _ := countHints(theirs)
+	byCPU := func(hinted map[string]int) map[float64][]int {
+		out := map[float64][]int{}
+		for z, c := range zoneCPU {
+			out[c] = append(out[c], hinted[z])
+		}
+		for c := range out {
+			slices.Sort(out[c])
+		}
+		return out
+	}
+	for _, typ := range slices.Sorted(maps.Keys(mergeCounts(o, t))) {
+		if maps.Equal(o[typ], t[typ]) {
+			continue
+		}
+		if !equalZonesExchanged {
 			return false
+		}
+		ob, tb := byCPU(o[typ]), byCPU(t[typ])
+		for c := range ob {
+			if !slices.Equal(ob[c], tb[c]) {
+				return false
+			}
 		}
 	}
 	return true
 }
 
-// explainedTopologyHints is the one known difference: for a Service with
-// topology-mode Auto, kube-controller-manager keeps the hints of slices it
-// does not rewrite, moves hints in the order of its slices and picks among
-// equally short zones in map order (at random); the library computes them
-// from the desired endpoints alone, in address and name order. The two may
-// then hint different endpoints, or different numbers per zone. For such
-// Services everything but the hints is compared exactly, and both sides'
-// hints must be valid allocations by upstream's rules (validHints), both
-// or neither hinting.
-const explainedTopologyHints = "topology-hints-which-endpoints"
+func mergeCounts(a, b map[discoveryv1.AddressType]map[string]int) map[discoveryv1.AddressType]map[string]int {
+	m := maps.Clone(a)
+	maps.Copy(m, b)
+	return m
+}
+
+// The explained differences of topology-aware hints (Services with
+// topology-mode Auto) where everything but the hints is the same. The
+// library computes hints as kube-controller-manager does (keeping the
+// valid hints of slices it does not otherwise write, rebalancing only the
+// slices written), so the numbers per zone must match; what may differ:
+const (
+	// explainedTopologyHints: which endpoints carry the hints, the
+	// numbers per zone the same. Upstream moves hints in the order its
+	// lister gives the slices; the library in the slices' name order.
+	explainedTopologyHints = "topology-hints-which-endpoints"
+	// explainedTopologyTie: the numbers of two zones of the same CPU
+	// exchanged. Upstream picks among zones equally far from their share
+	// at random (getMost over a map); the library the first by name.
+	explainedTopologyTie = "topology-hints-equal-zones-exchanged"
+	// explainedTopologyBelowMinimum: the same numbers (up to such an
+	// exchange), a zone below its minimum on a side: an allocation
+	// upstream writes (see hintProblems), which the library follows.
+	explainedTopologyBelowMinimum = "topology-hints-below-minimum-as-upstream"
+)
+
+// compareHints explains a topology Service's difference in hints alone,
+// or says why it is a difference: other numbers per zone, or hints that
+// are no allocation upstream can write, on either side.
+func compareHints(ours, theirs []discoveryv1.EndpointSlice) (explained, diff string) {
+	oursProblems, oursShort := hintProblems(ours)
+	theirProblems, theirShort := hintProblems(theirs)
+	switch {
+	case len(oursProblems) > 0 || len(theirProblems) > 0:
+		return "", fmt.Sprintf("hints that are no allocation: ours %v, kube-controller-manager's %v", oursProblems, theirProblems)
+	case !sameCounts(ours, theirs, true):
+		return "", fmt.Sprintf("other numbers of hints per zone (below a minimum: ours %v, kube-controller-manager's %v)", oursShort, theirShort)
+	case len(oursShort) > 0 || len(theirShort) > 0:
+		return explainedTopologyBelowMinimum, ""
+	case !sameCounts(ours, theirs, false):
+		return explainedTopologyTie, ""
+	}
+	return explainedTopologyHints, ""
+}
 
 // compare returns "" when ours matches theirs, the name of the explained
 // difference when only that differs, or the diff.
@@ -123,11 +215,12 @@ func compare(topology bool, ours, theirs []discoveryv1.EndpointSlice) (explained
 		return "", ""
 	}
 	if topology && reflect.DeepEqual(normalise(ours, true), normalise(theirs, true)) {
-		if validHints(ours) && validHints(theirs) && hasHints(ours) == hasHints(theirs) {
-			return explainedTopologyHints, ""
+		explained, why := compareHints(ours, theirs)
+		if why == "" {
+			return explained, ""
 		}
-		return "", fmt.Sprintf("topology hints: ours %s (valid %v), kube-controller-manager's %s (valid %v)\n%s",
-			hintCounts(ours), validHints(ours), hintCounts(theirs), validHints(theirs), diffViews(o, t))
+		return "", fmt.Sprintf("topology hints: %s; ours %s, kube-controller-manager's %s\n%s",
+			why, hintCounts(ours), hintCounts(theirs), diffViews(o, t))
 	}
 	return "", diffViews(o, t)
 }

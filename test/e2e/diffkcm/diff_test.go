@@ -94,7 +94,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 			fatalf("seed %d step %d (%s): %v", seed, i, what, err)
 		}
 		barrierReady = !barrierReady
-		n, err := settle(ctx, kube, barrierReady, explained, sbs, filepath.Join(cluster.LogDir(), "kube-controller-manager.log"))
+		n, err := settle(ctx, kube, barrierReady, what, explained, sbs, filepath.Join(cluster.LogDir(), "kube-controller-manager.log"))
 		if err != nil {
 			fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
 		}
@@ -140,7 +140,7 @@ func startOurs(t *testing.T, example, kubeconfig, managedBy string) (pid int) {
 // slices of the two agree (or differ as explained) and hold still for a
 // moment. It returns the diff of the first Service that still differs
 // after a minute, else the number of endpoints compared.
-func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, explained map[string]int, sbs *sideBySide, kcmLog string) (int, error) {
+func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, what string, explained map[string]int, sbs *sideBySide, kcmLog string) (int, error) {
 	sbs.flipping()
 	if err := flipBarrier(ctx, kube, barrierReady); err != nil {
 		return 0, err
@@ -194,7 +194,7 @@ func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, e
 	for _, name := range lastExplained {
 		explained[name]++
 	}
-	sbs.settled(barrierReady)
+	sbs.settled(barrierReady, what)
 	return compared, nil
 }
 

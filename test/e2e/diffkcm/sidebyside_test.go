@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -53,6 +54,12 @@ type sideBySide struct {
 	// updates[managed-by] are the updates of each controller's slices,
 	// by what they changed (updateKind).
 	updates map[string]map[string]int
+	// stepUpdates[managed-by] are the updates of the step under way;
+	// byStep[kind of step] sums them per kind of step, and steps counts
+	// the steps of each kind.
+	stepUpdates map[string]int
+	byStep      map[string]map[string]int
+	steps       map[string]int
 }
 
 type readiness struct {
@@ -65,6 +72,7 @@ type readiness struct {
 // slice changed.
 func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface) error {
 	s.seen, s.latencies, s.updates = map[string][]readiness{}, map[string][]time.Duration{}, map[string]map[string]int{}
+	s.stepUpdates, s.byStep, s.steps = map[string]int{}, map[string]map[string]int{}, map[string]int{}
 	recordBarrier := func(slice *discoveryv1.EndpointSlice) {
 		if slice.Labels[discoveryv1.LabelServiceName] != barrier || len(slice.Endpoints) == 0 {
 			return
@@ -98,6 +106,7 @@ func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface)
 				s.updates[m] = map[string]int{}
 			}
 			s.updates[m][updateKind(o, c)]++
+			s.stepUpdates[m]++
 		},
 	}); err != nil {
 		return err
@@ -114,10 +123,20 @@ func (s *sideBySide) flipping() {
 }
 
 // settled notes, per controller, how long after the flip its slice first
-// carried the new readiness.
-func (s *sideBySide) settled(ready bool) {
+// carried the new readiness, and the updates of the step that settled
+// (what describes it) under its kind.
+func (s *sideBySide) settled(ready bool, what string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	kind := stepKind(what)
+	s.steps[kind]++
+	if s.byStep[kind] == nil {
+		s.byStep[kind] = map[string]int{}
+	}
+	for m, n := range s.stepUpdates {
+		s.byStep[kind][m] += n
+	}
+	clear(s.stepUpdates)
 	for _, m := range []string{ours, kcm} {
 		for _, r := range s.seen[m] {
 			if r.ready == ready && !r.at.Before(s.flippedAt) {
@@ -171,6 +190,15 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 	for _, m := range slices.Sorted(maps.Keys(s.updates)) {
 		fmt.Fprintf(&b, "    %-40s %v\n", m, s.updates[m])
 	}
+	fmt.Fprintf(&b, "  slice updates by kind of step (watched; the barrier's flip included), where a pair differs:\n")
+	for _, kind := range slices.Sorted(maps.Keys(s.byStep)) {
+		u := s.byStep[kind]
+		for _, pair := range pairs {
+			if u[pair[0]] != u[pair[1]] {
+				fmt.Fprintf(&b, "    %-50s %4d steps: %s %d, %s %d\n", kind, s.steps[kind], pair[0], u[pair[0]], pair[1], u[pair[1]])
+			}
+		}
+	}
 	fmt.Fprintf(&b, "  pod readiness -> slice (the barrier, once per step):\n")
 	for _, m := range []string{ours, kcm} {
 		l := slices.Sorted(slices.Values(s.latencies[m]))
@@ -181,6 +209,16 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 			l[len(l)/2].Round(time.Millisecond), l[len(l)*9/10].Round(time.Millisecond), l[len(l)*99/100].Round(time.Millisecond), len(l))
 	}
 	t.Log(b.String())
+}
+
+// podName matches the workload's pod names (p1, p2, ...) and the node a
+// pod is created on.
+var podName = regexp.MustCompile(` p[0-9]+\b| on \S+$`)
+
+// stepKind is a step's description without the pod and node it names, so
+// that steps of one kind add up.
+func stepKind(what string) string {
+	return podName.ReplaceAllString(what, "")
 }
 
 // pairsDiffer says, for one Service's writes by controller (the user

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -73,52 +74,84 @@ func TestUpdateKind(t *testing.T) {
 	}
 }
 
-// TestValidHints: 9 ready endpoints over the testbed's zones (CPU 4:4:1)
-// allow 4/4/1 and no zone above its maximum, every ready endpoint hinted
-// to exactly one zone, or no hints at all.
-func TestValidHints(t *testing.T) {
-	slice := func(perZone map[string]int, mutate func(*discoveryv1.Endpoint)) []discoveryv1.EndpointSlice {
-		s := discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4}
-		for _, z := range []string{"diff-a", "diff-b", "diff-c"} {
-			for range perZone[z] {
-				ep := discoveryv1.Endpoint{
-					Addresses:  []string{fmt.Sprintf("10.0.0.%d", len(s.Endpoints)+1)},
-					Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-					Hints:      &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}},
-				}
-				if mutate != nil {
-					mutate(&ep)
-				}
-				s.Endpoints = append(s.Endpoints, ep)
-			}
+// hintedSlice is one IPv4 slice of ready endpoints 10.0.0.1, 10.0.0.2, ...
+// hinted to the zones given, in order ("" for none).
+func hintedSlice(zones ...string) []discoveryv1.EndpointSlice {
+	s := discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4}
+	for i, z := range zones {
+		ep := discoveryv1.Endpoint{
+			Addresses:  []string{fmt.Sprintf("10.0.0.%d", i+1)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
 		}
-		return []discoveryv1.EndpointSlice{s}
+		if z != "" {
+			ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: z}}}
+		}
+		s.Endpoints = append(s.Endpoints, ep)
 	}
-	balanced := map[string]int{"diff-a": 4, "diff-b": 4, "diff-c": 1}
-	first := func(f func(*discoveryv1.Endpoint)) func(*discoveryv1.Endpoint) {
-		done := false
-		return func(ep *discoveryv1.Endpoint) {
-			if !done {
-				f(ep)
-				done = true
-			}
+	return []discoveryv1.EndpointSlice{s}
+}
+
+// perZone returns a, b and c zone names, in that order, n of each.
+func perZone(a, b, c int) []string {
+	var out []string
+	for z, n := range map[string]int{"diff-a": a, "diff-b": b, "diff-c": c} {
+		for range n {
+			out = append(out, z)
 		}
 	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCompareHints: over the testbed's zones (CPU 4:4:1), 9 ready
+// endpoints allow exactly 4/4/1 (minimum = maximum); 10 allow a and b 4 to
+// 5, c 1 to 2. Only the same numbers per zone are explained (other
+// endpoints; a and b, of equal CPU, exchanged; a zone short on both
+// sides); other numbers, a zone above its maximum, a ready endpoint
+// without hints or with two zones are differences.
+func TestCompareHints(t *testing.T) {
+	reversed := func(zones []string) []discoveryv1.EndpointSlice {
+		r := slices.Clone(zones)
+		slices.Reverse(r)
+		return hintedSlice(r...)
+	}
+	twoZones := hintedSlice(perZone(4, 4, 1)...)
+	twoZones[0].Endpoints[0].Hints.ForZones = append(twoZones[0].Endpoints[0].Hints.ForZones, discoveryv1.ForZone{Name: "diff-c"})
 	for name, tc := range map[string]struct {
-		slices []discoveryv1.EndpointSlice
-		want   bool
+		ours, theirs []discoveryv1.EndpointSlice
+		want         string // the explanation, or "diff"
 	}{
-		"4/4/1":                {slice(balanced, nil), true},
-		"4/4/0 (c short)":      {slice(map[string]int{"diff-a": 5, "diff-b": 4}, nil), false},
-		"no hints":             {slice(balanced, func(ep *discoveryv1.Endpoint) { ep.Hints = nil }), true},
-		"one ready not hinted": {slice(balanced, first(func(ep *discoveryv1.Endpoint) { ep.Hints = nil })), false},
-		"one hinted to 2 zones": {slice(balanced, first(func(ep *discoveryv1.Endpoint) {
-			ep.Hints.ForZones = append(ep.Hints.ForZones, discoveryv1.ForZone{Name: "diff-b"})
-		})), false},
-		"not ready unhinted": {slice(balanced, first(func(ep *discoveryv1.Endpoint) { ep.Hints, ep.Conditions.Ready = nil, ptr.To(false) })), true},
+		"other endpoints, 4/4/1":          {hintedSlice(perZone(4, 4, 1)...), reversed(perZone(4, 4, 1)), explainedTopologyHints},
+		"a and b exchanged, 5/4/1":        {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(4, 5, 1)...), explainedTopologyTie},
+		"c short on both sides, 5/5/0":    {hintedSlice(perZone(5, 5, 0)...), reversed(perZone(5, 5, 0)), explainedTopologyBelowMinimum},
+		"other numbers, 5/4/1 and 5/5/0":  {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(5, 5, 0)...), "diff"},
+		"other numbers, 4/4/2 and 5/4/1":  {hintedSlice(perZone(4, 4, 2)...), hintedSlice(perZone(5, 4, 1)...), "diff"},
+		"above a maximum on both, 5/4/0":  {hintedSlice(perZone(5, 4, 0)...), reversed(perZone(5, 4, 0)), "diff"},
+		"ours without hints":              {hintedSlice(make([]string, 9)...), hintedSlice(perZone(4, 4, 1)...), "diff"},
+		"one ready endpoint without hint": {hintedSlice(append(perZone(4, 4, 0), "")...), hintedSlice(perZone(4, 4, 1)...), "diff"},
+		"one endpoint hinted to 2 zones":  {twoZones, hintedSlice(perZone(4, 4, 1)...), "diff"},
 	} {
-		if got := validHints(tc.slices); got != tc.want {
-			t.Errorf("%s: validHints %v, want %v", name, got, tc.want)
+		explained, diff := compare(true, tc.ours, tc.theirs)
+		got := explained
+		if diff != "" {
+			got = "diff"
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q (%s), want %q", name, got, diff, tc.want)
+		}
+	}
+}
+
+// TestStepKind: a step's kind leaves out the pod and the node it names.
+func TestStepKind(t *testing.T) {
+	for what, want := range map[string]string{
+		"create pod p12 app=a on diff-worker-3": "create pod app=a",
+		"pod p3 ready=true":                     "pod ready=true",
+		"delete pod p107 (terminating)":         "delete pod (terminating)",
+		"service plain: label tier=front":       "service plain: label tier=front",
+	} {
+		if got := stepKind(what); got != want {
+			t.Errorf("stepKind(%q) = %q, want %q", what, got, want)
 		}
 	}
 }
