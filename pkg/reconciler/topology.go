@@ -131,60 +131,75 @@ func allocations(zoneCPU map[string]int64, n int) map[string]allocation {
 // Keeping what is still valid writes no slice for hints alone; the price is
 // that the numbers per zone depend on which slices were written before, as
 // upstream's do. Among equal zones, the first by name gives or receives
-// first (upstream picks at random).
+// first (upstream picks at random). One rule is the library's own: when
+// the kept hints leave a zone below its minimum (which upstream writes:
+// getHintsByZone checks maximums only), every slice is rebalanced, so that
+// no zone's endpoints pass the overload threshold.
 func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
-	var writes []*discoveryv1.EndpointSlice
+	h := &hintPass{b: b}
 	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
 		if s.AddressType == addressType {
-			writes = append(writes, s)
+			h.writes = append(h.writes, s)
 		}
 	}
-	var kept []*pending
 	for _, p := range b.unchanged {
 		if p.slice.AddressType == addressType {
-			kept = append(kept, p)
+			h.kept = append(h.kept, p)
 		}
 	}
 	ready := 0
-	for _, s := range writes {
+	for _, s := range h.writes {
 		ready += countReady(s.Endpoints)
 	}
-	for _, p := range kept {
+	for _, p := range h.kept {
 		ready += countReady(p.slice.Endpoints)
 	}
-	// A slice rewritten for its hints that ends with the hints it had is
-	// not written after all (upstream writes it, and the API server takes
-	// the update for a no-op).
-	var rewritten []*pending
-	defer func() {
-		for _, p := range rewritten {
-			if equality.Semantic.DeepEqual(p.slice.Endpoints, p.orig.Endpoints) {
-				b.plan.Update = slices.DeleteFunc(b.plan.Update, func(s *discoveryv1.EndpointSlice) bool { return s == p.slice })
-			}
-		}
-	}()
+	defer h.dropNoOps()
 	alloc := allocations(b.in.Topology.ZoneCPU, ready)
 	if alloc == nil {
-		rewritten = b.clearHints(writes, kept)
+		h.clear()
 		return
 	}
-
-	hinted := map[string]int{}
-	var stillKept []*pending
-	for _, p := range kept {
-		byZone := validHints(p.slice, hinted, alloc)
-		if byZone == nil {
-			writes = append(writes, b.rewrite(p))
-			rewritten = append(rewritten, p)
-			continue
-		}
-		stillKept = append(stillKept, p)
-		for zone, n := range byZone {
-			hinted[zone] += n
-		}
+	hinted := h.allocate(alloc, true)
+	if hinted != nil && len(h.kept) > 0 && belowMinimum(hinted, alloc) {
+		hinted = h.allocate(alloc, false)
 	}
+	if hinted == nil {
+		h.clear()
+	}
+}
 
-	for _, s := range writes {
+// hintPass is the hinting of one address type's slices: those the plan
+// writes, those it leaves unchanged (kept), and those of the latter
+// rewritten for their hints.
+type hintPass struct {
+	b               *planner
+	writes          []*discoveryv1.EndpointSlice
+	kept, rewritten []*pending
+}
+
+// allocate hints the slices (see topologyHints), keeping the unchanged
+// slices' valid hints or not, and returns the hints per zone; nil when a
+// ready endpoint of a slice written has no zone, and hints must go.
+func (h *hintPass) allocate(alloc map[string]allocation, keepValid bool) map[string]int {
+	hinted := map[string]int{}
+	var kept []*pending
+	for _, p := range h.kept {
+		if keepValid {
+			if byZone := validHints(p.slice, hinted, alloc); byZone != nil {
+				kept = append(kept, p)
+				for zone, n := range byZone {
+					hinted[zone] += n
+				}
+				continue
+			}
+		}
+		h.writes = append(h.writes, h.b.rewrite(p))
+		h.rewritten = append(h.rewritten, p)
+	}
+	h.kept = kept
+
+	for _, s := range h.writes {
 		for i := range s.Endpoints {
 			ep := &s.Endpoints[i]
 			if !ptr.Deref(ep.Conditions.Ready, false) {
@@ -193,8 +208,7 @@ func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 			}
 			zone := ptr.Deref(ep.Zone, "")
 			if zone == "" {
-				rewritten = append(rewritten, b.clearHints(writes, stillKept)...)
-				return
+				return nil
 			}
 			ep.Hints = zoneHint(zone)
 			hinted[zone]++
@@ -206,7 +220,7 @@ func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 		desired[zone] = a.desired
 	}
 	give, receive := transfers(desired, hinted)
-	for _, s := range writes {
+	for _, s := range h.writes {
 		for i := range s.Endpoints {
 			ep := &s.Endpoints[i]
 			from := ptr.Deref(ep.Zone, "")
@@ -215,13 +229,55 @@ func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 			}
 			to := firstWith(receive)
 			if to == "" {
-				return
+				return hinted
 			}
 			ep.Hints = zoneHint(to)
 			give[from]--
 			receive[to]--
+			hinted[from]--
+			hinted[to]++
 		}
 	}
+	return hinted
+}
+
+// clear removes every hint from the slices written, and rewrites the
+// unchanged slices that have any.
+func (h *hintPass) clear() {
+	for _, s := range h.writes {
+		for i := range s.Endpoints {
+			s.Endpoints[i].Hints = nil
+		}
+	}
+	for _, p := range h.kept {
+		if slices.ContainsFunc(p.slice.Endpoints, func(ep discoveryv1.Endpoint) bool { return ep.Hints != nil }) {
+			s := h.b.rewrite(p)
+			for i := range s.Endpoints {
+				s.Endpoints[i].Hints = nil
+			}
+			h.rewritten = append(h.rewritten, p)
+		}
+	}
+}
+
+// dropNoOps takes out of the plan the slices rewritten for their hints
+// that end with the hints they had (upstream writes them, and the API
+// server takes the update for a no-op).
+func (h *hintPass) dropNoOps() {
+	for _, p := range h.rewritten {
+		if equality.Semantic.DeepEqual(p.slice.Endpoints, p.orig.Endpoints) {
+			h.b.plan.Update = slices.DeleteFunc(h.b.plan.Update, func(s *discoveryv1.EndpointSlice) bool { return s == p.slice })
+		}
+	}
+}
+
+func belowMinimum(hinted map[string]int, alloc map[string]allocation) bool {
+	for zone, a := range alloc {
+		if hinted[zone] < a.minimum {
+			return true
+		}
+	}
+	return false
 }
 
 // validHints returns the hints per zone of an unchanged slice, or nil when
@@ -250,26 +306,6 @@ func validHints(s *discoveryv1.EndpointSlice, counted map[string]int, alloc map[
 		}
 	}
 	return byZone
-}
-
-// clearHints removes every hint from the slices written, and rewrites the
-// unchanged slices that have any; it returns those.
-func (b *planner) clearHints(writes []*discoveryv1.EndpointSlice, kept []*pending) (rewritten []*pending) {
-	for _, s := range writes {
-		for i := range s.Endpoints {
-			s.Endpoints[i].Hints = nil
-		}
-	}
-	for _, p := range kept {
-		if slices.ContainsFunc(p.slice.Endpoints, func(ep discoveryv1.Endpoint) bool { return ep.Hints != nil }) {
-			s := b.rewrite(p)
-			for i := range s.Endpoints {
-				s.Endpoints[i].Hints = nil
-			}
-			rewritten = append(rewritten, p)
-		}
-	}
-	return rewritten
 }
 
 // rewrite adds an unchanged slice to the plan's updates, for its hints.

@@ -217,3 +217,53 @@ func TestZoneCPU(t *testing.T) {
 		t.Error("TopologyModeAuto: the deprecated annotation must win when both are set")
 	}
 }
+
+// TestTopologyHintsNeverBelowMinimum: kept hints that leave a zone below its
+// minimum (which upstream writes) make the library rebalance every slice.
+// 8 ready endpoints over CPU 4:4:1: a and b 3 to 4 hints, c 1 to 2. Slice
+// s1 holds a, a, a and c's one endpoint, all hinted a (valid: a's maximum
+// is 4); s2 holds four of b hinted b; s3 a fifth of b, which goes. Upstream
+// keeps s1 and s2 (4/4/0); the library hints c's endpoint to c.
+func TestTopologyHintsNeverBelowMinimum(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
+	eps := zonedEndpoints(map[string]int{"a": 3, "b": 5, "c": 1})[0].Endpoints // addresses 1-3 a, 4-8 b, 9 c
+	hinted := func(ep discoveryv1.Endpoint, zone string) discoveryv1.Endpoint {
+		ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+		return ep
+	}
+	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a"), hinted(eps[8], "a")})
+	s2 := existingSlice("s2", service(), nil, []discoveryv1.Endpoint{hinted(eps[3], "b"), hinted(eps[4], "b"), hinted(eps[5], "b"), hinted(eps[6], "b")})
+	s3 := existingSlice("s3", service(), nil, []discoveryv1.Endpoint{hinted(eps[7], "b")})
+	desired := []EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: slices.Concat(eps[:7], eps[8:])}}
+	plan, err := r.Plan(Input{
+		Owner: service(), OwnerGVK: serviceGVK,
+		Desired: desired, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+		Existing: []*discoveryv1.EndpointSlice{s1, s2, s3},
+		Labeler:  ServiceLabels{Service: service()},
+		Topology: &Topology{ZoneCPU: cpu32328},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Update) != 1 || plan.Update[0].Name != "s1" || len(plan.Delete) != 1 || len(plan.Create) != 0 {
+		t.Fatalf("plan %s (updates %v), want s1 updated and s3 deleted", plan, sliceNames(plan.Update))
+	}
+	got := map[string]int{}
+	for _, s := range []*discoveryv1.EndpointSlice{plan.Update[0], s2} {
+		for _, ep := range s.Endpoints {
+			got[ep.Hints.ForZones[0].Name]++
+		}
+	}
+	if got["a"] != 3 || got["b"] != 4 || got["c"] != 1 {
+		t.Errorf("hints per zone %v, want a:3 b:4 c:1", got)
+	}
+}
+
+func sliceNames(s []*discoveryv1.EndpointSlice) []string {
+	var out []string
+	for _, x := range s {
+		out = append(out, x.Name)
+	}
+	return out
+}

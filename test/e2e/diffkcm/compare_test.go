@@ -170,9 +170,10 @@ func mergeCounts(a, b map[discoveryv1.AddressType]map[string]int) map[discoveryv
 
 // The explained differences of topology-aware hints (Services with
 // topology-mode Auto) where everything but the hints is the same. The
-// library computes hints as kube-controller-manager does (keeping the
-// valid hints of slices it does not otherwise write, rebalancing only the
-// slices written), so the numbers per zone must match; what may differ:
+// library computes hints as kube-controller-manager does: it keeps the
+// valid hints of slices it does not otherwise write and rebalances only
+// the slices written, so the numbers per zone depend on history on both
+// sides. What may differ:
 const (
 	// explainedTopologyHints: which endpoints carry the hints, the
 	// numbers per zone the same. Upstream moves hints in the order its
@@ -182,29 +183,48 @@ const (
 	// exchanged. Upstream picks among zones equally far from their share
 	// at random (getMost over a map); the library the first by name.
 	explainedTopologyTie = "topology-hints-equal-zones-exchanged"
-	// explainedTopologyBelowMinimum: the same numbers (up to such an
-	// exchange), a zone below its minimum on a side: an allocation
-	// upstream writes (see hintProblems), which the library follows.
-	explainedTopologyBelowMinimum = "topology-hints-below-minimum-as-upstream"
+	// explainedTopologyHistory: other numbers per zone, each side an
+	// allocation (see compareHints). After a tie or another order of
+	// slices, the two sides keep different hints in the slices they do
+	// not rewrite, and a later sync that rewrites few slices cannot even
+	// them out: seed 20261124, step 296, 16 ready endpoints, ours 8/6/2
+	// and kube-controller-manager's 7/7/2, after two ties.
+	explainedTopologyHistory = "topology-hints-other-numbers-from-history"
 )
 
 // compareHints explains a topology Service's difference in hints alone,
-// or says why it is a difference: other numbers per zone, or hints that
-// are no allocation upstream can write, on either side.
+// or says why it is a difference. Both sides must be allocations upstream
+// can write: each ready endpoint hinted to one zone, or none of a type
+// hinted (on both sides), and no zone above its maximum. Ours must besides keep every zone
+// at its minimum, which upstream may not (see hintProblems; the library
+// rebalances every slice then).
 func compareHints(ours, theirs []discoveryv1.EndpointSlice) (explained, diff string) {
 	oursProblems, oursShort := hintProblems(ours)
-	theirProblems, theirShort := hintProblems(theirs)
+	theirProblems, _ := hintProblems(theirs)
 	switch {
 	case len(oursProblems) > 0 || len(theirProblems) > 0:
 		return "", fmt.Sprintf("hints that are no allocation: ours %v, kube-controller-manager's %v", oursProblems, theirProblems)
-	case !sameCounts(ours, theirs, true):
-		return "", fmt.Sprintf("other numbers of hints per zone (below a minimum: ours %v, kube-controller-manager's %v)", oursShort, theirShort)
-	case len(oursShort) > 0 || len(theirShort) > 0:
-		return explainedTopologyBelowMinimum, ""
-	case !sameCounts(ours, theirs, false):
+	case len(oursShort) > 0:
+		return "", fmt.Sprintf("ours below a minimum: %v", oursShort)
+	case !maps.Equal(hintedTypes(ours), hintedTypes(theirs)):
+		return "", "one side hints an address type the other does not (whether hints are given depends on the endpoints and the zones' CPU alone)"
+	case sameCounts(ours, theirs, false):
+		return explainedTopologyHints, ""
+	case sameCounts(ours, theirs, true):
 		return explainedTopologyTie, ""
 	}
-	return explainedTopologyHints, ""
+	return explainedTopologyHistory, ""
+}
+
+// hintedTypes returns, per address type, whether any ready endpoint has
+// hints.
+func hintedTypes(slices_ []discoveryv1.EndpointSlice) map[discoveryv1.AddressType]bool {
+	_, hinted, _ := countHints(slices_)
+	out := map[discoveryv1.AddressType]bool{}
+	for typ, byZone := range hinted {
+		out[typ] = len(byZone) > 0
+	}
+	return out
 }
 
 // compare returns "" when ours matches theirs, the name of the explained

@@ -105,10 +105,10 @@ func perZone(a, b, c int) []string {
 
 // TestCompareHints: over the testbed's zones (CPU 4:4:1), 9 ready
 // endpoints allow exactly 4/4/1 (minimum = maximum); 10 allow a and b 4 to
-// 5, c 1 to 2. Only the same numbers per zone are explained (other
-// endpoints; a and b, of equal CPU, exchanged; a zone short on both
-// sides); other numbers, a zone above its maximum, a ready endpoint
-// without hints or with two zones are differences.
+// 5, c 1 to 2. Other endpoints, a and b (of equal CPU) exchanged, and other
+// numbers within those bounds are explained (kube-controller-manager's may
+// be below a minimum); ours below a minimum, a zone above its maximum, a
+// ready endpoint without hints or with two zones are differences.
 func TestCompareHints(t *testing.T) {
 	reversed := func(zones []string) []discoveryv1.EndpointSlice {
 		r := slices.Clone(zones)
@@ -121,15 +121,16 @@ func TestCompareHints(t *testing.T) {
 		ours, theirs []discoveryv1.EndpointSlice
 		want         string // the explanation, or "diff"
 	}{
-		"other endpoints, 4/4/1":          {hintedSlice(perZone(4, 4, 1)...), reversed(perZone(4, 4, 1)), explainedTopologyHints},
-		"a and b exchanged, 5/4/1":        {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(4, 5, 1)...), explainedTopologyTie},
-		"c short on both sides, 5/5/0":    {hintedSlice(perZone(5, 5, 0)...), reversed(perZone(5, 5, 0)), explainedTopologyBelowMinimum},
-		"other numbers, 5/4/1 and 5/5/0":  {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(5, 5, 0)...), "diff"},
-		"other numbers, 4/4/2 and 5/4/1":  {hintedSlice(perZone(4, 4, 2)...), hintedSlice(perZone(5, 4, 1)...), "diff"},
-		"above a maximum on both, 5/4/0":  {hintedSlice(perZone(5, 4, 0)...), reversed(perZone(5, 4, 0)), "diff"},
-		"ours without hints":              {hintedSlice(make([]string, 9)...), hintedSlice(perZone(4, 4, 1)...), "diff"},
-		"one ready endpoint without hint": {hintedSlice(append(perZone(4, 4, 0), "")...), hintedSlice(perZone(4, 4, 1)...), "diff"},
-		"one endpoint hinted to 2 zones":  {twoZones, hintedSlice(perZone(4, 4, 1)...), "diff"},
+		"other endpoints, 4/4/1":                {hintedSlice(perZone(4, 4, 1)...), reversed(perZone(4, 4, 1)), explainedTopologyHints},
+		"a and b exchanged, 5/4/1":              {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(4, 5, 1)...), explainedTopologyTie},
+		"other numbers, 4/4/2 and 5/4/1":        {hintedSlice(perZone(4, 4, 2)...), hintedSlice(perZone(5, 4, 1)...), explainedTopologyHistory},
+		"theirs below a minimum, 5/4/1, 5/5/0":  {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(5, 5, 0)...), explainedTopologyHistory},
+		"ours below a minimum, 5/5/0 and 5/4/1": {hintedSlice(perZone(5, 5, 0)...), hintedSlice(perZone(5, 4, 1)...), "diff"},
+		"ours below a minimum as theirs, 5/5/0": {hintedSlice(perZone(5, 5, 0)...), reversed(perZone(5, 5, 0)), "diff"},
+		"above a maximum on both, 5/4/0":        {hintedSlice(perZone(5, 4, 0)...), reversed(perZone(5, 4, 0)), "diff"},
+		"ours without hints":                    {hintedSlice(make([]string, 9)...), hintedSlice(perZone(4, 4, 1)...), "diff"},
+		"one ready endpoint without hint":       {hintedSlice(append(perZone(4, 4, 0), "")...), hintedSlice(perZone(4, 4, 1)...), "diff"},
+		"one endpoint hinted to 2 zones":        {twoZones, hintedSlice(perZone(4, 4, 1)...), "diff"},
 	} {
 		explained, diff := compare(true, tc.ours, tc.theirs)
 		got := explained
