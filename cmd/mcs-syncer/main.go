@@ -67,39 +67,43 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.printVersion {
 		return o, nil
 	}
-	switch {
-	case fs.NArg() > 0:
+	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (all settings are flags)", fs.Arg(0))
-	case o.ClustersetConfig == "":
-		return nil, errors.New("--clusterset-config: required")
-	case o.LocalCluster != "" && clusterIDError(o.LocalCluster) != nil:
-		return nil, fmt.Errorf("--local-cluster: %w", clusterIDError(o.LocalCluster))
-	case o.LeaderElectCluster != "" && clusterIDError(o.LeaderElectCluster) != nil:
-		return nil, fmt.Errorf("--leader-election-cluster: %w", clusterIDError(o.LeaderElectCluster))
-	case len(validation.IsValidLabelValue(o.ManagedBy)) > 0 || o.ManagedBy == "":
-		return nil, fmt.Errorf("--managed-by: %q is not a valid label value", o.ManagedBy)
-	case kubernetesOwned(o.ManagedBy):
-		return nil, fmt.Errorf("--managed-by: %q belongs to a Kubernetes controller, which would fight mcs-syncer over the slices; choose a value of your own (default mcs)", o.ManagedBy)
-	case o.MaxEndpointsPerSlice < 1 || o.MaxEndpointsPerSlice > 1000:
-		return nil, fmt.Errorf("--max-endpoints-per-slice: %d is outside 1..1000", o.MaxEndpointsPerSlice)
-	case o.UnreachableGrace < 0:
-		return nil, fmt.Errorf("--cluster-unreachable-grace: %s is negative", o.UnreachableGrace)
-	case o.KubeAPIQPS == 0 || math.IsNaN(o.KubeAPIQPS) || math.IsInf(o.KubeAPIQPS, 0) || o.KubeAPIQPS > math.MaxFloat32:
-		return nil, fmt.Errorf("--kube-api-qps: %v is not a rate (a positive number, or negative for no client-side limit)", o.KubeAPIQPS)
-	case o.KubeAPIBurst < 1:
-		return nil, fmt.Errorf("--kube-api-burst: %d is not positive", o.KubeAPIBurst)
-	case o.ImportSyncs < 1:
-		return nil, fmt.Errorf("--concurrent-import-syncs: %d is not positive", o.ImportSyncs)
-	case o.ExportSyncs < 1:
-		return nil, fmt.Errorf("--concurrent-export-syncs: %d is not positive", o.ExportSyncs)
-	case o.Heartbeat < time.Second:
-		return nil, fmt.Errorf("--heartbeat-interval: %s is under a second", o.Heartbeat)
-	case !o.LeaderElect && (o.LeaderElectKubeconfig != "" || o.LeaderElectCluster != ""):
-		return nil, errors.New("--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
-	case o.LeaderElectKubeconfig != "" && o.LeaderElectCluster != "":
-		return nil, errors.New("--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
 	return o, nil
+}
+
+// validate names every flag whose value mcs-syncer cannot run with, in one
+// line, so that a user fixes them all at once.
+func (o *options) validate() error {
+	var bad []string
+	check := func(wrong bool, format string, args ...any) {
+		if wrong {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
+	check(o.ClustersetConfig == "", "--clusterset-config: required")
+	check(o.LocalCluster != "" && clusterIDError(o.LocalCluster) != nil, "--local-cluster: %v", clusterIDError(o.LocalCluster))
+	check(o.LeaderElectCluster != "" && clusterIDError(o.LeaderElectCluster) != nil, "--leader-election-cluster: %v", clusterIDError(o.LeaderElectCluster))
+	check(len(validation.IsValidLabelValue(o.ManagedBy)) > 0 || o.ManagedBy == "", "--managed-by: %q is not a valid label value", o.ManagedBy)
+	check(kubernetesOwned(o.ManagedBy), "--managed-by: %q belongs to a Kubernetes controller, which would fight mcs-syncer over the slices; choose a value of your own (default mcs)", o.ManagedBy)
+	check(o.MaxEndpointsPerSlice < 1 || o.MaxEndpointsPerSlice > 1000, "--max-endpoints-per-slice: %d is outside 1..1000", o.MaxEndpointsPerSlice)
+	check(o.UnreachableGrace < 0, "--cluster-unreachable-grace: %s is negative", o.UnreachableGrace)
+	check(o.KubeAPIQPS == 0 || math.IsNaN(o.KubeAPIQPS) || math.IsInf(o.KubeAPIQPS, 0) || o.KubeAPIQPS > math.MaxFloat32,
+		"--kube-api-qps: %v is not a rate (a positive number, or negative for no client-side limit)", o.KubeAPIQPS)
+	check(o.KubeAPIBurst < 1, "--kube-api-burst: %d is not positive", o.KubeAPIBurst)
+	check(o.ImportSyncs < 1, "--concurrent-import-syncs: %d is not positive", o.ImportSyncs)
+	check(o.ExportSyncs < 1, "--concurrent-export-syncs: %d is not positive", o.ExportSyncs)
+	check(o.Heartbeat < time.Second, "--heartbeat-interval: %s is under a second", o.Heartbeat)
+	check(!o.LeaderElect && (o.LeaderElectKubeconfig != "" || o.LeaderElectCluster != ""), "--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
+	check(o.LeaderElectKubeconfig != "" && o.LeaderElectCluster != "", "--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // clusterIDError says why id is no cluster ID, nil if it is one.

@@ -48,6 +48,7 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--clusterset-config", "c", "--heartbeat-interval", "500ms"}, "--heartbeat-interval: 500ms is under a second"},
 		{[]string{"--clusterset-config", "c", "--leader-election-cluster", "east"}, "need --leader-elect"},
 		{[]string{"--clusterset-config", "c", "--leader-elect", "--leader-election-cluster", "east", "--leader-election-kubeconfig", "k"}, "set one, not both"},
+		{[]string{"--max-endpoints-per-slice", "0", "--heartbeat-interval", "1ms"}, "--clusterset-config: required; --max-endpoints-per-slice: 0 is outside 1..1000; --heartbeat-interval: 1ms is under a second"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
