@@ -328,17 +328,6 @@ func countHints(slices_ []discoveryv1.EndpointSlice) (ready map[discoveryv1.Addr
 	return ready, hinted, oneZoneEach
 }
 
-func hasHints(slices_ []discoveryv1.EndpointSlice) bool {
-	for _, s := range slices_ {
-		for _, ep := range s.Endpoints {
-			if ep.Hints != nil {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // explainedMirroringRecycle is an upstream bug of kube-controller-manager's
 // endpointslicemirroring-controller (v1.36.3, reconciler_helpers.go,
 // recycleSlices): when one sync both creates and deletes slices of an
