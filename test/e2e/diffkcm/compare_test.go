@@ -145,7 +145,7 @@ func sameCounts(ours, theirs []discoveryv1.EndpointSlice, equalZonesExchanged bo
 		}
 		return out
 	}
-	for _, typ := range slices.Sorted(maps.Keys(mergeCounts(o, t))) {
+	for _, typ := range slices.Sorted(maps.Keys(merge(o, t))) {
 		if maps.Equal(o[typ], t[typ]) {
 			continue
 		}
@@ -160,12 +160,6 @@ func sameCounts(ours, theirs []discoveryv1.EndpointSlice, equalZonesExchanged bo
 		}
 	}
 	return true
-}
-
-func mergeCounts(a, b map[discoveryv1.AddressType]map[string]int) map[discoveryv1.AddressType]map[string]int {
-	m := maps.Clone(a)
-	maps.Copy(m, b)
-	return m
 }
 
 // The explained differences of topology-aware hints (Services with
@@ -274,7 +268,8 @@ func diffViews(ours, theirs view) string {
 	return b.String()
 }
 
-func merge(a, b map[string][]string) map[string][]string {
+// merge returns a map with the keys of both (b's values where both have one).
+func merge[K comparable, V any](a, b map[K]V) map[K]V {
 	m := maps.Clone(a)
 	maps.Copy(m, b)
 	return m
