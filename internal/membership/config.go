@@ -28,6 +28,7 @@ import (
 //	- id: west
 //	  inCluster: true           # the cluster mcs-syncer runs in (no kubeconfig)
 //	- id: south                 # hub mode: no connection settings, read through the hub
+//	- kubeconfig: far.kubeconfig    # no id: the cluster's KEP-2149 ClusterProperty names it
 //	hub:                        # optional: hub mode (per-cluster mode only)
 //	  kubeconfig: hub.kubeconfig
 //	  context: admin@hub        # optional
@@ -37,7 +38,9 @@ import (
 // inCluster (or with neither, unless there is a hub), and two members
 // reaching the same API server make the file invalid. With a hub, a member
 // without kubeconfig and inCluster is read through the hub
-// (Member.ThroughHub). A member whose kubeconfig cannot be read (missing,
+// (Member.ThroughHub). A member with kubeconfig or inCluster may leave out
+// its id: its cluster's ClusterProperty cluster.clusterset.k8s.io names it
+// (Member.IDFromCluster; the Set reads it). A member whose kubeconfig cannot be read (missing,
 // unreadable, without the named context) does not: that member is
 // reported and retried while the others run (Member.Err).
 type Config struct {
@@ -126,6 +129,23 @@ type Member struct {
 	// Context are the hub's (set by ParseConfig for a member without
 	// connection settings in hub mode).
 	ThroughHub bool `json:"-"`
+	// IDFromCluster says the config leaves the member's ID to its cluster
+	// (KEP-2149): ID is the one its ClusterProperty
+	// cluster.clusterset.k8s.io gave, empty until it is read (set by
+	// ParseConfig for an entry without id).
+	IDFromCluster bool `json:"-"`
+}
+
+// name is how messages call the member: its ID, or, while its cluster has
+// not named it, its entry and connection settings.
+func (m *Member) name() string {
+	switch {
+	case m.ID != "":
+		return string(m.ID)
+	case m.InCluster:
+		return "without id (inCluster)"
+	}
+	return "without id (kubeconfig " + m.Kubeconfig + ")"
 }
 
 // LoadConfig reads and validates a clusterset config file.
@@ -186,25 +206,32 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 // absolute against dir.
 func checkMembers(cfg *Config, dir string) error {
 	byID := map[clusterset.ClusterID]bool{}
-	byServer := map[string]clusterset.ClusterID{}
+	byServer := map[string]string{}
 	for i := range cfg.Members {
 		m := &cfg.Members[i]
-		if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
-			return fmt.Errorf("members[%d]: %w", i, err)
+		switch {
+		case m.ID == "" && m.Kubeconfig == "" && !m.InCluster:
+			return fmt.Errorf("members[%d]: id is missing: only a member with kubeconfig or inCluster may leave it to its cluster's ClusterProperty %s", i, clusterIDProperty)
+		case m.ID == "":
+			m.IDFromCluster = true
+		default:
+			if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
+				return fmt.Errorf("members[%d]: %w", i, err)
+			}
+			if byID[m.ID] {
+				return fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
+			}
+			byID[m.ID] = true
 		}
-		if byID[m.ID] {
-			return fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
-		}
-		byID[m.ID] = true
 		server := "in-cluster"
 		switch {
 		case m.InCluster && m.Kubeconfig != "":
-			return fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.ID)
+			return fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.name())
 		case m.InCluster && m.Context != "":
-			return fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+			return fmt.Errorf("member %s: context needs a kubeconfig", m.name())
 		case m.InCluster:
 		case m.Kubeconfig == "" && m.Context != "":
-			return fmt.Errorf("member %s: context needs a kubeconfig", m.ID)
+			return fmt.Errorf("member %s: context needs a kubeconfig", m.name())
 		case m.Kubeconfig == "" && cfg.Hub != nil:
 			m.ThroughHub, m.Kubeconfig, m.Context = true, cfg.Hub.Kubeconfig, cfg.Hub.Context
 			continue // many members are read through the one hub
@@ -222,11 +249,11 @@ func checkMembers(cfg *Config, dir string) error {
 		}
 		if other, ok := byServer[server]; ok {
 			if server == "in-cluster" {
-				return fmt.Errorf("member %s: inCluster is already member %s", m.ID, other)
+				return fmt.Errorf("member %s: inCluster is already member %s", m.name(), other)
 			}
-			return fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.ID, server, other)
+			return fmt.Errorf("member %s: reaches the same API server (%s) as member %s", m.name(), server, other)
 		}
-		byServer[server] = m.ID
+		byServer[server] = m.name()
 	}
 	return nil
 }
@@ -237,19 +264,19 @@ func (m *Member) RESTConfig() (*rest.Config, error) {
 	if m.InCluster {
 		rc, err := rest.InClusterConfig()
 		if err != nil {
-			return nil, fmt.Errorf("member %s: in-cluster config: %w", m.ID, err)
+			return nil, fmt.Errorf("member %s: in-cluster config: %w", m.name(), err)
 		}
 		return rc, nil
 	}
 	if _, err := os.Stat(m.Kubeconfig); err != nil {
-		return nil, fmt.Errorf("member %s: kubeconfig %s: %w", m.ID, m.Kubeconfig, err)
+		return nil, fmt.Errorf("member %s: kubeconfig %s: %w", m.name(), m.Kubeconfig, err)
 	}
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 		&clientcmd.ClientConfigLoadingRules{ExplicitPath: m.Kubeconfig},
 		&clientcmd.ConfigOverrides{CurrentContext: m.Context},
 	).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("member %s: kubeconfig %s (context %q): %w", m.ID, m.Kubeconfig, m.Context, err)
+		return nil, fmt.Errorf("member %s: kubeconfig %s (context %q): %w", m.name(), m.Kubeconfig, m.Context, err)
 	}
 	return rc, nil
 }

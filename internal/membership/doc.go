@@ -29,6 +29,10 @@
 //     same API server address or kube-system namespace UID) and given a
 //     context that ends when the cluster is a member again. A file that no
 //     longer parses keeps the last good membership.
+//   - A member whose entry leaves out its id is named by its cluster's
+//     KEP-2149 ClusterProperty (resolve.go): read in the background, kept
+//     while the cluster cannot be read, and the member left out (named on
+//     /readyz) until it is known.
 //   - Each member's state (engaged, syncing, unreachable, ...) with its
 //     cause is exported as metrics and served on /readyz?verbose; the
 //     process is ready once no reachable member is still syncing.

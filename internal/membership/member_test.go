@@ -38,6 +38,8 @@ type fakeProber struct {
 	// they cannot be read.
 	says    claims
 	saysErr error
+	// reads counts the reads of the ClusterProperties.
+	reads int
 }
 
 func (p *fakeProber) set(state State, err error) {
@@ -58,7 +60,26 @@ func (p *fakeProber) probe(context.Context) (State, error) {
 
 func (p *fakeProber) identity(context.Context) types.UID { return p.uid }
 
-func (p *fakeProber) claims(context.Context) (claims, error) { return p.says, p.saysErr }
+func (p *fakeProber) claims(context.Context) (claims, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reads++
+	return p.says, p.saysErr
+}
+
+// say sets what the cluster's ClusterProperties say, or why they cannot be
+// read.
+func (p *fakeProber) say(c claims, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.says, p.saysErr = c, err
+}
+
+func (p *fakeProber) readCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads
+}
 
 func (p *fakeProber) count() int {
 	p.mu.Lock()
@@ -538,7 +559,8 @@ func newTestSet(t *testing.T, probers map[string]*fakeProber, members ...string)
 }
 
 // write writes the config: members as "id=address" (a kubeconfig named
-// after the address, so that a renamed member keeps its file).
+// after the address, so that a renamed member keeps its file); "=address"
+// leaves the ID to the cluster.
 func (ts *testSet) write(members ...string) {
 	ts.t.Helper()
 	raw := configHeader + "clusterset: prod\nmembers:\n"
@@ -546,7 +568,12 @@ func (ts *testSet) write(members ...string) {
 		id, addr, _ := strings.Cut(m, "=")
 		file := strings.NewReplacer(":", "_", "/", "_").Replace(addr) + ".kubeconfig"
 		kubeconfig(ts.t, ts.dir, file, addr)
-		raw += fmt.Sprintf("- id: %s\n  kubeconfig: %s\n", id, file)
+		if id != "" {
+			raw += fmt.Sprintf("- id: %s\n", id)
+		} else {
+			raw += "-\n"
+		}
+		raw += fmt.Sprintf("  kubeconfig: %s\n", file)
 	}
 	path := filepath.Join(ts.dir, "clusterset.yaml")
 	if err := writeFileAtomic(path, raw); err != nil {

@@ -20,7 +20,7 @@ import (
 // syncing, forbidden: the process's readiness would cycle with it).
 func (s *Set) Readiness() (ready bool, lines []string) {
 	s.mu.Lock()
-	started, reload, path := s.run != nil, s.reload, s.path
+	started, reload, path, left := s.run != nil, s.reload, s.path, s.unresolved
 	members := make([]*member, 0, len(s.ids))
 	for _, id := range s.ids {
 		members = append(members, s.members[id])
@@ -34,6 +34,9 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 		lines = append(lines, fmt.Sprintf("[+]config ok: %s: last reload refused at %s, the last good membership stays: %s", path, stamp(reload.at), reload.refusal))
 	} else {
 		lines = append(lines, fmt.Sprintf("[+]config ok: %s: loaded at %s", path, stamp(reload.at)))
+	}
+	for _, u := range left {
+		lines = append(lines, fmt.Sprintf("[+]member %s ok: left out until its cluster names it: %s", u.name, u.cause))
 	}
 	for _, m := range members {
 		st := m.getStatus()

@@ -129,6 +129,10 @@ type Set struct {
 	raw    []byte
 	cfg    *Config
 	reload reloadOutcome
+	// resolver reads the IDs the config leaves to the clusters;
+	// unresolved are the ID-less members it left out when last applied.
+	resolver   *idResolver
+	unresolved []unresolved
 	// run is the context of Start, nil before.
 	run context.Context
 	// departures are the members that left and whose clean-up may still
@@ -198,11 +202,15 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
 		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
+	s.resolver = newIDResolver(s.deps)
 	if err := s.checkRequired(cfg); err != nil {
 		return nil, err
 	}
 	now := time.Now()
-	for _, mc := range cfg.Members {
+	// The ID-less members join once Start has read their IDs.
+	resolved, left := s.resolver.resolve(cfg)
+	s.unresolved = left
+	for _, mc := range resolved.Members {
 		s.members[mc.ID] = newMember(s.deps, mc, now)
 		m.setState(mc.ID, Connecting)
 	}
@@ -315,11 +323,17 @@ func (s *Set) Start(ctx context.Context) error {
 		s.startMember(ctx, m)
 	}
 	s.mu.Unlock()
+	resolving := make(chan struct{})
+	go func() {
+		defer close(resolving)
+		s.readIDs(ctx)
+	}()
 	ticker := time.NewTicker(s.opts.ConfigPollInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			<-resolving
 			s.mu.Lock()
 			members := slices.Collect(maps.Values(s.members))
 			s.mu.Unlock()
@@ -330,6 +344,23 @@ func (s *Set) Start(ctx context.Context) error {
 		case <-ticker.C:
 			s.poll(ctx)
 			s.announceHealth() // heartbeats fall silent without an event
+		}
+	}
+}
+
+// readIDs reads the IDs the config in force leaves to the clusters, again
+// and again until ctx ends (a cluster that is down, or has not named
+// itself yet, may later); poll applies what was read.
+func (s *Set) readIDs(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		cfg := s.cfg
+		s.mu.Unlock()
+		s.resolver.refresh(ctx, cfg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.opts.ConfigPollInterval):
 		}
 	}
 }
@@ -368,7 +399,17 @@ func (s *Set) poll(ctx context.Context) {
 		s.metrics.reloaded(true)
 		logger.Info("Clusterset config reloaded", "path", s.path)
 	}
-	s.apply(ctx, cfg)
+	resolved, left := s.resolver.resolve(cfg)
+	s.mu.Lock()
+	before := s.unresolved
+	s.unresolved = left
+	s.mu.Unlock()
+	for _, u := range left {
+		if !slices.Contains(before, u) {
+			logger.Info("Member left out until its cluster names it (KEP-2149)", "member", u.name, "cause", u.cause)
+		}
+	}
+	s.apply(ctx, resolved)
 }
 
 func (s *Set) parse(raw []byte, readErr error) (*Config, error) {
@@ -389,10 +430,13 @@ func (s *Set) parse(raw []byte, readErr error) (*Config, error) {
 }
 
 func (s *Set) checkRequired(cfg *Config) error {
-	if s.opts.Required != "" && cfg.Member(s.opts.Required) == nil {
-		return fmt.Errorf("clusterset config %s: member %s (the local cluster) is missing", s.path, s.opts.Required)
+	if s.opts.Required == "" || cfg.Member(s.opts.Required) != nil {
+		return nil
 	}
-	return nil
+	if slices.ContainsFunc(cfg.Members, func(m Member) bool { return m.IDFromCluster }) {
+		return fmt.Errorf("clusterset config %s: member %s (the local cluster) is missing: a member may leave its id to its ClusterProperty, but the local cluster's entry names it, as --local-cluster does", s.path, s.opts.Required)
+	}
+	return fmt.Errorf("clusterset config %s: member %s (the local cluster) is missing", s.path, s.opts.Required)
 }
 
 // apply engages the members of cfg that are new or whose settings

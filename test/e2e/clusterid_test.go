@@ -176,3 +176,36 @@ func TestClusterPropertyContradiction(t *testing.T) {
 	eventually(ctx, t, "west engaged once its property is right", readyzSays(ctx, s, "[+]member west ok: engaged"))
 	eventually(ctx, t, "north to import west's endpoint", importedEndpoints(ctx, north, ns, "api", "west", 1))
 }
+
+// TestIDFromClusterProperty: KEP-2149 lets a cluster name itself. A config
+// entry without id joins under the ID its cluster's ClusterProperty
+// cluster.clusterset.k8s.io gives; until the property exists it is left
+// out, and /readyz says so.
+func TestIDFromClusterProperty(t *testing.T) {
+	exclusive(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const ns = "id-from-property"
+	bed.Namespace(ctx, t, ns)
+	west, north := bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	if err := west.Create(ctx, clusterPropertyCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := west.Delete(context.Background(), clusterPropertyCRD()); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+	if err := manualExport(ctx, west, ns, "api", "10.101.4.2"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "clusterset.yaml")
+	writeConfig(t, path, member{"east", "east"}, member{"", "west"}, member{"north", "north"})
+	s := ownSyncer(ctx, t, path)
+	eventually(ctx, t, "west left out until it names itself", readyzSays(ctx, s,
+		"left out until its cluster names it: its cluster has no ClusterProperty cluster.clusterset.k8s.io", "[+]member north ok: engaged"))
+
+	setClusterProperty(ctx, t, west, "cluster.clusterset.k8s.io", "west.fleet-b")
+	eventually(ctx, t, "west engaged under the ID its property gives", readyzSays(ctx, s, "[+]member west.fleet-b ok: engaged"))
+	eventually(ctx, t, "north to import west's endpoint under that ID", importedEndpoints(ctx, north, ns, "api", "west.fleet-b", 1))
+}
