@@ -133,8 +133,9 @@ func allocations(zoneCPU map[string]int64, n int) map[string]allocation {
 // upstream's do. Among equal zones, the first by name gives or receives
 // first (upstream picks at random). One rule is the library's own: when
 // the kept hints leave a zone below its minimum (which upstream writes:
-// getHintsByZone checks maximums only), every slice is rebalanced, so that
-// no zone's endpoints pass the overload threshold.
+// getHintsByZone checks maximums only), the kept slices are rewritten one
+// at a time, from the last, until no zone is, so that no zone's endpoints
+// pass the overload threshold and no slice is written that need not be.
 func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 	h := &hintPass{b: b}
 	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
@@ -160,9 +161,9 @@ func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 		h.clear()
 		return
 	}
-	hinted := h.allocate(alloc, true)
-	if hinted != nil && len(h.kept) > 0 && belowMinimum(hinted, alloc) {
-		hinted = h.allocate(alloc, false)
+	hinted := h.allocate(alloc, len(h.kept))
+	for hinted != nil && len(h.kept) > 0 && belowMinimum(hinted, alloc) {
+		hinted = h.allocate(alloc, len(h.kept)-1)
 	}
 	if hinted == nil {
 		h.clear()
@@ -178,14 +179,16 @@ type hintPass struct {
 	kept, rewritten []*pending
 }
 
-// allocate hints the slices (see topologyHints), keeping the unchanged
-// slices' valid hints or not, and returns the hints per zone; nil when a
-// ready endpoint of a slice written has no zone, and hints must go.
-func (h *hintPass) allocate(alloc map[string]allocation, keepValid bool) map[string]int {
+// allocate hints the slices (see topologyHints), keeping the valid hints
+// of the first keep unchanged slices (rewriting the others), and returns
+// the hints per zone; nil when a ready endpoint of a slice written has no
+// zone, and hints must go. Called again with a smaller keep, it hints the
+// slices written anew.
+func (h *hintPass) allocate(alloc map[string]allocation, keep int) map[string]int {
 	hinted := map[string]int{}
 	var kept []*pending
-	for _, p := range h.kept {
-		if keepValid {
+	for i, p := range h.kept {
+		if i < keep {
 			if byZone := validHints(p.slice, hinted, alloc); byZone != nil {
 				kept = append(kept, p)
 				for zone, n := range byZone {

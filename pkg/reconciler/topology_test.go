@@ -267,3 +267,46 @@ func sliceNames(s []*discoveryv1.EndpointSlice) []string {
 	}
 	return out
 }
+
+// TestTopologyHintsMinimumRestoredWithFewestWrites: when kept hints leave a
+// zone below its minimum, the kept slices are rewritten from the last, one
+// at a time, until none is: here rewriting the last alone gives zone c its
+// hint, and the first slice keeps the hint it had moved to zone b (a
+// rewrite of every slice would have hinted it back to its own zone: two
+// updates where one does).
+func TestTopologyHintsMinimumRestoredWithFewestWrites(t *testing.T) {
+	client := newFakeClient(t)
+	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
+	eps := zonedEndpoints(map[string]int{"a": 5, "b": 4, "c": 1})[0].Endpoints // addresses 1-5 a, 6-9 b, 10 c
+	hinted := func(ep discoveryv1.Endpoint, zone string) discoveryv1.Endpoint {
+		ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+		return ep
+	}
+	// 10 ready endpoints over CPU 32:32:8: minimums 4/4/1, maximums 5/5/2.
+	// Kept: a 5, b 5, c 0, each slice valid on its own.
+	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a"), hinted(eps[3], "b")})
+	s2 := existingSlice("s2", service(), nil, []discoveryv1.Endpoint{hinted(eps[5], "b"), hinted(eps[6], "b"), hinted(eps[7], "b"), hinted(eps[8], "b")})
+	s3 := existingSlice("s3", service(), nil, []discoveryv1.Endpoint{hinted(eps[4], "a"), hinted(eps[9], "a")})
+	plan, err := r.Plan(Input{
+		Owner: service(), OwnerGVK: serviceGVK,
+		Desired: []EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps}}, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+		Existing: []*discoveryv1.EndpointSlice{s1, s2, s3},
+		Labeler:  ServiceLabels{Service: service()},
+		Topology: &Topology{ZoneCPU: cpu32328},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := sliceNames(plan.Update); !slices.Equal(names, []string{"s3"}) || len(plan.Create)+len(plan.Delete) != 0 {
+		t.Fatalf("plan %s (updates %v), want s3 updated alone", plan, names)
+	}
+	got := map[string]int{}
+	for _, s := range []*discoveryv1.EndpointSlice{s1, s2, plan.Update[0]} {
+		for _, ep := range s.Endpoints {
+			got[ep.Hints.ForZones[0].Name]++
+		}
+	}
+	if want := map[string]int{"a": 4, "b": 5, "c": 1}; !maps.Equal(got, want) {
+		t.Errorf("hints per zone %v, want %v", got, want)
+	}
+}
