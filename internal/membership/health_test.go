@@ -202,3 +202,33 @@ func TestHealthHeartbeat(t *testing.T) {
 		t.Errorf("east: %+v", h)
 	}
 }
+
+// TestHubNotSaidUnreadableWhileStarting: the members read through the hub
+// are held while they first connect, but the hub is not logged as out of
+// reach (s.hubHeld) before one of them failed to reach it; once all have,
+// it is, and again not once one is engaged.
+func TestHubNotSaidUnreadableWhileStarting(t *testing.T) {
+	hs := newHealthSet(t, nil)
+	hubHeld := func() bool {
+		hs.set.announceHealth() // as every config poll does
+		hs.set.mu.Lock()
+		defer hs.set.mu.Unlock()
+		return hs.set.hubHeld
+	}
+	if hubHeld() {
+		t.Error("the hub is said to be out of reach while its members first connect")
+	}
+	hs.to("west", Unreachable)
+	if hubHeld() {
+		t.Error("the hub is said to be out of reach while south first connects")
+	}
+	hs.to("south", Unreachable)
+	if !hubHeld() {
+		t.Error("the hub is not said to be out of reach when no member read through it could reach it")
+	}
+	hs.heard["west"] = time.Now()
+	hs.to("west", Engaged)
+	if hubHeld() {
+		t.Error("the hub is still said to be out of reach with west engaged through it")
+	}
+}

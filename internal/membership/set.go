@@ -271,7 +271,7 @@ func (s *Set) announceHealth() {
 	}
 	s.mu.Unlock()
 	next := make(map[clusterset.ClusterID]healthClass, len(members))
-	throughHub, hubHeld := false, true
+	throughHub, hubHeld, starting := false, true, false
 	for _, m := range members {
 		h := s.Health(m.id())
 		next[m.id()] = classOf(h)
@@ -279,13 +279,20 @@ func (s *Set) announceHealth() {
 		if m.config.ThroughHub {
 			throughHub = true
 			hubHeld = hubHeld && h.Held
+			starting = starting || m.firstSync()
 		}
 	}
 	hubHeld = throughHub && hubHeld
 	s.mu.Lock()
 	changed := !maps.Equal(next, s.announced)
-	hubFlipped := hubHeld != s.hubHeld
-	s.announced, s.hubHeld = next, hubHeld
+	// Members still in their first connection are held, but the hub has
+	// not failed them: it is not said to be out of reach before one of
+	// them was refused or could not reach it.
+	hubFlipped := hubHeld != s.hubHeld && !(hubHeld && starting)
+	s.announced = next
+	if hubFlipped {
+		s.hubHeld = hubHeld
+	}
 	s.mu.Unlock()
 	if throughHub {
 		s.metrics.setHubConnected(!hubHeld)
