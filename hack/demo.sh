@@ -41,11 +41,6 @@ say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 mode=${MODE:-central}
 
-# docs_block TAG prints the block of docs/user-guide.md marked ```sh TAG.
-docs_block() {
-	awk -v start='```sh '"$1" '$0 == start { on = 1; next } on && $0 == "```" { exit } on' "$root/docs/user-guide.md"
-}
-
 if [ -n "${IN_CLUSTER:-}" ]; then
 	case $mode in
 	central | per-cluster) up_flags=() ;;

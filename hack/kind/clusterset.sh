@@ -277,11 +277,6 @@ RBAC
 	fi
 }
 
-# docs_block TAG prints the block of docs/user-guide.md marked ```sh TAG.
-docs_block() {
-	awk -v start='```sh '"$1" '$0 == start { on = 1; next } on && $0 == "```" { exit } on' "$root/docs/user-guide.md"
-}
-
 images() {
 	mkdir -p "$state"
 	start_engine

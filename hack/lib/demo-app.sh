@@ -2,7 +2,14 @@
 # The demo's checks, sourced by hack/demo.sh (the testbed) and
 # hack/kind/clusterset.sh (kind): the sample app of config/samples/demo runs
 # in east and west, its client pod in north. Each function takes the name of
-# a function that runs kubectl against north's namespace demo.
+# a function that runs kubectl against north's namespace demo. Both set
+# $root, the project's folder.
+
+# docs_block TAG prints the block of docs/user-guide.md marked ```sh TAG:
+# the demo builds and installs exactly as the guide says.
+docs_block() {
+	awk -v start='```sh '"$1" '$0 == start { on = 1; next } on && $0 == "```" { exit } on' "${root:?}/docs/user-guide.md"
+}
 
 # wait_imported KN waits (up to 5 minutes: the pods start, then the
 # exports travel, on a machine that may be busy) until north holds 4 ready
