@@ -9,8 +9,10 @@ import (
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
 
@@ -127,4 +129,48 @@ func waitChanged(ctx context.Context, hub *membership.Hub, print [32]byte) {
 			}
 		}
 	}
+}
+
+// publisher returns what publishes the local member's exports: into its
+// own API server (through cl, whose cache publish.ConfigureCache set up),
+// or into the hub, through a client and cache of its own that run beside
+// the publisher and are rebuilt when the hub's kubeconfig changes. A hub
+// that does not answer holds up the publications only, never the member's
+// own imports.
+func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, error) {
+	cfg, s := sy.cfg, sy.settings
+	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat}
+	if cfg.Hub == nil {
+		p, err := publish.NewPublisher(cl, opts)
+		if err != nil {
+			return nil, fmt.Errorf("publisher: %w", err)
+		}
+		sy.published.set(p)
+		return []func(context.Context) error{p.Start}, nil
+	}
+	build := func(rc *rest.Config) ([]func(context.Context) error, *publish.Publisher, error) {
+		hub, err := cluster.New(withClientLimits(rc, s), func(o *cluster.Options) {
+			o.Scheme = sy.scheme
+			o.Cache.DefaultTransform = plumbing.StripUnread
+			publish.ConfigureCache(&o.Cache, cfg.PublicationNamespace, sy.local)
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("hub: %w", err)
+		}
+		p, err := publish.NewPublisher(hub, opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("publisher: %w", err)
+		}
+		return []func(context.Context) error{hub.Start, p.Start}, p, nil
+	}
+	return []func(context.Context) error{sy.published.throughHub(cfg.Hub, build)}, nil
+}
+
+// withClientLimits gives rc (the publisher's config of the hub) the
+// members' client limits: client-go's default of 5 requests per second
+// made a member's first publications into the hub take 20 s for 100
+// exports (make bench-scale).
+func withClientLimits(rc *rest.Config, s Settings) *rest.Config {
+	rc.QPS, rc.Burst = float32(s.KubeAPIQPS), s.KubeAPIBurst
+	return rc
 }
