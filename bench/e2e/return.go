@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -49,12 +50,26 @@ func (b *bench) runReturn(ctx context.Context, rounds int) (*returnResult, error
 		// The clock starts when west's API server first answers /readyz:
 		// the testbed's StartAPIServer returns only once kwokctl is done
 		// waiting for the whole cluster, sometimes long after.
+		// A restart that fails ends the wait with its error (the end of
+		// the API server's log), not with the wait's deadline.
 		started := make(chan error, 1)
-		go func() { started <- west.StartAPIServer(ctx) }()
-		if _, err := waitFor(ctx, "west's API server to answer", 3*time.Minute, func() (bool, string) {
-			_, err := b.kube["west"].Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		starting, failed := context.WithCancelCause(ctx)
+		go func() {
+			err := west.StartAPIServer(ctx)
+			if err != nil {
+				failed(err)
+			}
+			started <- err
+		}()
+		_, err := waitFor(starting, "west's API server to answer", 3*time.Minute, func() (bool, string) {
+			_, err := b.kube["west"].Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(starting)
 			return err == nil, errState(err, "")
-		}); err != nil {
+		})
+		failed(nil)
+		if err != nil {
+			if cause := context.Cause(starting); cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
+				return nil, fmt.Errorf("restart west's API server: %w", cause)
+			}
 			return nil, err
 		}
 		back := time.Now()

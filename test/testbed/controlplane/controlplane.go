@@ -484,7 +484,11 @@ func (cp *ControlPlane) StopAPIServer(ctx context.Context) error {
 	if err := os.Remove(filepath.Join(cp.clusterDir(), "pids", "kube-apiserver.pid")); err != nil {
 		return fmt.Errorf("testbed: %s: %w", cp.Name, err)
 	}
-	return nil
+	port, err := cp.apiServerPort()
+	if err != nil {
+		return err
+	}
+	return holdPort(ctx, port)
 }
 
 // StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with
@@ -498,6 +502,11 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		}
 		return cp.waitReady(ctx)
 	}
+	port, err := cp.apiServerPort()
+	if err != nil {
+		return err
+	}
+	releasePort(port)
 	if cp.genericArgs != nil {
 		return cp.startGeneric(ctx)
 	}

@@ -70,6 +70,9 @@ func (cp *ControlPlane) makeGeneric(ctx context.Context) error {
 // pid file, where StopAPIServer and the teardown look) and waits until it
 // answers.
 func (cp *ControlPlane) startGeneric(ctx context.Context) error {
+	if port, err := cp.apiServerPort(); err == nil {
+		releasePort(port) // held since StopAPIServer
+	}
 	if err := cp.startProcess("kube-apiserver", filepath.Join(cp.binDir, GenericBinary), cp.genericArgs); err != nil {
 		return err
 	}

@@ -208,6 +208,7 @@ func (cp *ControlPlane) StopEtcdMember(ctx context.Context, i int) error {
 // StartAPIServerReplica starts API server replica i of an HA control
 // plane and returns once it answers /readyz itself.
 func (cp *ControlPlane) StartAPIServerReplica(ctx context.Context, i int) error {
+	releasePort(cp.HA.APIServerPorts[i])
 	args := withFlag(cp.HA.apiServerArgs, "secure-port", strconv.Itoa(cp.HA.APIServerPorts[i]))
 	args = withFlag(args, "bind-address", "127.0.0.1")
 	if err := cp.startProcess(apiServerName(i), filepath.Join(cp.binDir, "kube-apiserver"), args); err != nil {
@@ -222,7 +223,10 @@ func (cp *ControlPlane) StartAPIServerReplica(ctx context.Context, i int) error 
 // crash) and waits until it is gone; haproxy sends its clients to the
 // other.
 func (cp *ControlPlane) StopAPIServerReplica(ctx context.Context, i int) error {
-	return cp.stopProcess(ctx, apiServerName(i))
+	if err := cp.stopProcess(ctx, apiServerName(i)); err != nil {
+		return err
+	}
+	return holdPort(ctx, cp.HA.APIServerPorts[i])
 }
 
 // waitEtcd waits until every etcd member says it is healthy (a member is
