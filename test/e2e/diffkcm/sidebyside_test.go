@@ -60,7 +60,16 @@ type sideBySide struct {
 	stepUpdates map[string]int
 	byStep      map[string]map[string]int
 	steps       map[string]int
+	// stepWrites[managed-by] describe the updates of the step under way
+	// (hintsChange); differing lists, for the first steps of a kind that
+	// names topology where ours and kube-controller-manager's counts
+	// differ, both sides' descriptions: where the extra writes come from.
+	stepWrites map[string][]string
+	differing  []string
 }
+
+// maxDiffering bounds the steps described in the report.
+const maxDiffering = 20
 
 type readiness struct {
 	ready bool
@@ -73,6 +82,7 @@ type readiness struct {
 func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface) error {
 	s.seen, s.latencies, s.updates = map[string][]readiness{}, map[string][]time.Duration{}, map[string]map[string]int{}
 	s.stepUpdates, s.byStep, s.steps = map[string]int{}, map[string]map[string]int{}, map[string]int{}
+	s.stepWrites = map[string][]string{}
 	recordBarrier := func(slice *discoveryv1.EndpointSlice) {
 		if slice.Labels[discoveryv1.LabelServiceName] != barrier || len(slice.Endpoints) == 0 {
 			return
@@ -107,6 +117,7 @@ func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface)
 			}
 			s.updates[m][updateKind(o, c)]++
 			s.stepUpdates[m]++
+			s.stepWrites[m] = append(s.stepWrites[m], hintsChange(o, c))
 		},
 	}); err != nil {
 		return err
@@ -136,7 +147,12 @@ func (s *sideBySide) settled(ready bool, what string) {
 	for m, n := range s.stepUpdates {
 		s.byStep[kind][m] += n
 	}
+	if strings.Contains(kind, "topology") && s.stepUpdates[ours] != s.stepUpdates[kcm] && len(s.differing) < maxDiffering {
+		s.differing = append(s.differing, fmt.Sprintf("%s (%d against %d):\n        %s: %s\n        %s: %s", what,
+			s.stepUpdates[ours], s.stepUpdates[kcm], ours, strings.Join(s.stepWrites[ours], "; "), kcm, strings.Join(s.stepWrites[kcm], "; ")))
+	}
 	clear(s.stepUpdates)
+	clear(s.stepWrites)
 	for _, m := range []string{ours, kcm} {
 		for _, r := range s.seen[m] {
 			if r.ready == ready && !r.at.Before(s.flippedAt) {
@@ -199,6 +215,12 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 			}
 		}
 	}
+	if len(s.differing) > 0 {
+		fmt.Fprintf(&b, "  topology steps where %s and %s wrote a different number of updates (slice: ready endpoints' hints per zone before -> after):\n", ours, kcm)
+		for _, d := range s.differing {
+			fmt.Fprintf(&b, "    %s\n", d)
+		}
+	}
 	fmt.Fprintf(&b, "  pod readiness -> slice (the barrier, once per step):\n")
 	for _, m := range []string{ours, kcm} {
 		l := slices.Sorted(slices.Values(s.latencies[m]))
@@ -232,6 +254,38 @@ func pairsDiffer(writes map[string]int) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// hintsChange describes an update of a slice by its Service, its ready
+// endpoints and their hints per zone before and after, e.g.
+// "plain-x7k2p (3 ready): a:2 b:1 -> a:1 b:1 c:1" ("none" without hints).
+func hintsChange(old, cur *discoveryv1.EndpointSlice) string {
+	hints := func(s *discoveryv1.EndpointSlice) string {
+		byZone := map[string]int{}
+		for _, ep := range s.Endpoints {
+			if !ptr.Deref(ep.Conditions.Ready, false) || ep.Hints == nil {
+				continue
+			}
+			for _, z := range ep.Hints.ForZones {
+				byZone[z.Name]++
+			}
+		}
+		if len(byZone) == 0 {
+			return "none"
+		}
+		var parts []string
+		for _, z := range slices.Sorted(maps.Keys(byZone)) {
+			parts = append(parts, fmt.Sprintf("%s:%d", z, byZone[z]))
+		}
+		return strings.Join(parts, " ")
+	}
+	ready := 0
+	for _, ep := range cur.Endpoints {
+		if ptr.Deref(ep.Conditions.Ready, false) {
+			ready++
+		}
+	}
+	return fmt.Sprintf("%s (%d ready): %s -> %s", cur.Name, ready, hints(old), hints(cur))
 }
 
 // updateKind says what an update of a slice changed: "endpoints, ports or

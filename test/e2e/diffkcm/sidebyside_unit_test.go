@@ -156,3 +156,24 @@ func TestStepKind(t *testing.T) {
 		}
 	}
 }
+
+// TestHintsChange: an update is described by its slice, its ready
+// endpoints and their hints per zone before and after.
+func TestHintsChange(t *testing.T) {
+	ep := func(ready bool, zones ...string) discoveryv1.Endpoint {
+		e := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}
+		if len(zones) > 0 {
+			e.Hints = &discoveryv1.EndpointHints{}
+			for _, z := range zones {
+				e.Hints.ForZones = append(e.Hints.ForZones, discoveryv1.ForZone{Name: z})
+			}
+		}
+		return e
+	}
+	old := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{ep(true), ep(true), ep(false)}}
+	cur := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{ep(true, "b"), ep(true, "a"), ep(false, "c")}}
+	cur.Name = "plain-x7k2p"
+	if got, want := hintsChange(old, cur), "plain-x7k2p (2 ready): none -> a:1 b:1"; got != want {
+		t.Errorf("hintsChange: %q, want %q", got, want)
+	}
+}
