@@ -536,6 +536,53 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		}
 		return fmt.Errorf("testbed: %s: kube-apiserver restarted but not ready: %w; the end of its log:\n%s", cp.Name, err, log)
 	}
+	return cp.keepComponents(ctx)
+}
+
+// componentsSettle is how long every component must have run after a
+// restart of the API server for keepComponents to return.
+const componentsSettle = 3 * time.Second
+
+// keepComponents starts again, until every component has run for
+// componentsSettle, each one that exits after an API server restart.
+// kube-controller-manager and kube-scheduler exit once they cannot renew
+// their leader Lease (10 s); an outage about that long makes them exit
+// while kwokctl start runs, which skips them as still running, and the
+// cluster went on without controllers (seen under load: north's
+// namespaces got no default ServiceAccount, and two e2e tests failed).
+func (cp *ControlPlane) keepComponents(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(cp.clusterDir(), "pids", "*.pid"))
+	if err != nil {
+		return err
+	}
+	var missing []string
+	stableSince := time.Now()
+	err = host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		pids, err := cp.Pids()
+		if err != nil {
+			return false, err
+		}
+		missing = missing[:0]
+		for _, f := range files {
+			if name := strings.TrimSuffix(filepath.Base(f), ".pid"); pids[name] == 0 {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 {
+			return time.Since(stableSince) >= componentsSettle, nil
+		}
+		if err := cp.forgetExited(); err != nil {
+			return false, err
+		}
+		if err := cp.kwokctl(ctx, "start", "cluster", "--name", cp.Name); err != nil {
+			return false, err
+		}
+		stableSince = time.Now()
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("testbed: %s: after the API server's restart, %v did not keep running: %w", cp.Name, missing, err)
+	}
 	return nil
 }
 
