@@ -228,10 +228,6 @@ func TestTopologyHintsNeverBelowMinimum(t *testing.T) {
 	client := newFakeClient(t)
 	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
 	eps := zonedEndpoints(map[string]int{"a": 3, "b": 5, "c": 1})[0].Endpoints // addresses 1-3 a, 4-8 b, 9 c
-	hinted := func(ep discoveryv1.Endpoint, zone string) discoveryv1.Endpoint {
-		ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
-		return ep
-	}
 	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a"), hinted(eps[8], "a")})
 	s2 := existingSlice("s2", service(), nil, []discoveryv1.Endpoint{hinted(eps[3], "b"), hinted(eps[4], "b"), hinted(eps[5], "b"), hinted(eps[6], "b")})
 	s3 := existingSlice("s3", service(), nil, []discoveryv1.Endpoint{hinted(eps[7], "b")})
@@ -260,6 +256,12 @@ func TestTopologyHintsNeverBelowMinimum(t *testing.T) {
 	}
 }
 
+// hinted returns ep hinted to zone.
+func hinted(ep discoveryv1.Endpoint, zone string) discoveryv1.Endpoint {
+	ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+	return ep
+}
+
 func sliceNames(s []*discoveryv1.EndpointSlice) []string {
 	var out []string
 	for _, x := range s {
@@ -278,10 +280,6 @@ func TestTopologyHintsMinimumRestoredWithFewestWrites(t *testing.T) {
 	client := newFakeClient(t)
 	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
 	eps := zonedEndpoints(map[string]int{"a": 5, "b": 4, "c": 1})[0].Endpoints // addresses 1-5 a, 6-9 b, 10 c
-	hinted := func(ep discoveryv1.Endpoint, zone string) discoveryv1.Endpoint {
-		ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
-		return ep
-	}
 	// 10 ready endpoints over CPU 32:32:8: minimums 4/4/1, maximums 5/5/2.
 	// Kept: a 5, b 5, c 0, each slice valid on its own.
 	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a"), hinted(eps[3], "b")})

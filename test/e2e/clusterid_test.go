@@ -96,6 +96,20 @@ func clusterPropertyCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
+// installClusterPropertyCRD installs the ClusterProperty API in cl until
+// the test ends (its properties go with it).
+func installClusterPropertyCRD(ctx context.Context, t *testing.T, cl client.Client) {
+	t.Helper()
+	if err := cl.Create(ctx, clusterPropertyCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Delete(context.Background(), clusterPropertyCRD()); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+}
+
 // setClusterProperty creates or updates the ClusterProperty name in cl,
 // waiting for its API to be served.
 func setClusterProperty(ctx context.Context, t *testing.T, cl client.Client, name, value string) {
@@ -134,16 +148,8 @@ func TestClusterPropertyContradiction(t *testing.T) {
 	const ns = "cluster-property"
 	bed.Namespace(ctx, t, ns)
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
-	for _, cl := range []client.Client{east, west} {
-		if err := cl.Create(ctx, clusterPropertyCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := cl.Delete(context.Background(), clusterPropertyCRD()); err != nil && !apierrors.IsNotFound(err) {
-				t.Error(err)
-			}
-		})
-	}
+	installClusterPropertyCRD(ctx, t, east)
+	installClusterPropertyCRD(ctx, t, west)
 	setClusterProperty(ctx, t, east, "cluster.clusterset.k8s.io", "east")
 	setClusterProperty(ctx, t, east, "clusterset.k8s.io", "testbed")
 	setClusterProperty(ctx, t, west, "cluster.clusterset.k8s.io", "east")
@@ -188,14 +194,7 @@ func TestIDFromClusterProperty(t *testing.T) {
 	const ns = "id-from-property"
 	bed.Namespace(ctx, t, ns)
 	west, north := bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
-	if err := west.Create(ctx, clusterPropertyCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := west.Delete(context.Background(), clusterPropertyCRD()); err != nil && !apierrors.IsNotFound(err) {
-			t.Error(err)
-		}
-	})
+	installClusterPropertyCRD(ctx, t, west)
 	if err := manualExport(ctx, west, ns, "api", "10.101.4.2"); err != nil {
 		t.Fatal(err)
 	}
