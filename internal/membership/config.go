@@ -40,9 +40,10 @@ import (
 // without kubeconfig and inCluster is read through the hub
 // (Member.ThroughHub). A member with kubeconfig or inCluster may leave out
 // its id: its cluster's ClusterProperty cluster.clusterset.k8s.io names it
-// (Member.IDFromCluster; the Set reads it). A member whose kubeconfig cannot be read (missing,
-// unreadable, without the named context) does not: that member is
-// reported and retried while the others run (Member.Err).
+// (Member.IDFromCluster; the Set reads it). A member whose kubeconfig
+// cannot be read (missing, unreadable, without the named context) does
+// not make the file invalid: that member is reported and retried while
+// the others run (Member.Err).
 type Config struct {
 	// APIVersion and Kind say which schema the file follows, as in
 	// Kubernetes' component configs: ConfigAPIVersion, ConfigKind.
