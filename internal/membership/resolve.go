@@ -79,13 +79,11 @@ func (r *idResolver) refresh(ctx context.Context, cfg *Config) {
 			if e == nil {
 				return
 			}
-			e.problem = ""
-			switch {
-			case err != nil:
-				e.problem = err.Error()
-			default:
-				e.id = id
+			if err != nil {
+				e.problem = err.Error() // the ID read before, if any, stays
+				return
 			}
+			e.id, e.problem = id, ""
 		})
 	}
 	wg.Wait()

@@ -510,20 +510,7 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	if cp.genericArgs != nil {
 		return cp.startGeneric(ctx)
 	}
-	// kube-controller-manager exits when it cannot renew its leader Lease
-	// during the outage, and stays a zombie for a while: kwokctl would take
-	// it for running and not start it again, and the cluster would go on
-	// without controllers (a namespace without its default ServiceAccount
-	// failed a later test in CI). Remove the pid files of the components
-	// that are gone, as kwokctl's own stop does.
-	if err := cp.forgetExited(); err != nil {
-		return err
-	}
-	// kwokctl start skips the components that still run. No --wait: that
-	// waits for every component to report ready (through kubectl's
-	// /healthz), which after an outage took up to two minutes although the
-	// API server answered within seconds; its own /readyz is what counts.
-	if err := cp.kwokctl(ctx, "start", "cluster", "--name", cp.Name); err != nil {
+	if err := cp.startExited(ctx); err != nil {
 		return err
 	}
 	if err := cp.waitReady(ctx); err != nil {
@@ -571,10 +558,7 @@ func (cp *ControlPlane) keepComponents(ctx context.Context) error {
 		if len(missing) == 0 {
 			return time.Since(stableSince) >= componentsSettle, nil
 		}
-		if err := cp.forgetExited(); err != nil {
-			return false, err
-		}
-		if err := cp.kwokctl(ctx, "start", "cluster", "--name", cp.Name); err != nil {
+		if err := cp.startExited(ctx); err != nil {
 			return false, err
 		}
 		stableSince = time.Now()
@@ -584,6 +568,26 @@ func (cp *ControlPlane) keepComponents(ctx context.Context) error {
 		return fmt.Errorf("testbed: %s: after the API server's restart, %v did not keep running: %w", cp.Name, missing, err)
 	}
 	return nil
+}
+
+// startExited starts the components of this control plane that are not
+// running (the kube-apiserver that StopAPIServer stopped, and any other
+// that exited meanwhile).
+func (cp *ControlPlane) startExited(ctx context.Context) error {
+	// kube-controller-manager exits when it cannot renew its leader Lease
+	// during the outage, and stays a zombie for a while: kwokctl would take
+	// it for running and not start it again, and the cluster would go on
+	// without controllers (a namespace without its default ServiceAccount
+	// failed a later test in CI). Remove the pid files of the components
+	// that are gone, as kwokctl's own stop does.
+	if err := cp.forgetExited(); err != nil {
+		return err
+	}
+	// kwokctl start skips the components that still run. No --wait: that
+	// waits for every component to report ready (through kubectl's
+	// /healthz), which after an outage took up to two minutes although the
+	// API server answered within seconds; its own /readyz is what counts.
+	return cp.kwokctl(ctx, "start", "cluster", "--name", cp.Name)
 }
 
 // forgetExited removes the pid files of this control plane's components
