@@ -66,10 +66,22 @@ type sideBySide struct {
 	// differ, both sides' descriptions: where the extra writes come from.
 	stepWrites map[string][]string
 	differing  []string
+	// slices is the informer's store; stepServices are the Services
+	// whose slices changed in the step under way, and history[Service]
+	// its last steps: what each did and both sides' slices after it
+	// (serviceHints), so that a differing step shows where the two
+	// histories parted.
+	slices       cache.Store
+	stepServices map[string]bool
+	history      map[string][]string
 }
 
-// maxDiffering bounds the steps described in the report.
-const maxDiffering = 20
+// maxDiffering bounds the steps described in the report, maxHistory the
+// steps of a Service's history each describes.
+const (
+	maxDiffering = 20
+	maxHistory   = 12
+)
 
 type readiness struct {
 	ready bool
@@ -82,7 +94,19 @@ type readiness struct {
 func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface) error {
 	s.seen, s.latencies, s.updates = map[string][]readiness{}, map[string][]time.Duration{}, map[string]map[string]int{}
 	s.stepUpdates, s.byStep, s.steps = map[string]int{}, map[string]map[string]int{}, map[string]int{}
-	s.stepWrites = map[string][]string{}
+	s.stepWrites, s.stepServices, s.history = map[string][]string{}, map[string]bool{}, map[string][]string{}
+	touched := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		slice, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || slice.Labels[discoveryv1.LabelServiceName] == barrier {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.stepServices[slice.Labels[discoveryv1.LabelServiceName]] = true
+	}
 	recordBarrier := func(slice *discoveryv1.EndpointSlice) {
 		if slice.Labels[discoveryv1.LabelServiceName] != barrier || len(slice.Endpoints) == 0 {
 			return
@@ -93,12 +117,16 @@ func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface)
 		s.seen[m] = append(s.seen[m], readiness{ptr.Deref(slice.Endpoints[0].Conditions.Ready, false), now})
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace))
-	if _, err := f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	informer := f.Discovery().V1().EndpointSlices().Informer()
+	s.slices = informer.GetStore()
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			touched(obj)
 			if slice, ok := obj.(*discoveryv1.EndpointSlice); ok {
 				recordBarrier(slice)
 			}
 		},
+		DeleteFunc: touched,
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*discoveryv1.EndpointSlice)
 			c, ok2 := cur.(*discoveryv1.EndpointSlice)
@@ -109,6 +137,7 @@ func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface)
 			if o.ResourceVersion == c.ResourceVersion {
 				return
 			}
+			touched(c)
 			m := c.Labels[discoveryv1.LabelManagedBy]
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -147,12 +176,18 @@ func (s *sideBySide) settled(ready bool, what string) {
 	for m, n := range s.stepUpdates {
 		s.byStep[kind][m] += n
 	}
+	s.recordHistory(what)
 	if strings.Contains(kind, "topology") && s.stepUpdates[ours] != s.stepUpdates[kcm] && len(s.differing) < maxDiffering {
-		s.differing = append(s.differing, fmt.Sprintf("%s (%d against %d):\n        %s: %s\n        %s: %s", what,
-			s.stepUpdates[ours], s.stepUpdates[kcm], ours, strings.Join(s.stepWrites[ours], "; "), kcm, strings.Join(s.stepWrites[kcm], "; ")))
+		d := fmt.Sprintf("%s (%d against %d):\n        %s: %s\n        %s: %s", what,
+			s.stepUpdates[ours], s.stepUpdates[kcm], ours, strings.Join(s.stepWrites[ours], "; "), kcm, strings.Join(s.stepWrites[kcm], "; "))
+		for _, svc := range slices.Sorted(maps.Keys(s.stepServices)) {
+			d += fmt.Sprintf("\n        history of %s, oldest first (step: each side's slices after it):\n          %s", svc, strings.Join(s.history[svc], "\n          "))
+		}
+		s.differing = append(s.differing, d)
 	}
 	clear(s.stepUpdates)
 	clear(s.stepWrites)
+	clear(s.stepServices)
 	for _, m := range []string{ours, kcm} {
 		for _, r := range s.seen[m] {
 			if r.ready == ready && !r.at.Before(s.flippedAt) {
@@ -162,6 +197,38 @@ func (s *sideBySide) settled(ready bool, what string) {
 		}
 		s.seen[m] = nil
 	}
+}
+
+// recordHistory adds the step to the history of each Service it changed
+// or names (a change of a Service that no controller wrote still shapes
+// the next steps).
+func (s *sideBySide) recordHistory(what string) {
+	named := map[string]bool{}
+	maps.Copy(named, s.stepServices)
+	if svc, ok := strings.CutPrefix(what, "service "); ok {
+		named[strings.SplitN(svc, ":", 2)[0]] = true
+	}
+	for svc := range named {
+		h := append(s.history[svc], fmt.Sprintf("%s: ours %s; kube-controller-manager %s",
+			what, serviceHints(s.slices.List(), svc, ours), serviceHints(s.slices.List(), svc, kcm)))
+		s.history[svc] = h[max(0, len(h)-maxHistory):]
+	}
+}
+
+// serviceHints describes one controller's slices of a Service: each
+// slice's ready endpoints and their hints per zone (zoneHints), sorted,
+// e.g. "[3 ready: a:2 b:1 | 1 ready: none]".
+func serviceHints(objs []any, svc, managedBy string) string {
+	var out []string
+	for _, obj := range objs {
+		slice, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || slice.Labels[discoveryv1.LabelServiceName] != svc || slice.Labels[discoveryv1.LabelManagedBy] != managedBy {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %d ready: %s", slice.AddressType, readyCount(slice), zoneHints(slice)))
+	}
+	slices.Sort(out)
+	return "[" + strings.Join(out, " | ") + "]"
 }
 
 // startCPU notes the CPU the processes compared have used so far.
@@ -260,32 +327,43 @@ func pairsDiffer(writes map[string]int) string {
 // endpoints and their hints per zone before and after, e.g.
 // "plain-x7k2p (3 ready): a:2 b:1 -> a:1 b:1 c:1" ("none" without hints).
 func hintsChange(old, cur *discoveryv1.EndpointSlice) string {
-	hints := func(s *discoveryv1.EndpointSlice) string {
-		byZone := map[string]int{}
-		for _, ep := range s.Endpoints {
-			if !ptr.Deref(ep.Conditions.Ready, false) || ep.Hints == nil {
-				continue
-			}
-			for _, z := range ep.Hints.ForZones {
-				byZone[z.Name]++
-			}
+	return fmt.Sprintf("%s (%d ready): %s -> %s", cur.Name, readyCount(cur), zoneHints(old), zoneHints(cur))
+}
+
+// zoneHints counts a slice's ready endpoints' hints per zone, "a:2 b:1"
+// ("none" without hints), "+nodes" after it where they also name nodes.
+func zoneHints(s *discoveryv1.EndpointSlice) string {
+	byZone, nodes := map[string]int{}, false
+	for _, ep := range s.Endpoints {
+		if !ptr.Deref(ep.Conditions.Ready, false) || ep.Hints == nil {
+			continue
 		}
-		if len(byZone) == 0 {
-			return "none"
+		for _, z := range ep.Hints.ForZones {
+			byZone[z.Name]++
 		}
-		var parts []string
-		for _, z := range slices.Sorted(maps.Keys(byZone)) {
-			parts = append(parts, fmt.Sprintf("%s:%d", z, byZone[z]))
-		}
-		return strings.Join(parts, " ")
+		nodes = nodes || len(ep.Hints.ForNodes) > 0
 	}
-	ready := 0
-	for _, ep := range cur.Endpoints {
+	var parts []string
+	for _, z := range slices.Sorted(maps.Keys(byZone)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", z, byZone[z]))
+	}
+	if len(parts) == 0 {
+		parts = []string{"none"}
+	}
+	if nodes {
+		parts = append(parts, "+nodes")
+	}
+	return strings.Join(parts, " ")
+}
+
+func readyCount(s *discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, ep := range s.Endpoints {
 		if ptr.Deref(ep.Conditions.Ready, false) {
-			ready++
+			n++
 		}
 	}
-	return fmt.Sprintf("%s (%d ready): %s -> %s", cur.Name, ready, hints(old), hints(cur))
+	return n
 }
 
 // updateKind says what an update of a slice changed: "endpoints, ports or

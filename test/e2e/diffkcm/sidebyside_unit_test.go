@@ -177,3 +177,33 @@ func TestHintsChange(t *testing.T) {
 		t.Errorf("hintsChange: %q, want %q", got, want)
 	}
 }
+
+// TestServiceHints: one controller's slices of one Service, each by its
+// ready endpoints and their hints per zone, node hints named.
+func TestServiceHints(t *testing.T) {
+	slice := func(svc, managedBy string, eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps}
+		s.Labels = map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: managedBy}
+		return s
+	}
+	hinted := func(zone string, nodes bool) discoveryv1.Endpoint {
+		e := discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			Hints: &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}}
+		if nodes {
+			e.Hints.ForNodes = []discoveryv1.ForNode{{Name: "n1"}}
+		}
+		return e
+	}
+	objs := []any{
+		slice("plain", ours, hinted("b", false), hinted("a", false)),
+		slice("plain", ours, discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}}),
+		slice("plain", kcm, hinted("a", true)),
+		slice("other", ours, hinted("c", false)),
+	}
+	if got, want := serviceHints(objs, "plain", ours), "[IPv4 0 ready: none | IPv4 2 ready: a:1 b:1]"; got != want {
+		t.Errorf("ours: %q, want %q", got, want)
+	}
+	if got, want := serviceHints(objs, "plain", kcm), "[IPv4 1 ready: a:1 +nodes]"; got != want {
+		t.Errorf("kube-controller-manager's: %q, want %q", got, want)
+	}
+}
