@@ -37,6 +37,7 @@ type Reconciler struct {
 	placeholder          bool
 	enforceOwnership     bool
 	trafficDistribution  bool
+	zoneMinimums         bool
 	recorder             events.EventRecorder
 	tracker              *Tracker
 	metrics              *metrics
@@ -80,6 +81,19 @@ func WithOwnershipEnforced(on bool) Option {
 // controller that copies slices from elsewhere keeps the source's hints).
 func WithTrafficDistribution(on bool) Option {
 	return func(r *Reconciler) error { r.trafficDistribution = on; return nil }
+}
+
+// WithZoneMinimums makes topology-aware hints (Input.Topology) keep every
+// zone at its minimum: when the hints kept in slices the plan does not
+// otherwise write leave a zone with fewer endpoints than its CPU share
+// less the overload threshold, those slices are rewritten one at a time,
+// from the last, until none is. Default: off, as kube-controller-manager,
+// whose topology cache checks kept hints against each zone's maximum only
+// (getHintsByZone), so that a zone may be left below its minimum until a
+// sync writes enough of its slices. The price is writes upstream does not
+// make: 3 updates in 2,000 steps of make diff-kcm (docs/benchmarks.md).
+func WithZoneMinimums(on bool) Option {
+	return func(r *Reconciler) error { r.zoneMinimums = on; return nil }
 }
 
 // WithEventRecorder records a Warning event on the owner when writes fail.

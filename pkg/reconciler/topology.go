@@ -131,11 +131,12 @@ func allocations(zoneCPU map[string]int64, n int) map[string]allocation {
 // Keeping what is still valid writes no slice for hints alone; the price is
 // that the numbers per zone depend on which slices were written before, as
 // upstream's do. Among equal zones, the first by name gives or receives
-// first (upstream picks at random). One rule is the library's own: when
-// the kept hints leave a zone below its minimum (which upstream writes:
-// getHintsByZone checks maximums only), the kept slices are rewritten one
-// at a time, from the last, until no zone is, so that no zone's endpoints
-// pass the overload threshold and no slice is written that need not be.
+// first (upstream picks at random). WithZoneMinimums adds a rule of the
+// library's own: when the kept hints leave a zone below its minimum (which
+// upstream writes: getHintsByZone checks maximums only), the kept slices
+// are rewritten one at a time, from the last, until no zone is, so that no
+// zone's endpoints pass the overload threshold and no slice is written
+// that need not be.
 func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 	h := &hintPass{b: b}
 	for _, s := range slices.Concat(b.plan.Create, b.plan.Update) {
@@ -162,7 +163,7 @@ func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 		return
 	}
 	hinted := h.allocate(alloc, len(h.kept))
-	for hinted != nil && len(h.kept) > 0 && belowMinimum(hinted, alloc) {
+	for hinted != nil && b.r.zoneMinimums && len(h.kept) > 0 && belowMinimum(hinted, alloc) {
 		hinted = h.allocate(alloc, len(h.kept)-1)
 	}
 	if hinted == nil {

@@ -218,41 +218,59 @@ func TestZoneCPU(t *testing.T) {
 	}
 }
 
-// TestTopologyHintsNeverBelowMinimum: kept hints that leave a zone below its
-// minimum (which upstream writes) make the library rebalance every slice.
-// 8 ready endpoints over CPU 4:4:1: a and b 3 to 4 hints, c 1 to 2. Slice
-// s1 holds a, a, a and c's one endpoint, all hinted a (valid: a's maximum
-// is 4); s2 holds four of b hinted b; s3 a fifth of b, which goes. Upstream
-// keeps s1 and s2 (4/4/0); the library hints c's endpoint to c.
-func TestTopologyHintsNeverBelowMinimum(t *testing.T) {
-	client := newFakeClient(t)
-	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
+// TestTopologyHintsZoneMinimums: kept hints that leave a zone below its
+// minimum. 8 ready endpoints over CPU 4:4:1: a and b 3 to 4 hints, c 1 to
+// 2. Slice s1 holds a, a, a and c's one endpoint, all hinted a (valid: a's
+// maximum is 4); s2 holds four of b hinted b; s3 a fifth of b, which goes.
+// By default the library keeps s1 and s2 (4/4/0), as upstream does
+// (getHintsByZone checks maximums only); WithZoneMinimums rewrites s1 and
+// hints c's endpoint to c.
+func TestTopologyHintsZoneMinimums(t *testing.T) {
 	eps := zonedEndpoints(map[string]int{"a": 3, "b": 5, "c": 1})[0].Endpoints // addresses 1-3 a, 4-8 b, 9 c
 	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a"), hinted(eps[8], "a")})
 	s2 := existingSlice("s2", service(), nil, []discoveryv1.Endpoint{hinted(eps[3], "b"), hinted(eps[4], "b"), hinted(eps[5], "b"), hinted(eps[6], "b")})
 	s3 := existingSlice("s3", service(), nil, []discoveryv1.Endpoint{hinted(eps[7], "b")})
 	desired := []EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: slices.Concat(eps[:7], eps[8:])}}
-	plan, err := r.Plan(Input{
-		Owner: service(), OwnerGVK: serviceGVK,
-		Desired: desired, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
-		Existing: []*discoveryv1.EndpointSlice{s1, s2, s3},
-		Labeler:  ServiceLabels{Service: service()},
-		Topology: &Topology{ZoneCPU: cpu32328},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(plan.Update) != 1 || plan.Update[0].Name != "s1" || len(plan.Delete) != 1 || len(plan.Create) != 0 {
-		t.Fatalf("plan %s (updates %v), want s1 updated and s3 deleted", plan, sliceNames(plan.Update))
-	}
-	got := map[string]int{}
-	for _, s := range []*discoveryv1.EndpointSlice{plan.Update[0], s2} {
-		for _, ep := range s.Endpoints {
-			got[ep.Hints.ForZones[0].Name]++
-		}
-	}
-	if got["a"] != 3 || got["b"] != 4 || got["c"] != 1 {
-		t.Errorf("hints per zone %v, want a:3 b:4 c:1", got)
+	for _, tc := range []struct {
+		zoneMinimums bool
+		updated      []string
+		perZone      map[string]int
+	}{
+		{false, nil, map[string]int{"a": 4, "b": 4}},
+		{true, []string{"s1"}, map[string]int{"a": 3, "b": 4, "c": 1}},
+	} {
+		t.Run(fmt.Sprintf("WithZoneMinimums(%v)", tc.zoneMinimums), func(t *testing.T) {
+			r := newReconciler(t, newFakeClient(t), WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4), WithZoneMinimums(tc.zoneMinimums))
+			plan, err := r.Plan(Input{
+				Owner: service(), OwnerGVK: serviceGVK,
+				Desired: desired, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+				Existing: []*discoveryv1.EndpointSlice{s1, s2, s3},
+				Labeler:  ServiceLabels{Service: service()},
+				Topology: &Topology{ZoneCPU: cpu32328},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if names := sliceNames(plan.Update); !slices.Equal(names, tc.updated) || len(plan.Delete) != 1 || plan.Delete[0].Name != "s3" || len(plan.Create) != 0 {
+				t.Fatalf("plan %s (updates %v), want updates %v and s3 deleted", plan, names, tc.updated)
+			}
+			written := map[string]*discoveryv1.EndpointSlice{}
+			for _, s := range plan.Update {
+				written[s.Name] = s
+			}
+			got := map[string]int{}
+			for _, s := range []*discoveryv1.EndpointSlice{s1, s2} {
+				if w, ok := written[s.Name]; ok {
+					s = w
+				}
+				for _, ep := range s.Endpoints {
+					got[ep.Hints.ForZones[0].Name]++
+				}
+			}
+			if !maps.Equal(got, tc.perZone) {
+				t.Errorf("hints per zone %v, want %v", got, tc.perZone)
+			}
+		})
 	}
 }
 
@@ -270,15 +288,15 @@ func sliceNames(s []*discoveryv1.EndpointSlice) []string {
 	return out
 }
 
-// TestTopologyHintsMinimumRestoredWithFewestWrites: when kept hints leave a
-// zone below its minimum, the kept slices are rewritten from the last, one
+// TestTopologyHintsMinimumRestoredWithFewestWrites: WithZoneMinimums, when
+// kept hints leave a zone below its minimum, the kept slices are rewritten from the last, one
 // at a time, until none is: here rewriting the last alone gives zone c its
 // hint, and the first slice keeps the hint it had moved to zone b (a
 // rewrite of every slice would have hinted it back to its own zone: two
 // updates where one does).
 func TestTopologyHintsMinimumRestoredWithFewestWrites(t *testing.T) {
 	client := newFakeClient(t)
-	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
+	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4), WithZoneMinimums(true))
 	eps := zonedEndpoints(map[string]int{"a": 5, "b": 4, "c": 1})[0].Endpoints // addresses 1-5 a, 6-9 b, 10 c
 	// 10 ready endpoints over CPU 32:32:8: minimums 4/4/1, maximums 5/5/2.
 	// Kept: a 5, b 5, c 0, each slice valid on its own.

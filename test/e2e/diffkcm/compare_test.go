@@ -184,24 +184,32 @@ const (
 	// them out: seed 20261124, step 296, 16 ready endpoints, ours 8/6/2
 	// and kube-controller-manager's 7/7/2, after two ties.
 	explainedTopologyHistory = "topology-hints-other-numbers-from-history"
+	// explainedTopologyBelowMinimum: ours leaves a zone below its minimum,
+	// as upstream does when the hints kept in slices it does not rewrite
+	// leave a zone short (getHintsByZone checks maximums only). The
+	// library's default; with WithZoneMinimums (DIFFKCM_ZONE_MINIMUMS=1)
+	// it is a difference.
+	explainedTopologyBelowMinimum = "topology-hints-below-a-minimum-as-upstream"
 )
 
 // compareHints explains a topology Service's difference in hints alone,
 // or says why it is a difference. Both sides must be allocations upstream
 // can write: each ready endpoint hinted to one zone, or none of a type
-// hinted (on both sides), and no zone above its maximum. Ours must besides keep every zone
-// at its minimum, which upstream may not (see hintProblems; the library
-// rebalances every slice then).
-func compareHints(ours, theirs []discoveryv1.EndpointSlice) (explained, diff string) {
+// hinted (on both sides), and no zone above its maximum. With
+// zoneMinimums (ours runs WithZoneMinimums) ours must besides keep every
+// zone at its minimum, which upstream may not (see hintProblems).
+func compareHints(ours, theirs []discoveryv1.EndpointSlice, zoneMinimums bool) (explained, diff string) {
 	oursProblems, oursShort := hintProblems(ours)
 	theirProblems, _ := hintProblems(theirs)
 	switch {
 	case len(oursProblems) > 0 || len(theirProblems) > 0:
 		return "", fmt.Sprintf("hints that are no allocation: ours %v, kube-controller-manager's %v", oursProblems, theirProblems)
-	case len(oursShort) > 0:
+	case zoneMinimums && len(oursShort) > 0:
 		return "", fmt.Sprintf("ours below a minimum: %v", oursShort)
 	case !maps.Equal(hintedTypes(ours), hintedTypes(theirs)):
 		return "", "one side hints an address type the other does not (whether hints are given depends on the endpoints and the zones' CPU alone)"
+	case len(oursShort) > 0:
+		return explainedTopologyBelowMinimum, ""
 	case sameCounts(ours, theirs, false):
 		return explainedTopologyHints, ""
 	case sameCounts(ours, theirs, true):
@@ -222,14 +230,16 @@ func hintedTypes(slices_ []discoveryv1.EndpointSlice) map[discoveryv1.AddressTyp
 }
 
 // compare returns "" when ours matches theirs, the name of the explained
-// difference when only that differs, or the diff.
-func compare(topology bool, ours, theirs []discoveryv1.EndpointSlice) (explained, diff string) {
+// difference when only that differs, or the diff. topology says the
+// Service has topology-aware hints, zoneMinimums that ours runs
+// WithZoneMinimums.
+func compare(topology, zoneMinimums bool, ours, theirs []discoveryv1.EndpointSlice) (explained, diff string) {
 	o, t := normalise(ours, false), normalise(theirs, false)
 	if reflect.DeepEqual(o, t) {
 		return "", ""
 	}
 	if topology && reflect.DeepEqual(normalise(ours, true), normalise(theirs, true)) {
-		explained, why := compareHints(ours, theirs)
+		explained, why := compareHints(ours, theirs, zoneMinimums)
 		if why == "" {
 			return explained, ""
 		}

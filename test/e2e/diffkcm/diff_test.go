@@ -40,7 +40,8 @@ var pairs = [][2]string{{ours, kcm}, {oursMirroring, kcmMirroring}}
 func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 	needTestbed(t)
 	steps, seed := envInt(t, "DIFFKCM_STEPS", 150), uint64(envInt(t, "DIFFKCM_SEED", int(time.Now().UnixNano()%1e9)))
-	t.Logf("seed %d, %d steps; replay with DIFFKCM_SEED=%d DIFFKCM_STEPS=%d", seed, steps, seed, steps)
+	zoneMinimums := envInt(t, "DIFFKCM_ZONE_MINIMUMS", 0) == 1
+	t.Logf("seed %d, %d steps, zone minimums %v; replay with DIFFKCM_SEED=%d DIFFKCM_STEPS=%d", seed, steps, zoneMinimums, seed, steps)
 	// The reason of a failure is said again after the controllers' logs
 	// (printed by later cleanups, which run first), so that the end of
 	// the output, all that CI may show, holds it.
@@ -66,7 +67,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 	}
 	pids = map[string]int{
 		"kube-controller-manager (all its controllers)": pids["kube-controller-manager"],
-		"examples/endpointslice":                        startOurs(t, "endpointslice", cluster.KubeconfigPath, ours),
+		"examples/endpointslice":                        startOurs(t, "endpointslice", cluster.KubeconfigPath, ours, fmt.Sprintf("--zone-minimums=%v", zoneMinimums)),
 		"examples/mirroring":                            startOurs(t, "mirroring", cluster.KubeconfigPath, oursMirroring),
 	}
 	sbs := &sideBySide{}
@@ -94,7 +95,7 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 			fatalf("seed %d step %d (%s): %v", seed, i, what, err)
 		}
 		barrierReady = !barrierReady
-		n, err := settle(ctx, kube, barrierReady, what, explained, sbs, filepath.Join(cluster.LogDir(), "kube-controller-manager.log"))
+		n, err := settle(ctx, kube, barrierReady, zoneMinimums, what, explained, sbs, filepath.Join(cluster.LogDir(), "kube-controller-manager.log"))
 		if err != nil {
 			fatalf("seed %d step %d (%s): %v\n%s", seed, i, what, err, describePods(ctx, kube, err.Error()))
 		}
@@ -110,15 +111,16 @@ func TestEndpointSliceControllerMatchesKCM(t *testing.T) {
 	sbs.report(t, cluster.AuditLogPath, steps)
 }
 
-// startOurs runs an example controller beside kube-controller-manager
-// until the test ends; its log is printed if the test fails.
-func startOurs(t *testing.T, example, kubeconfig, managedBy string) (pid int) {
+// startOurs runs an example controller, with flags besides its
+// kubeconfig and managed-by, beside kube-controller-manager until the test
+// ends; its log is printed if the test fails.
+func startOurs(t *testing.T, example, kubeconfig, managedBy string, flags ...string) (pid int) {
 	logPath := filepath.Join(t.TempDir(), example+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(examples[example], "--kubeconfig", kubeconfig, "--managed-by", managedBy)
+	cmd := exec.Command(examples[example], append([]string{"--kubeconfig", kubeconfig, "--managed-by", managedBy}, flags...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -139,8 +141,9 @@ func startOurs(t *testing.T, example, kubeconfig, managedBy string) (pid int) {
 // show it (both have then seen the step), then until every Service's
 // slices of the two agree (or differ as explained) and hold still for a
 // moment. It returns the diff of the first Service that still differs
-// after a minute, else the number of endpoints compared.
-func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, what string, explained map[string]int, sbs *sideBySide, kcmLog string) (int, error) {
+// after a minute, else the number of endpoints compared. zoneMinimums
+// says ours runs WithZoneMinimums.
+func settle(ctx context.Context, kube kubernetes.Interface, barrierReady, zoneMinimums bool, what string, explained map[string]int, sbs *sideBySide, kcmLog string) (int, error) {
 	sbs.flipping()
 	if err := flipBarrier(ctx, kube, barrierReady); err != nil {
 		return 0, err
@@ -168,7 +171,7 @@ func settle(ctx context.Context, kube kubernetes.Interface, barrierReady bool, w
 				for _, slice := range byController[pair[1]][s.Name] {
 					compared += len(slice.Endpoints)
 				}
-				name, diff := compare(topologyAuto(&s), byController[pair[0]][s.Name], byController[pair[1]][s.Name])
+				name, diff := compare(topologyAuto(&s), zoneMinimums, byController[pair[0]][s.Name], byController[pair[1]][s.Name])
 				if diff != "" && pair[1] == kcmMirroring && mirroringStuck(kcmLog, namespace+"/"+s.Name) {
 					name, diff = explainedMirroringRecycle, ""
 				}

@@ -11,5 +11,8 @@
 //
 // DIFFKCM_STEPS sets the number of steps (default 150; `make diff-kcm` runs
 // 2,000) and DIFFKCM_SEED the seed (default: the clock, printed), so that a
-// failure can be replayed.
+// failure can be replayed. DIFFKCM_ZONE_MINIMUMS=1 runs ours with the
+// library's WithZoneMinimums (--zone-minimums), which kube-controller-manager
+// does not have: ours must then keep every zone at its minimum, and writes
+// more.
 package diffkcm

@@ -107,8 +107,9 @@ func perZone(a, b, c int) []string {
 // endpoints allow exactly 4/4/1 (minimum = maximum); 10 allow a and b 4 to
 // 5, c 1 to 2. Other endpoints, a and b (of equal CPU) exchanged, and other
 // numbers within those bounds are explained (kube-controller-manager's may
-// be below a minimum); ours below a minimum, a zone above its maximum, a
-// ready endpoint without hints or with two zones are differences.
+// be below a minimum, and ours too unless it runs WithZoneMinimums); a zone
+// above its maximum, a ready endpoint without hints or with two zones are
+// differences.
 func TestCompareHints(t *testing.T) {
 	reversed := func(zones []string) []discoveryv1.EndpointSlice {
 		r := slices.Clone(zones)
@@ -120,19 +121,23 @@ func TestCompareHints(t *testing.T) {
 	for name, tc := range map[string]struct {
 		ours, theirs []discoveryv1.EndpointSlice
 		want         string // the explanation, or "diff"
+		zoneMinimums bool   // ours runs WithZoneMinimums
 	}{
-		"other endpoints, 4/4/1":                {hintedSlice(perZone(4, 4, 1)...), reversed(perZone(4, 4, 1)), explainedTopologyHints},
-		"a and b exchanged, 5/4/1":              {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(4, 5, 1)...), explainedTopologyTie},
-		"other numbers, 4/4/2 and 5/4/1":        {hintedSlice(perZone(4, 4, 2)...), hintedSlice(perZone(5, 4, 1)...), explainedTopologyHistory},
-		"theirs below a minimum, 5/4/1, 5/5/0":  {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(5, 5, 0)...), explainedTopologyHistory},
-		"ours below a minimum, 5/5/0 and 5/4/1": {hintedSlice(perZone(5, 5, 0)...), hintedSlice(perZone(5, 4, 1)...), "diff"},
-		"ours below a minimum as theirs, 5/5/0": {hintedSlice(perZone(5, 5, 0)...), reversed(perZone(5, 5, 0)), "diff"},
-		"above a maximum on both, 5/4/0":        {hintedSlice(perZone(5, 4, 0)...), reversed(perZone(5, 4, 0)), "diff"},
-		"ours without hints":                    {hintedSlice(make([]string, 9)...), hintedSlice(perZone(4, 4, 1)...), "diff"},
-		"one ready endpoint without hint":       {hintedSlice(append(perZone(4, 4, 0), "")...), hintedSlice(perZone(4, 4, 1)...), "diff"},
-		"one endpoint hinted to 2 zones":        {twoZones, hintedSlice(perZone(4, 4, 1)...), "diff"},
+		"other endpoints, 4/4/1":                {hintedSlice(perZone(4, 4, 1)...), reversed(perZone(4, 4, 1)), explainedTopologyHints, false},
+		"a and b exchanged, 5/4/1":              {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(4, 5, 1)...), explainedTopologyTie, false},
+		"other numbers, 4/4/2 and 5/4/1":        {hintedSlice(perZone(4, 4, 2)...), hintedSlice(perZone(5, 4, 1)...), explainedTopologyHistory, false},
+		"theirs below a minimum, 5/4/1, 5/5/0":  {hintedSlice(perZone(5, 4, 1)...), hintedSlice(perZone(5, 5, 0)...), explainedTopologyHistory, false},
+		"ours below a minimum, 5/5/0 and 5/4/1": {hintedSlice(perZone(5, 5, 0)...), hintedSlice(perZone(5, 4, 1)...), explainedTopologyBelowMinimum, false},
+		"ours below a minimum as theirs, 5/5/0": {hintedSlice(perZone(5, 5, 0)...), reversed(perZone(5, 5, 0)), explainedTopologyBelowMinimum, false},
+		"ours below a minimum, zone minimums":   {hintedSlice(perZone(5, 5, 0)...), hintedSlice(perZone(5, 4, 1)...), "diff", true},
+		"ours below, theirs too, zone minimums": {hintedSlice(perZone(5, 5, 0)...), reversed(perZone(5, 5, 0)), "diff", true},
+		"other numbers, zone minimums":          {hintedSlice(perZone(4, 4, 2)...), hintedSlice(perZone(5, 4, 1)...), explainedTopologyHistory, true},
+		"above a maximum on both, 5/4/0":        {hintedSlice(perZone(5, 4, 0)...), reversed(perZone(5, 4, 0)), "diff", false},
+		"ours without hints":                    {hintedSlice(make([]string, 9)...), hintedSlice(perZone(4, 4, 1)...), "diff", false},
+		"one ready endpoint without hint":       {hintedSlice(append(perZone(4, 4, 0), "")...), hintedSlice(perZone(4, 4, 1)...), "diff", false},
+		"one endpoint hinted to 2 zones":        {twoZones, hintedSlice(perZone(4, 4, 1)...), "diff", false},
 	} {
-		explained, diff := compare(true, tc.ours, tc.theirs)
+		explained, diff := compare(true, tc.zoneMinimums, tc.ours, tc.theirs)
 		got := explained
 		if diff != "" {
 			got = "diff"

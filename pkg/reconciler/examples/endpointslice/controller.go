@@ -35,11 +35,12 @@ type controller struct {
 	synced   []cache.InformerSynced
 }
 
-// newController wires the informers of setup's factories to the queue.
-func newController(setup run.Setup) (*controller, error) {
+// newController wires the informers of setup's factories to the queue;
+// zoneMinimums is the reconciler's WithZoneMinimums.
+func newController(setup run.Setup, zoneMinimums bool) (*controller, error) {
 	client, all := setup.Client, setup.All
 	r, err := reconciler.New(client.DiscoveryV1(), setup.ManagedBy,
-		reconciler.WithPlaceholder(true), reconciler.WithTrafficDistribution(true))
+		reconciler.WithPlaceholder(true), reconciler.WithTrafficDistribution(true), reconciler.WithZoneMinimums(zoneMinimums))
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func service(name string, selector map[string]string) *corev1.Service {
 func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
 	t.Helper()
 	client := examplestest.Clientset(objs...)
-	examplestest.Run(t, run.Factories(client, managedBy), 2, func(s run.Setup) (run.Controller, error) { return newController(s) })
+	examplestest.Run(t, run.Factories(client, managedBy), 2, func(s run.Setup) (run.Controller, error) { return newController(s, false) })
 	return client
 }
 

@@ -9,10 +9,18 @@
 // (test/e2e/diffkcm) runs both on one cluster and compares their slices.
 //
 //	endpointslice --kubeconfig ~/.kube/config --managed-by endpointslice.example.com
+//
+// --zone-minimums turns on the library's WithZoneMinimums, which upstream
+// does not have.
 package main
 
-import "github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
+import (
+	"flag"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
+)
 
 func main() {
-	run.Main("endpointslice", "endpointslice.example.com", func(s run.Setup) (run.Controller, error) { return newController(s) })
+	zoneMinimums := flag.Bool("zone-minimums", false, "keep every zone's topology-aware hints at its minimum, rewriting slices whose kept hints leave a zone below it (kube-controller-manager does not)")
+	run.Main("endpointslice", "endpointslice.example.com", func(s run.Setup) (run.Controller, error) { return newController(s, *zoneMinimums) })
 }
