@@ -61,11 +61,12 @@ type sideBySide struct {
 	byStep      map[string]map[string]int
 	steps       map[string]int
 	// stepWrites[managed-by] describe the updates of the step under way
-	// (hintsChange); differing lists, for the first steps of a kind that
-	// names topology where ours and kube-controller-manager's counts
-	// differ, both sides' descriptions: where the extra writes come from.
+	// (hintsChange); differing lists, for the first steps where ours and
+	// kube-controller-manager's counts differ, both sides' descriptions:
+	// where the extra writes come from. step numbers the steps settled.
 	stepWrites map[string][]string
 	differing  []string
+	step       int
 	// slices is the informer's store; stepServices are the Services
 	// whose slices changed in the step under way, and history[Service]
 	// its last steps: what each did and both sides' slices after it
@@ -146,7 +147,7 @@ func (s *sideBySide) watchSlices(ctx context.Context, kube kubernetes.Interface)
 			}
 			s.updates[m][updateKind(o, c)]++
 			s.stepUpdates[m]++
-			s.stepWrites[m] = append(s.stepWrites[m], hintsChange(o, c))
+			s.stepWrites[m] = append(s.stepWrites[m], hintsChange(o, c)+endpointChanges(o, c))
 		},
 	}); err != nil {
 		return err
@@ -177,8 +178,9 @@ func (s *sideBySide) settled(ready bool, what string) {
 		s.byStep[kind][m] += n
 	}
 	s.recordHistory(what)
-	if strings.Contains(kind, "topology") && s.stepUpdates[ours] != s.stepUpdates[kcm] && len(s.differing) < maxDiffering {
-		d := fmt.Sprintf("%s (%d against %d):\n        %s: %s\n        %s: %s", what,
+	s.step++
+	if s.stepUpdates[ours] != s.stepUpdates[kcm] && len(s.differing) < maxDiffering {
+		d := fmt.Sprintf("step %d, %s (%d against %d):\n        %s: %s\n        %s: %s", s.step, what,
 			s.stepUpdates[ours], s.stepUpdates[kcm], ours, strings.Join(s.stepWrites[ours], "; "), kcm, strings.Join(s.stepWrites[kcm], "; "))
 		for _, svc := range slices.Sorted(maps.Keys(s.stepServices)) {
 			d += fmt.Sprintf("\n        history of %s, oldest first (step: each side's slices after it):\n          %s", svc, strings.Join(s.history[svc], "\n          "))
@@ -283,7 +285,7 @@ func (s *sideBySide) report(t *testing.T, auditLog string, steps int) {
 		}
 	}
 	if len(s.differing) > 0 {
-		fmt.Fprintf(&b, "  topology steps where %s and %s wrote a different number of updates (slice: ready endpoints' hints per zone before -> after):\n", ours, kcm)
+		fmt.Fprintf(&b, "  steps where %s and %s wrote a different number of updates (slice: ready endpoints' hints per zone before -> after):\n", ours, kcm)
 		for _, d := range s.differing {
 			fmt.Fprintf(&b, "    %s\n", d)
 		}
@@ -328,6 +330,47 @@ func pairsDiffer(writes map[string]int) string {
 // "plain-x7k2p (3 ready): a:2 b:1 -> a:1 b:1 c:1" ("none" without hints).
 func hintsChange(old, cur *discoveryv1.EndpointSlice) string {
 	return fmt.Sprintf("%s (%d ready): %s -> %s", cur.Name, readyCount(cur), zoneHints(old), zoneHints(cur))
+}
+
+// endpointChanges lists what an update did to a slice's endpoints, by
+// first address: " [+10.0.0.7 -10.0.0.9 10.0.0.3 ready:false]" (conditions
+// as ready, serving, terminating), "" when it changed none.
+func endpointChanges(old, cur *discoveryv1.EndpointSlice) string {
+	conditions := func(ep discoveryv1.Endpoint) string {
+		c := ep.Conditions
+		return fmt.Sprintf("ready:%v serving:%v terminating:%v", ptr.Deref(c.Ready, false), ptr.Deref(c.Serving, false), ptr.Deref(c.Terminating, false))
+	}
+	byAddress := func(s *discoveryv1.EndpointSlice) map[string]discoveryv1.Endpoint {
+		out := map[string]discoveryv1.Endpoint{}
+		for _, ep := range s.Endpoints {
+			if len(ep.Addresses) > 0 {
+				out[ep.Addresses[0]] = ep
+			}
+		}
+		return out
+	}
+	before, after := byAddress(old), byAddress(cur)
+	var changes []string
+	for _, a := range slices.Sorted(maps.Keys(after)) {
+		b, ok := before[a]
+		switch {
+		case !ok:
+			changes = append(changes, "+"+a)
+		case conditions(b) != conditions(after[a]):
+			changes = append(changes, a+" "+conditions(after[a]))
+		case !reflect.DeepEqual(b, after[a]):
+			changes = append(changes, a+" changed")
+		}
+	}
+	for _, a := range slices.Sorted(maps.Keys(before)) {
+		if _, ok := after[a]; !ok {
+			changes = append(changes, "-"+a)
+		}
+	}
+	if len(changes) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(changes, " ") + "]"
 }
 
 // zoneHints counts a slice's ready endpoints' hints per zone, "a:2 b:1"

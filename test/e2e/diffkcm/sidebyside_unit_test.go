@@ -212,3 +212,21 @@ func TestServiceHints(t *testing.T) {
 		t.Errorf("kube-controller-manager's: %q, want %q", got, want)
 	}
 }
+
+// TestEndpointChanges: an update's endpoints added, removed and changed,
+// by first address.
+func TestEndpointChanges(t *testing.T) {
+	ep := func(address string, ready bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{address}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready)}}
+	}
+	hostnamed := ep("10.0.0.2", true)
+	hostnamed.Hostname = ptr.To("p2")
+	old := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{ep("10.0.0.1", true), ep("10.0.0.2", true), ep("10.0.0.3", true)}}
+	cur := &discoveryv1.EndpointSlice{Endpoints: []discoveryv1.Endpoint{ep("10.0.0.1", false), hostnamed, ep("10.0.0.4", true)}}
+	if got, want := endpointChanges(old, cur), " [10.0.0.1 ready:false serving:false terminating:false 10.0.0.2 changed +10.0.0.4 -10.0.0.3]"; got != want {
+		t.Errorf("endpointChanges: %q, want %q", got, want)
+	}
+	if got := endpointChanges(old, old); got != "" {
+		t.Errorf("endpointChanges of no change: %q, want \"\"", got)
+	}
+}
