@@ -3,6 +3,7 @@ package reconciler
 import (
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,8 +120,11 @@ func allocations(zoneCPU map[string]int64, n int) map[string]allocation {
 //
 //   - An unchanged slice keeps its hints while every ready endpoint has one,
 //     to a zone that has CPU, and its zones stay within their maximum
-//     counted over the unchanged slices before it; otherwise it is
-//     rewritten.
+//     counted over the unchanged slices kept; otherwise it is rewritten.
+//     Where the unchanged slices cannot all be kept, the library keeps the
+//     most it can (keepMost), where upstream keeps them in its lister's
+//     order while they fit: what is kept is what upstream keeps in some
+//     order, and never more slices are written.
 //   - Every ready endpoint of a slice the plan writes is hinted to its own
 //     zone, then endpoints of zones above their desired share are hinted to
 //     zones below it, in the order of the slices and their endpoints, until
@@ -162,7 +166,7 @@ func (b *planner) topologyHints(addressType discoveryv1.AddressType) {
 		h.clear()
 		return
 	}
-	hinted := h.allocate(alloc, len(h.kept))
+	hinted := h.allocate(alloc, h.keepMost(alloc))
 	for hinted != nil && b.r.zoneMinimums && len(h.kept) > 0 && belowMinimum(hinted, alloc) {
 		hinted = h.allocate(alloc, len(h.kept)-1)
 	}
@@ -178,6 +182,63 @@ type hintPass struct {
 	b               *planner
 	writes          []*discoveryv1.EndpointSlice
 	kept, rewritten []*pending
+}
+
+// maxKeepSearch bounds the unchanged slices keepMost searches every
+// subset of (2^n of them); above it, they are kept in order while they fit,
+// as upstream does.
+const maxKeepSearch = 12
+
+// keepMost puts first in h.kept the largest set of unchanged slices whose
+// hints are valid together (validHints: each zone within its maximum over
+// all of them), the earliest in the slices' order among sets of one size,
+// and returns its size: the slices allocate keeps.
+func (h *hintPass) keepMost(alloc map[string]allocation) int {
+	n := len(h.kept)
+	if n > maxKeepSearch {
+		return n
+	}
+	byZone := make([]map[string]int, n)
+	for i, p := range h.kept {
+		byZone[i] = validHints(p.slice, nil, alloc)
+	}
+	// Slice i is bit n-1-i, so that, going down from the set of all, the
+	// first set of a size found keeps the earliest slices.
+	keeps := func(set, i int) bool { return set&(1<<(n-1-i)) != 0 }
+	best, bestSize := 0, 0
+	for set := 1<<n - 1; set > 0; set-- {
+		size := bits.OnesCount(uint(set))
+		if size <= bestSize {
+			continue
+		}
+		total, fits := map[string]int{}, true
+		for i := 0; i < n && fits; i++ {
+			if !keeps(set, i) {
+				continue
+			}
+			if byZone[i] == nil {
+				fits = false
+				break
+			}
+			for zone, k := range byZone[i] {
+				total[zone] += k
+				fits = fits && total[zone] <= alloc[zone].maximum
+			}
+		}
+		if fits {
+			best, bestSize = set, size
+		}
+	}
+	var kept, rest []*pending
+	for i, p := range h.kept {
+		if keeps(best, i) {
+			kept = append(kept, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	h.kept = append(kept, rest...)
+	return bestSize
 }
 
 // allocate hints the slices (see topologyHints), keeping the valid hints

@@ -326,3 +326,41 @@ func TestTopologyHintsMinimumRestoredWithFewestWrites(t *testing.T) {
 		t.Errorf("hints per zone %v, want %v", got, want)
 	}
 }
+
+// TestTopologyHintsKeepMostSlices: where the unchanged slices' hints cannot
+// all be kept, the largest set that fits is kept, not the first slices
+// that fit in order. 9 ready endpoints over CPU 4:4:1 allow exactly a 4,
+// b 4, c 1. s1 holds three hinted a; s2 and s3 two each, hinted a; s4 two
+// hinted b. In order, s1 fits and s2 and s3 then pass a's maximum: two
+// rewrites. Keeping s2, s3 and s4 rewrites s1 alone, and its three
+// endpoints are hinted to b, b and c.
+func TestTopologyHintsKeepMostSlices(t *testing.T) {
+	r := newReconciler(t, newFakeClient(t), WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
+	eps := zonedEndpoints(map[string]int{"a": 4, "b": 4, "c": 1})[0].Endpoints // addresses 1-4 a, 5-8 b, 9 c
+	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a")})
+	s2 := existingSlice("s2", service(), nil, []discoveryv1.Endpoint{hinted(eps[3], "a"), hinted(eps[8], "a")})
+	s3 := existingSlice("s3", service(), nil, []discoveryv1.Endpoint{hinted(eps[4], "a"), hinted(eps[5], "a")})
+	s4 := existingSlice("s4", service(), nil, []discoveryv1.Endpoint{hinted(eps[6], "b"), hinted(eps[7], "b")})
+	plan, err := r.Plan(Input{
+		Owner: service(), OwnerGVK: serviceGVK,
+		Desired: []EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: eps}}, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+		Existing: []*discoveryv1.EndpointSlice{s1, s2, s3, s4},
+		Labeler:  ServiceLabels{Service: service()},
+		Topology: &Topology{ZoneCPU: cpu32328},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := sliceNames(plan.Update); !slices.Equal(names, []string{"s1"}) || len(plan.Create)+len(plan.Delete) != 0 {
+		t.Fatalf("plan %s (updates %v), want s1 updated alone", plan, names)
+	}
+	got := map[string]int{}
+	for _, s := range []*discoveryv1.EndpointSlice{plan.Update[0], s2, s3, s4} {
+		for _, ep := range s.Endpoints {
+			got[ep.Hints.ForZones[0].Name]++
+		}
+	}
+	if want := map[string]int{"a": 4, "b": 4, "c": 1}; !maps.Equal(got, want) {
+		t.Errorf("hints per zone %v, want %v", got, want)
+	}
+}
