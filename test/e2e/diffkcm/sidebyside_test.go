@@ -210,16 +210,20 @@ func (s *sideBySide) recordHistory(what string) {
 	if svc, ok := strings.CutPrefix(what, "service "); ok {
 		named[strings.SplitN(svc, ":", 2)[0]] = true
 	}
+	if len(named) == 0 {
+		return
+	}
+	objs := s.slices.List()
 	for svc := range named {
 		h := append(s.history[svc], fmt.Sprintf("%s: ours %s; kube-controller-manager %s",
-			what, serviceHints(s.slices.List(), svc, ours), serviceHints(s.slices.List(), svc, kcm)))
+			what, serviceHints(objs, svc, ours), serviceHints(objs, svc, kcm)))
 		s.history[svc] = h[max(0, len(h)-maxHistory):]
 	}
 }
 
 // serviceHints describes one controller's slices of a Service: each
 // slice's ready endpoints and their hints per zone (zoneHints), sorted,
-// e.g. "[3 ready: a:2 b:1 | 1 ready: none]".
+// e.g. "[IPv4 1 ready: none | IPv4 3 ready: a:2 b:1]".
 func serviceHints(objs []any, svc, managedBy string) string {
 	var out []string
 	for _, obj := range objs {
@@ -373,19 +377,12 @@ func endpointChanges(old, cur *discoveryv1.EndpointSlice) string {
 	return " [" + strings.Join(changes, " ") + "]"
 }
 
-// zoneHints counts a slice's ready endpoints' hints per zone, "a:2 b:1"
-// ("none" without hints), "+nodes" after it where they also name nodes.
+// zoneHints counts a slice's ready endpoints' hints per zone (countHints),
+// "a:2 b:1" ("none" without hints), "+nodes" after it where they also name
+// nodes.
 func zoneHints(s *discoveryv1.EndpointSlice) string {
-	byZone, nodes := map[string]int{}, false
-	for _, ep := range s.Endpoints {
-		if !ptr.Deref(ep.Conditions.Ready, false) || ep.Hints == nil {
-			continue
-		}
-		for _, z := range ep.Hints.ForZones {
-			byZone[z.Name]++
-		}
-		nodes = nodes || len(ep.Hints.ForNodes) > 0
-	}
+	_, hinted, _ := countHints([]discoveryv1.EndpointSlice{*s})
+	byZone := hinted[s.AddressType]
 	var parts []string
 	for _, z := range slices.Sorted(maps.Keys(byZone)) {
 		parts = append(parts, fmt.Sprintf("%s:%d", z, byZone[z]))
@@ -393,20 +390,18 @@ func zoneHints(s *discoveryv1.EndpointSlice) string {
 	if len(parts) == 0 {
 		parts = []string{"none"}
 	}
-	if nodes {
+	if slices.ContainsFunc(s.Endpoints, func(ep discoveryv1.Endpoint) bool {
+		return ptr.Deref(ep.Conditions.Ready, false) && ep.Hints != nil && len(ep.Hints.ForNodes) > 0
+	}) {
 		parts = append(parts, "+nodes")
 	}
 	return strings.Join(parts, " ")
 }
 
+// readyCount counts a slice's ready endpoints (countHints).
 func readyCount(s *discoveryv1.EndpointSlice) int {
-	n := 0
-	for _, ep := range s.Endpoints {
-		if ptr.Deref(ep.Conditions.Ready, false) {
-			n++
-		}
-	}
-	return n
+	ready, _, _ := countHints([]discoveryv1.EndpointSlice{*s})
+	return ready[s.AddressType]
 }
 
 // updateKind says what an update of a slice changed: "endpoints, ports or
