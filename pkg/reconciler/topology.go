@@ -216,10 +216,7 @@ func (h *hintPass) keepMost(alloc map[string]allocation) int {
 			if !keeps(set, i) {
 				continue
 			}
-			if byZone[i] == nil {
-				fits = false
-				break
-			}
+			fits = byZone[i] != nil // nil: not valid even alone
 			for zone, k := range byZone[i] {
 				total[zone] += k
 				fits = fits && total[zone] <= alloc[zone].maximum
