@@ -1,6 +1,9 @@
 package imports
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,5 +95,69 @@ func TestDuplicateAddressesReported(t *testing.T) {
 		if got := testutil.ToFloat64(m.duplicate.vec.WithLabelValues(source, "north")); got != 0 {
 			t.Errorf("after the overlap ended: duplicate_endpoints{%s} %v, want 0", source, got)
 		}
+	}
+}
+
+// TestRefusedSlicesBackOff: a consumer whose API server refuses every
+// slice create (a quota of 0 EndpointSlices), naming the slice it
+// generated a name for, a new one each try. Each try reads the same: the
+// ServiceImport's status is written once, the exports hear one reason,
+// and the Warning events are identical (so that they aggregate). The
+// controller's own notice that the import is blocked does not requeue the
+// key: only the controller's backoff tries it again.
+func TestRefusedSlicesBackOff(t *testing.T) {
+	h := newHarness(t, Options{})
+	tries := 0
+	h.fail = func(verb string, obj client.Object) error {
+		if _, ok := obj.(*discoveryv1.EndpointSlice); ok && verb == "create" {
+			tries++
+			return apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"},
+				fmt.Sprintf("%s%05d", obj.GetGenerateName(), tries), errors.New("exceeded quota: no-slices, requested: count/endpointslices.discovery.k8s.io=1"))
+		}
+		return nil
+	}
+	h.put(h.export("east", 0, "10.1.0.1"))
+	in := h.start()
+	var whys []string
+	for try := range 5 {
+		req, _ := in.q.Get()
+		if _, err := h.c.Reconcile(t.Context(), req); err == nil {
+			t.Fatal("a reconcile whose slices were refused returned no error")
+		}
+		in.q.Done(req)
+		whys = append(whys, h.store.ImportBlocked(key)["north"])
+		if in.q.Len() != 0 {
+			t.Fatalf("try %d: the key is queued again at once (%d queued): only the backoff may retry it", try, in.q.Len())
+		}
+		in.q.Add(req) // what the backoff does, later
+	}
+	if tries != 5 {
+		t.Fatalf("%d creates tried, want 5", tries)
+	}
+	for _, why := range whys[1:] {
+		if why != whys[0] {
+			t.Fatalf("the exports hear a new reason each try: %q", whys)
+		}
+	}
+	if strings.Contains(whys[0], "00001") || !strings.Contains(whys[0], "exceeded quota") {
+		t.Errorf("the exports hear %q: want the quota's refusal, without the generated name", whys[0])
+	}
+	statusWrites := 0
+	for _, w := range h.takeWrites() {
+		if strings.HasPrefix(w, "update/status ServiceImport") {
+			statusWrites++
+		}
+	}
+	if statusWrites != 1 {
+		t.Errorf("ServiceImport status written %d times over 5 tries, want once", statusWrites)
+	}
+	var failed []string
+	for _, e := range h.events() {
+		if strings.Contains(e, "FailedToUpdateEndpointSlices") {
+			failed = append(failed, e)
+		}
+	}
+	if len(failed) != 5 || slices.Compact(slices.Clone(failed))[0] != failed[0] || len(slices.Compact(slices.Clone(failed))) != 1 {
+		t.Errorf("events %q: want 5 identical ones (the recorder aggregates them into a series)", failed)
 	}
 }

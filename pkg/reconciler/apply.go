@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -76,13 +79,48 @@ func (w *writer) create(slices []*discoveryv1.EndpointSlice) {
 			return
 		}
 		if err != nil {
-			w.errs = append(w.errs, fmt.Errorf("create EndpointSlice for %s/%s: %w", w.owner.GetNamespace(), w.owner.GetName(), err))
+			w.errs = append(w.errs, &createError{owner: w.owner.GetNamespace() + "/" + w.owner.GetName(), generateName: s.GenerateName, err: err})
 			continue
 		}
 		w.r.tracker.written(w.owner.GetUID(), created)
 		w.r.metrics.changes.WithLabelValues(opCreate).Inc()
 		w.changed++
 	}
+}
+
+// createError is a create that failed. Its message leaves out the name
+// that the API server generated for the slice ("web-xsctx" becomes
+// "web-*"): a refusal that repeats (a quota, a validation) then reads the
+// same on every try, so that the conditions that quote it are not
+// rewritten and the events that quote it aggregate into a series, where a
+// new name each time made each try a new condition and a new event.
+type createError struct {
+	owner, generateName string
+	err                 error
+}
+
+func (e *createError) Error() string {
+	return fmt.Sprintf("create EndpointSlice for %s: %s", e.owner, withoutGeneratedName(e.err, e.generateName))
+}
+
+func (e *createError) Unwrap() error { return e.err }
+
+// withoutGeneratedName returns err's message with the quoted name the API
+// server generated from generateName replaced by generateName + "*".
+func withoutGeneratedName(err error, generateName string) string {
+	msg := err.Error()
+	if generateName == "" {
+		return msg
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if name := status.Status().Details; name != nil && name.Name != "" && name.Name != generateName {
+			msg = strings.ReplaceAll(msg, strconv.Quote(name.Name), strconv.Quote(generateName+"*"))
+		}
+	}
+	// The name as the API server generates it (five characters after the
+	// prefix), should the status not carry it.
+	return regexp.MustCompile(`"`+regexp.QuoteMeta(generateName)+`[a-z0-9]{5}"`).ReplaceAllLiteralString(msg, strconv.Quote(generateName+"*"))
 }
 
 func (w *writer) update(slices []*discoveryv1.EndpointSlice) {

@@ -803,6 +803,39 @@ func TestFailedWriteRecordsEvent(t *testing.T) {
 	}
 }
 
+// TestRepeatedRefusalReadsTheSame: a create the API server refuses names
+// the slice it generated a name for ("web-xsctx" is forbidden); the error
+// and the event leave that name out, so that the same refusal tried again
+// reads the same (a condition quoting it is not rewritten, the events
+// aggregate), and the error still answers apierrors' questions.
+func TestRepeatedRefusalReadsTheSame(t *testing.T) {
+	client := newFakeClient(t)
+	tries := 0
+	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		tries++
+		name := action.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice).GenerateName + fmt.Sprintf("x%04d", tries)
+		return true, nil, apierrors.NewForbidden(discoveryv1.Resource("endpointslices"), name,
+			errors.New("exceeded quota: no-slices, requested: count/endpointslices.discovery.k8s.io=1"))
+	})
+	recorder := events.NewFakeRecorder(10)
+	r := newReconciler(t, client, WithEventRecorder(recorder))
+	var messages, notes []string
+	for range 2 {
+		err := r.Reconcile(context.Background(), serviceInput(t, client, service(), readyPods(1)))
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("error %v, want one that is Forbidden", err)
+		}
+		messages = append(messages, err.Error())
+		notes = append(notes, <-recorder.Events)
+	}
+	if messages[0] != messages[1] || notes[0] != notes[1] {
+		t.Errorf("the same refusal reads differently:\n%q\n%q\nevents %q", messages[0], messages[1], notes)
+	}
+	if want := `"svc-*" is forbidden: exceeded quota`; !strings.Contains(messages[0], want) || strings.Contains(messages[0], "x0001") {
+		t.Errorf("error %q, want the generated name left out (%s)", messages[0], want)
+	}
+}
+
 // TestGroupSlicesDuplicates: an address listed in two slices with different
 // conditions is taken once, the more available version, whatever the order
 // of the slices; groups and endpoints come out in one canonical order.
