@@ -68,6 +68,11 @@ func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
 // Marker returns cluster's marker in namespace, renewed now if heartbeat
 // (its renewal interval) is set.
 func Marker(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration) *PublishedExport {
+	return markerAt(cluster, namespace, heartbeat, time.Now())
+}
+
+// markerAt is Marker renewed at now.
+func markerAt(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration, now time.Time) *PublishedExport {
 	p := &PublishedExport{
 		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -77,8 +82,8 @@ func Marker(cluster clusterset.ClusterID, namespace string, heartbeat time.Durat
 		Spec: PublishedExportSpec{Cluster: string(cluster)},
 	}
 	if heartbeat > 0 {
-		now := metav1.NowMicro()
-		p.Spec.RenewTime, p.Spec.RenewIntervalSeconds = &now, intervalSeconds(heartbeat)
+		renewed := metav1.NewMicroTime(now)
+		p.Spec.RenewTime, p.Spec.RenewIntervalSeconds = &renewed, intervalSeconds(heartbeat)
 	}
 	return p
 }

@@ -2,11 +2,13 @@ package publish
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -42,14 +44,11 @@ func TestPublisherRenewsAndRewritesTheMarker(t *testing.T) {
 		t.Error("renewed before it was due")
 	}
 
-	// Due: renewed.
-	old := metav1.NewMicroTime(time.Now().Add(-2 * time.Hour))
-	marker.Spec.RenewTime = &old
-	if err := cl.Update(ctx, marker); err != nil {
-		t.Fatal(err)
-	}
+	// Due (by the publisher's clock): renewed.
+	fake := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour).Truncate(time.Microsecond))
+	p.clock = fake
 	reconcileOK(t, p, markerRequest.NamespacedName)
-	if renewed := publications(t, cl)["east"]; !renewed.Spec.RenewTime.After(old.Time) {
+	if renewed := publications(t, cl)["east"]; !renewed.Spec.RenewTime.Equal(&metav1.MicroTime{Time: fake.Now()}) {
 		t.Errorf("due renewal not written: %v", renewed.Spec.RenewTime)
 	}
 
@@ -67,6 +66,84 @@ func TestPublisherRenewsAndRewritesTheMarker(t *testing.T) {
 	reconcileOK(t, p, markerRequest.NamespacedName)
 	if got := publications(t, cl); got["east"] == nil || got[ObjectName("east", webKey)] == nil {
 		t.Errorf("after the wipe: %v", got)
+	}
+}
+
+// TestMarkerRenewedByThePublishersClock: renewals are due a heartbeat
+// after the publisher's own last one, whatever time the marker holds. A
+// marker set an hour ahead (a hand, a replica whose clock ran ahead, a
+// clock step) or an hour behind is renewed when the publisher's heartbeat
+// is due, with the publisher's time; a publisher that starts anew
+// renews a marker whose time is ahead or more than a heartbeat behind at
+// once, and waits out the rest of a heartbeat for one renewed just before.
+func TestMarkerRenewedByThePublishersClock(t *testing.T) {
+	const heartbeat = 15 * time.Second
+	t0 := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	setRenewTime := func(t *testing.T, cl client.Client, at time.Time) {
+		t.Helper()
+		marker := publications(t, cl)["east"]
+		renew := metav1.NewMicroTime(at)
+		marker.Spec.RenewTime = &renew
+		if err := cl.Update(context.Background(), marker); err != nil {
+			t.Fatal(err)
+		}
+	}
+	renewTime := func(t *testing.T, cl client.Client) time.Time {
+		t.Helper()
+		return publications(t, cl)["east"].Spec.RenewTime.Time
+	}
+	newPublisher := func(t *testing.T, objs ...client.Object) (*Publisher, client.Client, *clocktesting.FakePassiveClock) {
+		store := clusterset.NewStore()
+		store.BeginResync("east")
+		store.MarkSynced("east", nil)
+		p, cl := publisherOf(t, store, objs...)
+		fake := clocktesting.NewFakePassiveClock(t0)
+		p.opts.Heartbeat, p.clock = heartbeat, fake
+		return p, cl, fake
+	}
+
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run(fmt.Sprintf("marker set %v off", skew), func(t *testing.T) {
+			p, cl, fake := newPublisher(t)
+			reconcileOK(t, p, markerRequest.NamespacedName) // written at t0
+			setRenewTime(t, cl, t0.Add(skew))
+			fake.SetTime(t0.Add(5 * time.Second))
+			if res := reconcileOK(t, p, markerRequest.NamespacedName); res.RequeueAfter != 10*time.Second {
+				t.Errorf("look again after %v, want the 10 s left of the publisher's own heartbeat", res.RequeueAfter)
+			}
+			if got := renewTime(t, cl); !got.Equal(t0.Add(skew)) {
+				t.Errorf("renewed at %v before the heartbeat was due", got)
+			}
+			fake.SetTime(t0.Add(heartbeat))
+			if res := reconcileOK(t, p, markerRequest.NamespacedName); res.RequeueAfter != heartbeat {
+				t.Errorf("renewed: look again after %v, want the heartbeat", res.RequeueAfter)
+			}
+			if got := renewTime(t, cl); !got.Equal(t0.Add(heartbeat)) {
+				t.Errorf("marker's time %v after the due renewal, want the publisher's %v", got, t0.Add(heartbeat))
+			}
+		})
+	}
+
+	for _, c := range []struct {
+		name      string
+		markerAge time.Duration // how long before t0 the marker says it was renewed
+		wait      time.Duration // 0: renewed at once
+	}{
+		{"ahead", -time.Hour, 0},
+		{"far behind", time.Hour, 0},
+		{"just renewed", 5 * time.Second, 10 * time.Second},
+	} {
+		t.Run("restarted, marker "+c.name, func(t *testing.T) {
+			p, cl, _ := newPublisher(t, markerAt("east", "mcs-system", heartbeat, t0.Add(-c.markerAge)))
+			res := reconcileOK(t, p, markerRequest.NamespacedName)
+			renewed := renewTime(t, cl).Equal(t0)
+			if c.wait == 0 && (!renewed || res.RequeueAfter != heartbeat) {
+				t.Errorf("renewed %v, look again after %v: want renewed at once", renewed, res.RequeueAfter)
+			}
+			if c.wait > 0 && (renewed || res.RequeueAfter != c.wait) {
+				t.Errorf("renewed %v, look again after %v: want no write, a look after %v", renewed, res.RequeueAfter, c.wait)
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -77,6 +78,12 @@ type Publisher struct {
 	problem atomic.Pointer[string]
 	// synced is set once the publisher's cache has synced.
 	synced atomic.Bool
+	// clock is this process's (nil), or a fake one in tests; renewedAt is when,
+	// by it, this publisher last wrote the marker (zero: not yet). Only
+	// the marker's work item reads or writes it, and a controller never
+	// runs one item on two workers at once.
+	clock     clock.PassiveClock
+	renewedAt time.Time
 }
 
 // MaxPublicationBytes bounds a publication's size as JSON: under the
@@ -335,18 +342,37 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	if published != p.opts.Store.Count(p.opts.Cluster) {
 		return reconcile.Result{}, nil
 	}
-	if err := p.client.Create(ctx, Marker(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat)); err != nil && !apierrors.IsAlreadyExists(err) {
+	now := p.now()
+	if err := p.client.Create(ctx, markerAt(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat, now)); err != nil && !apierrors.IsAlreadyExists(err) {
 		return retry(ctx, fmt.Errorf("write the marker of %s: %w", p.opts.Cluster, err))
+	} else if err == nil {
+		p.renewedAt = now
 	}
 	log.FromContext(ctx).Info("Every export published", "cluster", p.opts.Cluster, "exports", published)
 	p.markerDone.Store(true)
 	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
 }
 
+func (p *Publisher) now() time.Time {
+	if p.clock == nil {
+		return time.Now()
+	}
+	return p.clock.Now()
+}
+
 // renewMarker renews the marker once its renewal is due, and says when to
 // look again. A marker that is gone (a wiped hub) is written anew, after
 // every export is published again: the publications' own events (their
 // deletion, seen by the cache) put them back.
+//
+// A renewal is due a heartbeat after this publisher's last one, on its own
+// clock: the time the marker holds may have been written by another
+// clock (a replica that led before, a clock step, a hand), and a time in
+// the future once stopped the renewals for as long as it lay ahead, while
+// every reader withdrew the member (docs/architecture.md, "Liveness").
+// Only a publisher that has not renewed yet (just started) spares itself
+// a write by the marker's time, and only for a time in the past less than
+// a heartbeat ago.
 func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
 	marker := &PublishedExport{}
 	err := p.client.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: MarkerName(p.opts.Cluster)}, marker)
@@ -361,15 +387,19 @@ func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
 	if p.opts.Heartbeat <= 0 {
 		return reconcile.Result{}, nil
 	}
-	if marker.Spec.RenewTime != nil {
-		if due := p.opts.Heartbeat - time.Since(marker.Spec.RenewTime.Time); due > 0 && marker.Spec.RenewIntervalSeconds == intervalSeconds(p.opts.Heartbeat) {
-			return reconcile.Result{RequeueAfter: due}, nil
-		}
+	now := p.now()
+	last := p.renewedAt
+	if last.IsZero() && marker.Spec.RenewTime != nil && !marker.Spec.RenewTime.After(now) {
+		last = marker.Spec.RenewTime.Time
 	}
-	renewed := Marker(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat)
+	if due := p.opts.Heartbeat - now.Sub(last); due > 0 && marker.Spec.RenewIntervalSeconds == intervalSeconds(p.opts.Heartbeat) {
+		return reconcile.Result{RequeueAfter: due}, nil
+	}
+	renewed := markerAt(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat, now)
 	renewed.ResourceVersion, renewed.UID = marker.ResourceVersion, marker.UID
 	if err := p.client.Update(ctx, renewed); err != nil {
 		return retry(ctx, fmt.Errorf("renew the marker of %s: %w", p.opts.Cluster, err))
 	}
+	p.renewedAt = now
 	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
 }
