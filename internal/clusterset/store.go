@@ -90,7 +90,7 @@ func (s *Store) Unpublished(key types.NamespacedName) string {
 		return why
 	}
 	if s.unheard != "" {
-		return "this member's heartbeat cannot be written, so the others withdraw its endpoints once their grace has run out: " + s.unheard
+		return "this member's heartbeat cannot be written: the others keep its endpoints while they cannot read the publication server either, and withdraw them once their grace has run out if they can: " + s.unheard
 	}
 	return ""
 }

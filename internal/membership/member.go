@@ -587,7 +587,10 @@ func newHealthCheck(rc *rest.Config, api requiredAPI) (prober, error) {
 func (h *healthCheck) probe(ctx context.Context) (State, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	if _, err := h.rest.Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+	// Do, not DoRaw: DoRaw's error drops the API Status of a refusal
+	// (seen: members logged forbidden with the cause "unknown" while the
+	// hub's API server started and its RBAC roles were not loaded yet).
+	if err := h.rest.Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 		var status apierrors.APIStatus
 		if errors.As(err, &status) && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
 			return Forbidden, fmt.Errorf("probe /readyz: %w", err)

@@ -64,3 +64,36 @@ func TestClaimsRead(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeSaysWhyItWasRefused: a member whose /readyz refuses the
+// credentials is Forbidden, and the cause is the API server's own words
+// (they were "unknown"); a refusal without an API Status still counts.
+func TestProbeSaysWhyItWasRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, contentType, body string
+		code                    int
+		want                    State
+		wantCause               string
+	}{
+		{"refused", "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","message":"forbidden: User \"east\" cannot get path \"/readyz\": RBAC: clusterrole.rbac.authorization.k8s.io \"system:public-info-viewer\" not found","code":403}`, 403, Forbidden, `cannot get path "/readyz": RBAC`},
+		{"401 without a Status", "text/plain", "Unauthorized", 401, Forbidden, "provide credentials"},
+		{"not ready", "text/plain", "[-]etcd failed: reason withheld", 500, Unreachable, "etcd failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tc.contentType)
+				w.WriteHeader(tc.code)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			check, err := newHealthCheck(&rest.Config{Host: srv.URL}, mcsAPI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state, err := check.probe(t.Context())
+			if state != tc.want || err == nil || !strings.Contains(err.Error(), tc.wantCause) {
+				t.Errorf("probe: %s, %v; want %s with a cause saying %q", state, err, tc.want, tc.wantCause)
+			}
+		})
+	}
+}
