@@ -30,6 +30,11 @@ type Store struct {
 	// into consumer (an object there that mcs-syncer does not own), so that
 	// the export side can tell the exporters where they look.
 	blocked map[types.NamespacedName]map[ClusterID]string
+	// known holds the clusters that have been synced at least once (and
+	// not removed since): while such a cluster is read anew, the Store
+	// holds its last complete view, which is not partial in the sense of
+	// synced: an export it lacks is one the cluster did not export then.
+	known map[ClusterID]bool
 	// unpublished[key] says why the local member's export of key could
 	// not be published (per-cluster mode), for its Ready condition;
 	// unheard why none of its exports reaches the others (its marker, its
@@ -44,6 +49,7 @@ func NewStore() *Store {
 		byKey:       map[types.NamespacedName]map[ClusterID]*ExportedService{},
 		sorted:      map[types.NamespacedName][]*ExportedService{},
 		synced:      map[ClusterID]bool{},
+		known:       map[ClusterID]bool{},
 		blocked:     map[types.NamespacedName]map[ClusterID]string{},
 		unpublished: map[types.NamespacedName]string{},
 	}
@@ -185,16 +191,24 @@ func (s *Store) Get(key types.NamespacedName) []*ExportedService {
 	return s.getLocked(key)
 }
 
-// ExportsOf returns the exports of key (as Get) and those of ids whose
-// exports are not all in the Store (as NotSynced), in one read. Read
-// apart, a member's first pass could end between the two reads: its
-// export missing from the first, the member synced in the second, and
-// the export would look withdrawn (an importer's restart at 255 members
-// deleted slices and created them again 0.1 s later).
-func (s *Store) ExportsOf(key types.NamespacedName, ids []ClusterID) (exports []*ExportedService, notSynced []ClusterID) {
+// ExportsOf returns the exports of key (as Get), those of ids whose
+// exports are not all in the Store (as NotSynced), and of those the ones
+// never synced at all (whose absence from key says nothing; the others'
+// last complete view is in the Store), in one read. Read apart, a
+// member's first pass could end between the reads: its export missing
+// from the first, the member synced in the second, and the export would
+// look withdrawn (an importer's restart at 255 members deleted slices and
+// created them again 0.1 s later).
+func (s *Store) ExportsOf(key types.NamespacedName, ids []ClusterID) (exports []*ExportedService, notSynced, neverSynced []ClusterID) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.getLocked(key), s.notSyncedLocked(ids)
+	notSynced = s.notSyncedLocked(ids)
+	for _, id := range notSynced {
+		if !s.known[id] {
+			neverSynced = append(neverSynced, id)
+		}
+	}
+	return s.getLocked(key), notSynced, neverSynced
 }
 
 // getLocked returns the exports of key ordered by cluster ID, in a slice
@@ -282,7 +296,7 @@ func (s *Store) MarkSynced(cluster ClusterID, current map[types.NamespacedName]b
 		}
 	}
 	already := s.synced[cluster]
-	s.synced[cluster] = true
+	s.synced[cluster], s.known[cluster] = true, true
 	s.mu.Unlock()
 	for _, key := range gone {
 		s.notify(key, cluster)
@@ -298,6 +312,7 @@ func (s *Store) RemoveCluster(cluster ClusterID) {
 	s.WithdrawCluster(cluster)
 	s.mu.Lock()
 	delete(s.synced, cluster)
+	delete(s.known, cluster)
 	var unblocked []types.NamespacedName
 	for key, byConsumer := range s.blocked {
 		if _, ok := byConsumer[cluster]; ok {

@@ -313,7 +313,7 @@ func TestExportsOfIsOneRead(t *testing.T) {
 				finished = true
 			default:
 			}
-			exports, notSynced := s.ExportsOf(es.Key, ids)
+			exports, notSynced, _ := s.ExportsOf(es.Key, ids)
 			if len(notSynced) == 0 && len(exports) == 0 {
 				t.Fatal("east synced, its export missing")
 			}

@@ -38,7 +38,7 @@ var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.Service
 // the exports of a key, whether a member's exports are all known, the
 // changes, and a place to say that an import is blocked.
 type Exports interface {
-	ExportsOf(types.NamespacedName, []clusterset.ClusterID) ([]*clusterset.ExportedService, []clusterset.ClusterID)
+	ExportsOf(types.NamespacedName, []clusterset.ClusterID) (exports []*clusterset.ExportedService, notSynced, neverSynced []clusterset.ClusterID)
 	GetFrom(types.NamespacedName, clusterset.ClusterID) *clusterset.ExportedService
 	Keys() []types.NamespacedName
 	NotSynced([]clusterset.ClusterID) []clusterset.ClusterID

@@ -340,6 +340,64 @@ func TestWithdrawal(t *testing.T) {
 	}
 }
 
+// TestStuckMemberHoldsOnlyItsOwn: west was synced, then cannot be read
+// (forbidden: its connection is rebuilt again and again, each time a new
+// first pass that never ends). Its last complete view stands for its
+// grace: its export of web stays imported, and east's withdrawal of api,
+// which west never exported, is written at once. A member never synced
+// (south) holds that withdrawal back, for its grace at most.
+func TestStuckMemberHoldsOnlyItsOwn(t *testing.T) {
+	h := newHarness(t, Options{UnreachableGrace: time.Minute})
+	api := types.NamespacedName{Namespace: "ns", Name: "api"}
+	h.put(h.export("east", 0, "10.1.0.1"), h.export("west", 1, "10.2.0.1"))
+	eastAPI := h.export("east", 0, "10.1.0.2")
+	eastAPI.Key = api
+	h.store.Put(eastAPI)
+	h.reconcile()
+	if _, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: api}); err != nil {
+		t.Fatal(err)
+	}
+	h.takeWrites()
+
+	h.store.BeginResync("west")
+	h.members.mu.Lock()
+	h.members.down["west"] = time.Now()
+	h.members.mu.Unlock()
+	h.store.Delete("east", api)
+	h.store.Delete("east", key)
+	if _, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: api}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.takeWrites(); !slices.Equal(got, []string{"delete ServiceImport ns/api"}) {
+		t.Errorf("east's withdrawal of api while west is stuck: writes %v, want the ServiceImport deleted at once", got)
+	}
+	h.reconcile()
+	// (The fake client collects no garbage: api's slice of east stays.)
+	if got := h.slicesBySource(); !slices.Equal(got["west"], []string{"10.2.0.1"}) || !slices.Equal(got["east"], []string{"10.1.0.2"}) {
+		t.Errorf("slices %v: want west's kept (its grace), east's of web withdrawn", got)
+	}
+
+	// South joins and is never synced: east's next withdrawal waits for
+	// it, for its grace at most.
+	h.members.mu.Lock()
+	h.members.ids = append(h.members.ids, "south")
+	h.members.down["south"] = time.Now()
+	h.members.mu.Unlock()
+	h.store.Put(eastAPI)
+	if _, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: api}); err != nil {
+		t.Fatal(err)
+	}
+	h.store.Delete("east", api)
+	h.takeWrites()
+	res, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.takeWrites(); len(got) != 0 || res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+		t.Errorf("with south never synced: writes %v, look again after %v; want none until south's grace runs out", got, res.RequeueAfter)
+	}
+}
+
 // TestPartialViewLeavesServiceImport: while a member's first pass is under
 // way, an existing ServiceImport is not rewritten (a restart writes
 // nothing), while a settled source's slices follow its export.

@@ -1,6 +1,7 @@
 package imports
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -26,7 +27,9 @@ type view struct {
 // the member itself), and for the grace after it was last up; past that
 // it counts as a member without exports, whatever state it is stuck in
 // (forbidden, syncing again and again, never marked), so that it never
-// freezes the decisions of the others.
+// freezes the decisions of the others. Only a member never synced, or
+// one whose first pass is under way, makes the view partial: one that
+// was synced and then cannot be read keeps its last complete view.
 func (c *Controller) viewOf(key types.NamespacedName) view {
 	v := view{unsettled: map[clusterset.ClusterID]bool{}}
 	now := time.Now()
@@ -39,7 +42,7 @@ func (c *Controller) viewOf(key types.NamespacedName) view {
 		left := c.opts.UnreachableGrace - now.Sub(h.Since)
 		return left > 0, left
 	}
-	exports, notSynced := c.opts.Store.ExportsOf(key, c.opts.Membership.IDs())
+	exports, notSynced, neverSynced := c.opts.Store.ExportsOf(key, c.opts.Membership.IDs())
 	for _, es := range exports {
 		if ok, left := counts(c.opts.Membership.Health(es.Cluster)); ok {
 			v.exports = append(v.exports, es)
@@ -48,6 +51,14 @@ func (c *Controller) viewOf(key types.NamespacedName) view {
 	}
 	for _, id := range notSynced {
 		h := c.opts.Membership.Health(id)
+		if !h.Up && !slices.Contains(neverSynced, id) {
+			// Synced before, and cannot be read now (forbidden,
+			// unreachable, a config error, held): the Store holds its last
+			// complete view, whose exports count above for the grace.
+			// Nothing of the others waits for it: a flapping member held
+			// back every withdrawal in the clusterset for its grace.
+			continue
+		}
 		switch ok, left := counts(h); {
 		case h.Up:
 			// Its first pass is under way (the Store announces every key
