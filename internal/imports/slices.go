@@ -96,18 +96,18 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, in reconciler.Input, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService) (left int, wrote bool, err error) {
 	existing := in.Existing
 	key := client.ObjectKeyFromObject(si)
-	var dropped int
+	var skipped leftOut
 	if es != nil {
 		in.TriggerTime = es.LastChangeTriggerTime
-		in.Desired, dropped = desiredGroups(merged, es, in.AddressTypes)
+		in.Desired, skipped = desiredGroups(merged, es, in.AddressTypes)
 	}
 	endpoints := 0
 	for _, g := range in.Desired {
 		endpoints += len(g.Endpoints)
 	}
-	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, dropped) && dropped > 0 && c.recorder != nil {
+	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, skipped.total()) && skipped.total() > 0 && c.recorder != nil {
 		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
-			"%d endpoints from %s are not imported: their address types are not among the import's %v (FQDN endpoints, or an IP family the Service does not have)", dropped, source, in.AddressTypes)
+			"%d endpoints from %s are not imported: %s", skipped.total(), source, skipped)
 	}
 	r := c.reconcilerFor(source)
 	plan, err := r.Plan(in)
@@ -136,23 +136,25 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 
 // desiredGroups returns the endpoint groups of an export (nil: none) that
 // the import takes: those of its address types, on the ports the export
-// exposes as the import defines them; dropped counts the endpoints left
-// out for their address type.
-func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType) (groups []reconciler.EndpointGroup, dropped int) {
+// exposes as the import defines them, without the endpoints that the
+// consumer's API server would refuse (importable.go); left counts the
+// endpoints left out.
+func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType) (groups []reconciler.EndpointGroup, left leftOut) {
 	if es == nil {
-		return nil, 0
+		return nil, left
 	}
 	exposed := merged.ExposedPorts(es)
 	for _, g := range es.Endpoints {
 		if !slices.Contains(addressTypes, g.AddressType) {
-			dropped += len(g.Endpoints)
+			left.otherType += len(g.Endpoints)
 			continue
 		}
 		if g, ok := onExposedPorts(g, exposed); ok {
+			g.Endpoints = importableOnly(g.Endpoints, g.AddressType, &left)
 			groups = append(groups, g)
 		}
 	}
-	return groups, dropped
+	return groups, left
 }
 
 // onExposedPorts returns g with only the ports that its cluster exposes as

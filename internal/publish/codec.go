@@ -109,7 +109,11 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 	if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("spec.namespace %q: %s", s.Namespace, strings.Join(errs, "; "))
 	}
-	if errs := validation.IsDNS1035Label(s.Name); len(errs) > 0 {
+	// A Service's name is a DNS-1123 label in the Kubernetes we pin
+	// (KEP-5311, RelaxedServiceNameValidation, on by default since 1.34:
+	// "1web" is a Service); DNS-1035 refused such exports, which the
+	// exporter's API server had taken.
+	if errs := validation.IsDNS1123Label(s.Name); len(errs) > 0 {
 		return nil, fmt.Errorf("spec.name %q: %s", s.Name, strings.Join(errs, "; "))
 	}
 	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
@@ -205,8 +209,12 @@ func checkEndpoints(groups []EndpointGroup) error {
 			family = netip.Addr.Is4
 		case discoveryv1.AddressTypeIPv6:
 			family = func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }
+		case discoveryv1.AddressTypeFQDN:
+			// Carried as a central mcs-syncer carries them: the import
+			// side leaves them out and counts them (no import has the
+			// address type), rather than every reader refusing the export.
 		default:
-			errs = append(errs, fmt.Errorf("spec.endpoints[%d].addressType %q is neither IPv4 nor IPv6", i, g.AddressType))
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d].addressType %q is not IPv4, IPv6 or FQDN", i, g.AddressType))
 			continue
 		}
 		for j, p := range g.Ports {
@@ -227,6 +235,9 @@ func checkEndpoints(groups []EndpointGroup) error {
 				errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: no address", i, j))
 			}
 			for _, a := range e.Addresses {
+				if family == nil {
+					break
+				}
 				if ip, err := netip.ParseAddr(a); err != nil || !family(ip) || ip.Zone() != "" {
 					errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: %q is not an %s address", i, j, a, g.AddressType))
 				}

@@ -114,11 +114,37 @@ func TestPublisherRecordsRefusals(t *testing.T) {
 // EndpointSlice may carry is refused (a hand-made one of 10,000 ports was
 // imported before).
 func TestDecodeRefusesTooManyPorts(t *testing.T) {
-	es := export()
-	for i := range MaxPorts + 1 {
-		es.Spec.Ports = append(es.Spec.Ports, mcsv1beta1.ServicePort{Name: fmt.Sprintf("p%d", i), Protocol: corev1.ProtocolTCP, Port: int32(1000 + i)})
-	}
+	es := exportWithPorts(MaxPorts + 1)
 	if _, err := Decode(Encode(es, "mcs-system")); err == nil || !strings.Contains(err.Error(), "ports") {
 		t.Errorf("decoded with %d ports: %v", len(es.Spec.Ports), err)
 	}
+}
+
+// TestPublisherChecksWhatReadersCheck: an export that the readers would
+// refuse (more ports than an EndpointSlice may carry) is not published,
+// and its Ready condition hears why, instead of saying Exported while
+// every reader drops it.
+func TestPublisherChecksWhatReadersCheck(t *testing.T) {
+	store := clusterset.NewStore()
+	es := exportWithPorts(MaxPorts + 1)
+	store.BeginResync("east")
+	store.Put(es)
+	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	p, cl := publisherOf(t, store)
+	reconcileOK(t, p, webKey)
+	if why := store.Unpublished(webKey); !strings.Contains(why, "the other members would refuse its publication: spec.ports") {
+		t.Errorf("unpublished because %q", why)
+	}
+	if got := publications(t, cl); len(got) != 0 {
+		t.Errorf("published %v", got)
+	}
+}
+
+// exportWithPorts is export() with n more ports.
+func exportWithPorts(n int) *clusterset.ExportedService {
+	es := export()
+	for i := range n {
+		es.Spec.Ports = append(es.Spec.Ports, mcsv1beta1.ServicePort{Name: fmt.Sprintf("p%d", i), Protocol: corev1.ProtocolTCP, Port: int32(1000 + i)})
+	}
+	return es
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -103,6 +104,28 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestDecodeTakesEveryServiceName: every name the API server takes for a
+// Service (a DNS-1123 label: one that begins with a digit, KEP-5311, and
+// the longest, 63 characters, in the longest namespace from the longest
+// cluster ID) is read back.
+func TestDecodeTakesEveryServiceName(t *testing.T) {
+	for _, c := range []struct{ cluster, namespace, name string }{
+		{"east", "ns", "1web"},
+		{"east", "ns", "123"},
+		{strings.Repeat("c", 63), strings.Repeat("n", 63), "9" + strings.Repeat("w", 62)},
+	} {
+		es := export()
+		es.Cluster, es.Key = clusterset.ClusterID(c.cluster), types.NamespacedName{Namespace: c.namespace, Name: c.name}
+		p := Encode(es, "mcs-system")
+		if errs := validation.IsDNS1123Subdomain(p.Name); len(errs) > 0 {
+			t.Errorf("publication name %q: %v", p.Name, errs)
+		}
+		if got, err := Decode(p); err != nil || got.Key != es.Key {
+			t.Errorf("%s/%s from %s: %v, %v", c.namespace, c.name, c.cluster, got, err)
+		}
+	}
+}
+
 // TestDecodeRefuses: every field a consumer relies on is checked; a
 // publication that fails says which field.
 func TestDecodeRefuses(t *testing.T) {
@@ -114,6 +137,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"label is another cluster", `label multicluster.kubernetes.io/source-cluster is "west", spec.cluster "east"`, func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }},
 		{"name of another export", `the publication of ns/web from east is named "east.ns.web"`, func(p *PublishedExport) { p.Name = "east.ns.db" }},
 		{"bad namespace", `spec.namespace "NS"`, func(p *PublishedExport) { p.Spec.Namespace = "NS" }},
+		{"bad name", `spec.name "-web"`, func(p *PublishedExport) { p.Spec.Name, p.Name = "-web", "east.ns.-web" }},
+		{"name too long", `spec.name "` + strings.Repeat("w", 64) + `"`, func(p *PublishedExport) { p.Spec.Name = strings.Repeat("w", 64); p.Name = "east.ns." + p.Spec.Name }},
 		{"bad type", `spec.type "LoadBalancer"`, func(p *PublishedExport) { p.Spec.Type = "LoadBalancer" }},
 		{"bad port", "spec.ports[0]: port 70000", func(p *PublishedExport) { p.Spec.Ports[0].Port = 70000 }},
 		{"bad protocol", `spec.ports[0]: protocol "ICMP"`, func(p *PublishedExport) { p.Spec.Ports[0].Protocol = "ICMP" }},
@@ -128,7 +153,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"reserved annotation", `spec.exportedAnnotations["mcs-syncer.io/local-cluster-first"]`, func(p *PublishedExport) {
 			p.Spec.ExportedAnnotations = map[string]string{clusterset.LocalClusterFirstAnnotation: "true"}
 		}},
-		{"FQDN", `spec.endpoints[0].addressType "FQDN"`, func(p *PublishedExport) { p.Spec.Endpoints[0].AddressType = discoveryv1.AddressTypeFQDN }},
+		{"unknown address type", `spec.endpoints[0].addressType "IP"`, func(p *PublishedExport) { p.Spec.Endpoints[0].AddressType = "IP" }},
 		{"IPv6 in IPv4", `spec.endpoints[1].endpoints[0]: "fd00::1" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[1].AddressType = discoveryv1.AddressTypeIPv4 }},
 		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
 		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},

@@ -256,6 +256,12 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		return reconcile.Result{}, fmt.Sprintf("its publication would take %d bytes (%d endpoints), over the %d bytes that one may take; "+
 			"the other members keep what was published before, if anything (export fewer endpoints: split the Service)", size, mine.EndpointCount(), MaxPublicationBytes), nil
 	}
+	if _, err := Decode(want); err != nil {
+		// The readers check what they read as this does: an export they
+		// would refuse is never Ready=True here (a Service name that the
+		// readers' rules once refused was).
+		return reconcile.Result{}, "the other members would refuse its publication: " + err.Error(), nil
+	}
 	if existing == nil {
 		if err := p.client.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
