@@ -46,6 +46,15 @@ type Exports interface {
 	SetImportBlocked(key types.NamespacedName, consumer clusterset.ClusterID, why string)
 }
 
+// importMaxBackoff caps the wait before an import whose writes failed is
+// tried again: the failure backoff doubles from 5 ms, so a Service whose
+// import stays refused (a quota on EndpointSlices, a consumer that may not
+// write them) is tried about 14 times in its first minute and then once a
+// minute (docs/troubleshooting.md), and an import that a person unblocks
+// (the quota raised) is written within a minute, not after up to the
+// default's 16 minutes.
+const importMaxBackoff = time.Minute
+
 // Options configure a Controller.
 type Options struct {
 	// Consumer is the cluster the controller writes into. Required.
@@ -165,7 +174,7 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 		default: // one pending notice is enough
 		}
 	})
-	ctrl, err := plumbing.NewController("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer))
+	ctrl, err := plumbing.NewControllerWithBackoff("import-"+string(opts.Consumer), c, opts.Workers, log.Log.WithValues("cluster", opts.Consumer), importMaxBackoff)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
+)
+
+// blockedBound is what docs/troubleshooting.md ("A refused write") promises
+// for one Service whose import stays refused in one consumer, in the first
+// minute: the tries back off from 5 ms, doubling (14 in 60 s), conditions
+// are written once, and the events of a refusal that repeats aggregate
+// into a series (created, then patched once: its count is written again
+// at most every 30 minutes).
+var blockedBound = map[string]int{
+	"north endpointslices create":        14,
+	"north serviceimports/status update": 2,
+	"north events":                       4,
+	"east serviceexports/status update":  2,
+	"east events":                        2,
+}
+
+// TestRefusedSliceWritesBackOff (central mode, the shared mcs-syncer): a
+// quota of 0 EndpointSlices in north's namespace, then east exports web
+// there. The API server refuses every slice create, naming the slice it
+// generated a name for. For 60 s mcs-syncer's writes to north and east in
+// the namespace, and their events, are counted from the audit logs and
+// held to blockedBound (before: 459 ServiceImport writes and 538 events
+// in north, 503 ImportBlocked events in east, in 30 s). Once the quota is
+// removed, the import is written within the backoff's one-minute cap.
+func TestRefusedSliceWritesBackOff(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const ns = "quota-blocked"
+	bed.Namespace(ctx, t, ns)
+	north, east := bed.ClientOf(t, "north"), bed.ClientOf(t, "east")
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-slices", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/endpointslices.discovery.k8s.io": resource.MustParse("0")}},
+	}
+	if err := north.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north's quota to be counted", func() error {
+		if err := north.Get(ctx, types.NamespacedName{Namespace: ns, Name: quota.Name}, quota); err != nil {
+			return err
+		}
+		if len(quota.Status.Hard) == 0 {
+			return fmt.Errorf("status not computed yet")
+		}
+		return nil
+	})
+
+	start := time.Now()
+	if err := manualExport(ctx, east, ns, "web", "10.100.9.7"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north's ServiceImport to say its slices were not written, and why", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, si); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "exceeded quota") {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
+	eventually(ctx, t, "east's export to say where it is not imported", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(c.Message, "not imported everywhere") || !strings.Contains(c.Message, "exceeded quota") {
+			return fmt.Errorf("Ready %s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+
+	// The window measured is the first minute of the export.
+	select {
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	case <-time.After(time.Until(start.Add(time.Minute))):
+	}
+	got := map[string]int{}
+	for _, cluster := range []string{"north", "east"} {
+		writes, err := audit.ListWrites([]string{bed.Cluster(cluster).AuditLogPath}, start, start.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range writes {
+			// "<resource>[/<subresource>] <verb> <namespace>/<name> at <time>"
+			f := strings.Fields(w)
+			if len(f) < 3 || !strings.HasPrefix(f[2], ns+"/") {
+				continue
+			}
+			kind := cluster + " " + f[0] + " " + f[1]
+			if f[0] == "events" {
+				kind = cluster + " events" // created or patched (a series)
+			}
+			got[kind]++
+		}
+	}
+	t.Logf("mcs-syncer's writes in %s in the first minute of an import refused by a quota: %v", ns, got)
+	for kind, n := range got {
+		if bound, ok := blockedBound[kind]; !ok || n > bound {
+			t.Errorf("%d %s in 60 s, the documented bound is %d", n, kind, bound)
+		}
+	}
+	if got["north endpointslices create"] < 2 {
+		t.Errorf("%d slice creates tried in 60 s: the backoff should have tried again", got["north endpointslices create"])
+	}
+
+	if err := north.Delete(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	eventually(ctx, t, "north to import web once the quota is gone", importedEndpoints(ctx, north, ns, "web", "east", 1))
+	t.Logf("imported %s after the quota was removed", time.Since(removed).Round(time.Millisecond))
+	eventually(ctx, t, "east's export to say it is imported everywhere", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if c.Status != metav1.ConditionTrue || strings.Contains(c.Message, "not imported everywhere") {
+			return fmt.Errorf("Ready %s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+}
