@@ -53,8 +53,14 @@ func startSyncer(ctx context.Context, stateDir string) (*syncerProcess, error) {
 // startSyncerWith builds mcs-syncer (once per state folder) and runs it
 // with args, returning once /readyz answers.
 func startSyncerWith(ctx context.Context, stateDir string, args ...string) (*syncerProcess, error) {
-	bin := filepath.Join(stateDir, "mcs-syncer-bin")
+	// Named mcs-syncer, as in the image: client-go's user agent is the
+	// binary's name, and the audit logs know mcs-syncer's writes by it
+	// (test/testbed/audit).
+	bin := filepath.Join(stateDir, "bin", "mcs-syncer")
 	if _, err := os.Stat(bin); err != nil {
+		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+			return nil, err
+		}
 		if err := syncerproc.Build(ctx, bin); err != nil {
 			return nil, err
 		}
