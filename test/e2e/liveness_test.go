@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,27 +86,19 @@ func TestForbiddenAfterSyncHoldsOnlyItsOwn(t *testing.T) {
 	const ns = "forbidden-after-sync"
 	bed.Namespace(ctx, t, ns)
 
-	westBed := bed.Cluster("west")
 	westAdmin := bed.ClientOf(t, "west")
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-forbidden-after-sync"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "mcs-system", Name: "e2e-reads-all"}},
 	}
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mcs-system"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "e2e-reads-all", Namespace: "mcs-system"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-rights", Namespace: "mcs-system"}},
-		binding,
-	} {
-		if err := westAdmin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+	if err := westAdmin.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = westAdmin.Delete(context.Background(), binding) })
 	dir := t.TempDir()
 	westKubeconfig := filepath.Join(dir, "west.kubeconfig")
-	writeTokenKubeconfig(t, westBed, serviceAccountToken(ctx, t, westBed, "mcs-system", "e2e-reads-all"), westKubeconfig)
+	serviceAccountKubeconfig(ctx, t, "west", "e2e-reads-all", westKubeconfig)
 	path := filepath.Join(dir, "clusterset.yaml")
 	eastBed, northBed := bed.Cluster("east"), bed.Cluster("north")
 	writeMembers(t, path,
@@ -131,7 +122,7 @@ func TestForbiddenAfterSyncHoldsOnlyItsOwn(t *testing.T) {
 
 	// The token replaced, as a rotated Secret is: written aside, renamed.
 	noRights := westKubeconfig + ".new"
-	writeTokenKubeconfig(t, westBed, serviceAccountToken(ctx, t, westBed, "mcs-system", "no-rights"), noRights)
+	serviceAccountKubeconfig(ctx, t, "west", "no-rights", noRights)
 	if err := os.Rename(noRights, westKubeconfig); err != nil {
 		t.Fatal(err)
 	}

@@ -34,19 +34,9 @@ func TestForbiddenMemberHoldsOthersForTheGraceOnly(t *testing.T) {
 	ns := "stuck-member"
 	bed.Namespace(ctx, t, ns)
 
-	northBed := bed.Cluster("north")
-	northAdmin := bed.ClientOf(t, "north")
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mcs-system"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "no-rights", Namespace: "mcs-system"}},
-	} {
-		if err := northAdmin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
 	dir := t.TempDir()
 	northKubeconfig := filepath.Join(dir, "north-no-rights.kubeconfig")
-	writeTokenKubeconfig(t, northBed, serviceAccountToken(ctx, t, northBed, "mcs-system", "no-rights"), northKubeconfig)
+	serviceAccountKubeconfig(ctx, t, "north", "no-rights", northKubeconfig)
 	path := filepath.Join(dir, "clusterset.yaml")
 	east, west := bed.Cluster("east"), bed.Cluster("west")
 	writeMembers(t, path,
@@ -67,6 +57,24 @@ func TestForbiddenMemberHoldsOthersForTheGraceOnly(t *testing.T) {
 	eventually(ctx, t, "/readyz to name north's refusal and since when it is down", readyzSays(ctx, s, "[+]member north ok: forbidden since", "; down since"))
 
 	heldForTheGraceOnly(ctx, t, eastClient, westClient, ns, started)
+}
+
+// serviceAccountKubeconfig writes to path a kubeconfig of member that
+// authenticates as ServiceAccount mcs-system/sa, created (with its
+// namespace) if missing; what it may do is the caller's to grant.
+func serviceAccountKubeconfig(ctx context.Context, t *testing.T, member, sa, path string) {
+	t.Helper()
+	admin := bed.ClientOf(t, member)
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mcs-system"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: "mcs-system"}},
+	} {
+		if err := admin.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	c := bed.Cluster(member)
+	writeTokenKubeconfig(t, c, serviceAccountToken(ctx, t, c, "mcs-system", sa), path)
 }
 
 // heldForTheGraceOnly ends the exports "first" and "second" of ns in
