@@ -359,6 +359,7 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
 }
 
+// now is the time on the publisher's clock.
 func (p *Publisher) now() time.Time {
 	if p.clock == nil {
 		return time.Now()

@@ -91,9 +91,10 @@ func (w *writer) create(slices []*discoveryv1.EndpointSlice) {
 // createError is a create that failed. Its message leaves out the name
 // that the API server generated for the slice ("web-xsctx" becomes
 // "web-*"): a refusal that repeats (a quota, a validation) then reads the
-// same on every try, so that the conditions that quote it are not
-// rewritten and the events that quote it aggregate into a series, where a
-// new name each time made each try a new condition and a new event.
+// same on every try, so that a condition that quotes it is not rewritten.
+// A new name each try rewrote the owner's status each try, and each new
+// version of the owner started a new event (client-go aggregates the
+// events of one version of the object they regard into a series).
 type createError struct {
 	owner, generateName string
 	err                 error
