@@ -26,7 +26,13 @@ contexts:
   context: {cluster: c, user: u}
 current-context: ctx
 `, server)
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(raw), 0o600); err != nil {
+	// Written aside and renamed: a Set polls its members' kubeconfigs,
+	// and one read half written restarted a member without an address.
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path+".tmp", []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
 	return name

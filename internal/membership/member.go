@@ -119,13 +119,17 @@ type member struct {
 	deps   *deps
 	config Member
 	print  [32]byte
-	// host is the API server's address in the member's settings ("" when
-	// they cannot be read): how a member not identified yet is recognised.
-	host   string
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// host is the API server's address in the member's settings ("" while
+	// they cannot be read): how a member not identified yet is recognised.
+	// Read when the member is made, and again on each connection: a
+	// kubeconfig caught half written (an editor, a test that rewrote it in
+	// place) left a member that then engaged without an address, and its
+	// rename was taken for a departure.
+	host   string
 	status Status
 	// upSince is when the member was last engaged (zero while it is not);
 	// lastUp is when it last stopped being engaged, or when it joined: the
@@ -195,7 +199,16 @@ func (m *member) sameCluster(uid types.UID, host string) bool {
 	if mine != "" && uid != "" {
 		return mine == uid
 	}
-	return host != "" && m.host == host
+	return host != "" && m.address() == host
+}
+
+// address is the API server's address in the member's settings, "" while
+// they cannot be read (and for a member read through a hub, whose address
+// says nothing of the member's cluster).
+func (m *member) address() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.host
 }
 
 // setState records a new state; a change of health is announced.
@@ -272,6 +285,11 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
+	}
+	if !m.config.ThroughHub {
+		m.mu.Lock()
+		m.host = rc.Host
+		m.mu.Unlock()
 	}
 	rc.QPS, rc.Burst = m.deps.opts.QPS, m.deps.opts.Burst
 	api := mcsAPI

@@ -714,3 +714,36 @@ func writeFileAtomic(path, raw string) error {
 	}
 	return os.Rename(path+".tmp", path)
 }
+
+// TestAddressReadWhenConnecting: a member made while its kubeconfig could
+// not be read (caught half written) has no address; once it connects
+// with the kubeconfig whole, its address is known, so that a rename of
+// it is still known for the same cluster (TestDepartures failed so, once
+// in a loaded CI run, when the Set read a kubeconfig being rewritten).
+func TestAddressReadWhenConnecting(t *testing.T) {
+	l := newLifecycle(t)
+	path := l.m.config.Kubeconfig
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l.m = newMember(l.m.deps, l.m.config, time.Now())
+	if got := l.m.address(); got != "" {
+		t.Fatalf("address %q read from an empty kubeconfig", got)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := l.m.connect(t.Context()); !ok {
+		t.Fatal("no connection with the kubeconfig whole")
+	}
+	if got := l.m.address(); got != "https://127.0.0.1:6443" {
+		t.Errorf("address %q after connecting, want the kubeconfig's server", got)
+	}
+	if !l.m.sameCluster("", "https://127.0.0.1:6443") {
+		t.Error("not the same cluster as its own address")
+	}
+}

@@ -528,14 +528,14 @@ func (s *Set) departure(ctx context.Context, m *member) Departure {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range s.ids {
-		if s.members[id].sameCluster(uid, m.host) {
+		if s.members[id].sameCluster(uid, m.address()) {
 			d.SameClusterAs = id
 			break
 		}
 	}
 	timed, cancelTimeout := context.WithTimeout(ctx, DepartureTimeout)
 	dctx, cancel := context.WithCancelCause(timed)
-	entry := &departure{uid: uid, host: m.host, cancel: cancel}
+	entry := &departure{uid: uid, host: m.address(), cancel: cancel}
 	s.departures[entry] = true
 	context.AfterFunc(dctx, func() {
 		cancelTimeout()
