@@ -194,7 +194,8 @@ func (s *Store) Get(key types.NamespacedName) []*ExportedService {
 // ExportsOf returns the exports of key (as Get), those of ids whose
 // exports are not all in the Store (as NotSynced), and of those the ones
 // never synced at all (whose absence from key says nothing; the others'
-// last complete view is in the Store), in one read. Read apart, a
+// last complete view is in the Store), a subsequence of notSynced in the
+// same order, in one read. Read apart, a
 // member's first pass could end between the reads: its export missing
 // from the first, the member synced in the second, and the export would
 // look withdrawn (an importer's restart at 255 members deleted slices and

@@ -56,6 +56,7 @@ func unimportable(addressType discoveryv1.AddressType, endpoint *discoveryv1.End
 // addressType, in the API server's words where it has them.
 func refusedAddress(addressType discoveryv1.AddressType, address string) string {
 	ip, err := netip.ParseAddr(address)
+	var canonical [len("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")]byte // an IPv6 address's longest form
 	switch {
 	case err != nil || ip.Zone() != "":
 		return "is not a valid IP address"
@@ -63,7 +64,7 @@ func refusedAddress(addressType discoveryv1.AddressType, address string) string 
 		return "must be an IPv4 address"
 	case addressType == discoveryv1.AddressTypeIPv6 && (!ip.Is6() || ip.Is4In6()):
 		return "must be an IPv6 address"
-	case ip.Is6() && ip.String() != address: // an IPv4 address that parses is canonical
+	case ip.Is6() && string(ip.AppendTo(canonical[:0])) != address: // an IPv4 address that parses is canonical; no allocation per endpoint
 		return fmt.Sprintf("must be in canonical form (%q)", ip.String())
 	case ip.IsUnspecified():
 		return "may not be unspecified"

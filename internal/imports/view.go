@@ -1,7 +1,6 @@
 package imports
 
 import (
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -51,7 +50,14 @@ func (c *Controller) viewOf(key types.NamespacedName) view {
 	}
 	for _, id := range notSynced {
 		h := c.opts.Membership.Health(id)
-		if !h.Up && !slices.Contains(neverSynced, id) {
+		// neverSynced is a subsequence of notSynced, in its order: one
+		// walk over both, not a search per member (1,000 members at a
+		// restart, every one not synced, on every reconcile).
+		never := len(neverSynced) > 0 && neverSynced[0] == id
+		if never {
+			neverSynced = neverSynced[1:]
+		}
+		if !h.Up && !never {
 			// Synced before, and cannot be read now (forbidden,
 			// unreachable, a config error, held): the Store holds its last
 			// complete view, whose exports count above for the grace.

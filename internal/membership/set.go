@@ -525,17 +525,18 @@ func (s *Set) departure(ctx context.Context, m *member) Departure {
 			d.Client = c
 		}
 	}
+	host := m.address()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range s.ids {
-		if s.members[id].sameCluster(uid, m.address()) {
+		if s.members[id].sameCluster(uid, host) {
 			d.SameClusterAs = id
 			break
 		}
 	}
 	timed, cancelTimeout := context.WithTimeout(ctx, DepartureTimeout)
 	dctx, cancel := context.WithCancelCause(timed)
-	entry := &departure{uid: uid, host: m.address(), cancel: cancel}
+	entry := &departure{uid: uid, host: host, cancel: cancel}
 	s.departures[entry] = true
 	context.AfterFunc(dctx, func() {
 		cancelTimeout()
