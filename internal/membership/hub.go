@@ -86,7 +86,7 @@ func (h *hubs) attach(ctx context.Context, m Member, rc *rest.Config, onWatchErr
 	l := h.link(m)
 	if l.conn == nil || isClosed(l.conn.done) {
 		c := &hubConn{done: make(chan struct{}), watches: map[*func(context.Context, error)]bool{}}
-		if c.cl, err = h.deps.newCluster("", rc, func(ctx context.Context, err error) { h.watchFailed(c, ctx, err) }); err != nil {
+		if c.cl, err = h.deps.newCluster("", rc, func(ctx context.Context, err error) { h.watchFailed(l, c, ctx, err) }); err != nil {
 			return nil, nil, err
 		}
 		// The cluster lives as long as a member uses it, not as long as
@@ -130,9 +130,15 @@ func (h *hubs) release(l *hubLink, c *hubConn, watch *func(context.Context, erro
 
 // watchFailed hands a failed list or watch of c's cache to every member
 // on it: each probes the hub (whose answer they share) or, on a refusal,
-// goes to the refusal's state.
-func (h *hubs) watchFailed(c *hubConn, ctx context.Context, err error) {
+// goes to the refusal's state. A refusal also ends the reuse of the
+// health check's last answer: a member that went to the refusal's state
+// and came back within probeReuse was otherwise engaged again on the
+// answer given before the refusal (seen in a loaded CI run).
+func (h *hubs) watchFailed(l *hubLink, c *hubConn, ctx context.Context, err error) {
 	h.mu.Lock()
+	if isRefusal(err) && l.check != nil {
+		l.check.forget()
+	}
 	watches := make([]func(context.Context, error), 0, len(c.watches))
 	for w := range c.watches {
 		watches = append(watches, *w)
@@ -192,6 +198,13 @@ type sharedProbe struct {
 	state    State
 	err      error
 	inFlight chan struct{}
+}
+
+// forget ends the reuse of the last answer: the next probe asks the hub.
+func (p *sharedProbe) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at = time.Time{}
 }
 
 func (p *sharedProbe) probe(ctx context.Context) (State, error) {

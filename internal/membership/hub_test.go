@@ -163,8 +163,8 @@ func (p *blockingProber) probe(ctx context.Context) (State, error) {
 }
 
 // TestSharedProbe: members that ask while a probe is under way get its
-// answer, as do those that ask within reuse; later, the hub is probed
-// again.
+// answer, as do those that ask within reuse, until a refusal makes it
+// forgotten; later, the hub is probed again.
 func TestSharedProbe(t *testing.T) {
 	p := &blockingProber{fakeProber: fakeProber{state: Unreachable, err: errors.New("connection refused")}, release: make(chan struct{})}
 	shared := &sharedProbe{prober: p, reuse: time.Hour}
@@ -189,9 +189,14 @@ func TestSharedProbe(t *testing.T) {
 	if s, _ := shared.probe(context.Background()); s != Unreachable || p.count() != 1 {
 		t.Errorf("within reuse: %s after %d probes, want the one answer", s, p.count())
 	}
+	p.set(Forbidden, errors.New("no"))
+	shared.forget()
+	if s, _ := shared.probe(context.Background()); s != Forbidden || p.count() != 2 {
+		t.Errorf("forgotten: %s after %d probes, want a new probe's answer", s, p.count())
+	}
 	shared.reuse = 0
 	p.set(Engaged, nil)
-	if s, _ := shared.probe(context.Background()); s != Engaged || p.count() != 2 {
+	if s, _ := shared.probe(context.Background()); s != Engaged || p.count() != 3 {
 		t.Errorf("after reuse: %s after %d probes, want a new probe's answer", s, p.count())
 	}
 }

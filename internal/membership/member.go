@@ -507,7 +507,7 @@ func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return // stopping
 	}
-	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) {
+	if isRefusal(err) {
 		select {
 		case refused <- err:
 		default:
@@ -522,6 +522,12 @@ func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan
 	case lost <- struct{}{}:
 	default:
 	}
+}
+
+// isRefusal tells whether a failed list or watch was the API server's
+// refusal (403, 401, or 404 for a resource it stopped serving).
+func isRefusal(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err)
 }
 
 // refusal is the state of a member that refused a list or watch.
