@@ -38,14 +38,26 @@ func IsMarker(p *PublishedExport) bool {
 	return p.Spec.Namespace == "" && p.Spec.Name == "" && p.Name == MarkerName(clusterset.ClusterID(p.Spec.Cluster))
 }
 
-// Encode returns the publication of an export into namespace.
+// Encode returns the publication of an export into namespace as one
+// object, its endpoints in its head (the form that readers before parts
+// read).
 func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
+	p := EncodeHead(es, namespace)
+	for _, g := range es.Endpoints {
+		p.Spec.Endpoints = append(p.Spec.Endpoints, EndpointGroup(g))
+	}
+	return p
+}
+
+// EncodeHead returns the head of an export's publication into namespace:
+// all of it but its endpoints.
+func EncodeHead(es *clusterset.ExportedService, namespace string) *PublishedExport {
 	s := &es.Spec
 	p := &PublishedExport{
 		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: ObjectName(es.Cluster, es.Key),
-			Labels: map[string]string{mcsv1beta1.LabelSourceCluster: string(es.Cluster)},
+			Labels: publicationLabels(es.Cluster, es.Key),
 		},
 		Spec: PublishedExportSpec{
 			Cluster: string(es.Cluster), Namespace: es.Key.Namespace, Name: es.Key.Name,
@@ -55,9 +67,6 @@ func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
 			IPFamilies: s.IPFamilies, ExportedLabels: s.Labels, ExportedAnnotations: s.Annotations,
 			LocalClusterFirst: s.LocalClusterFirst,
 		},
-	}
-	for _, g := range es.Endpoints {
-		p.Spec.Endpoints = append(p.Spec.Endpoints, EndpointGroup(g))
 	}
 	if !es.LastChangeTriggerTime.IsZero() {
 		p.Spec.LastChangeTriggerTime = es.LastChangeTriggerTime.UTC().Format(time.RFC3339Nano)
@@ -79,7 +88,7 @@ func markerAt(cluster clusterset.ClusterID, namespace string, heartbeat time.Dur
 			Namespace: namespace, Name: MarkerName(cluster),
 			Labels: map[string]string{mcsv1beta1.LabelSourceCluster: string(cluster)},
 		},
-		Spec: PublishedExportSpec{Cluster: string(cluster)},
+		Spec: PublishedExportSpec{Cluster: string(cluster), ReadsParts: true},
 	}
 	if heartbeat > 0 {
 		renewed := metav1.NewMicroTime(now)
@@ -99,6 +108,9 @@ func intervalSeconds(heartbeat time.Duration) int32 {
 // modified afterwards. A marker is refused (check IsMarker first).
 func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 	s := &p.Spec
+	if IsPart(p) {
+		return nil, fmt.Errorf("%s is part %s of a publication, not its head", p.Name, s.Part)
+	}
 	cluster, err := clusterset.ParseClusterID(s.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("spec.cluster: %w", err)

@@ -25,6 +25,9 @@ const DefaultHeartbeat = 15 * time.Second
 type Heartbeats struct {
 	mu sync.Mutex
 	m  map[clusterset.ClusterID]*heartbeat
+	// listed are the members whose publications were listed once: what
+	// their marker says of their readers (ReadsWholeOnly) is known.
+	listed map[clusterset.ClusterID]bool
 }
 
 type heartbeat struct {
@@ -32,11 +35,13 @@ type heartbeat struct {
 	renew    time.Time
 	heard    time.Time
 	interval time.Duration
+	// readsParts is the marker's ReadsParts, as last seen.
+	readsParts bool
 }
 
 // NewHeartbeats returns an empty record.
 func NewHeartbeats() *Heartbeats {
-	return &Heartbeats{m: map[clusterset.ClusterID]*heartbeat{}}
+	return &Heartbeats{m: map[clusterset.ClusterID]*heartbeat{}, listed: map[clusterset.ClusterID]bool{}}
 }
 
 // observe records the marker of cluster as seen now: a renewTime not seen
@@ -53,6 +58,7 @@ func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *PublishedExpo
 		h.m[cluster] = hb
 	}
 	hb.interval = time.Duration(marker.Spec.RenewIntervalSeconds) * time.Second
+	hb.readsParts = marker.Spec.ReadsParts
 	var renew time.Time
 	if marker.Spec.RenewTime != nil {
 		renew = marker.Spec.RenewTime.Time
@@ -77,9 +83,43 @@ func (h *Heartbeats) Of(cluster clusterset.ClusterID) (last time.Time, timeout t
 	return hb.heard, SilenceIntervals * hb.interval
 }
 
+// ReadsWholeOnly returns the members whose marker, as last seen, says
+// that their readers do not assemble parts (an mcs-syncer before them),
+// in no set order.
+func (h *Heartbeats) ReadsWholeOnly() []clusterset.ClusterID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []clusterset.ClusterID
+	for id, hb := range h.m {
+		if !hb.readsParts {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// markListed records that cluster's publications were listed once.
+func (h *Heartbeats) markListed(cluster clusterset.ClusterID) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.listed[cluster] = true
+}
+
+// Listed reports whether cluster's publications were listed once, so that
+// its marker, if it has one, was seen.
+func (h *Heartbeats) Listed(cluster clusterset.ClusterID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.listed[cluster]
+}
+
 // Forget drops what is known of a member that left.
 func (h *Heartbeats) Forget(cluster clusterset.ClusterID) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.m, cluster)
+	delete(h.listed, cluster)
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -34,22 +33,25 @@ func withEndpoints(n int) *clusterset.ExportedService {
 	return es
 }
 
-// TestPublisherRefusesWhatDoesNotFit: an export whose publication is over
+// TestPublisherRefusesWhatDoesNotFit: published whole (a member's readers
+// do not assemble parts), an export whose publication is over
 // MaxPublicationBytes is not written (the etcd request limit refused
-// 7,000 endpoints, silently before); the Store says why, naming the
-// limit, so that its Ready condition does; what was published before
-// stays. Back under the limit, it is published and the reason cleared.
+// 7,000 endpoints, silently before); the Store says why, naming the limit
+// and the member that holds the publisher to the whole form, so that its
+// Ready condition does; what was published before stays. Back under the
+// limit, it is published and the reason cleared.
 func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
 	store := clusterset.NewStore()
 	store.Put(withEndpoints(10))
 	p, cl := publisherOf(t, store)
+	p.opts.Readers = func() ([]clusterset.ClusterID, bool) { return []clusterset.ClusterID{"west"}, true }
 	reconcileOK(t, p, webKey)
 	before := publications(t, cl)[ObjectName("east", webKey)]
 
 	store.Put(withEndpoints(12000))
 	reconcileOK(t, p, webKey)
 	why := store.Unpublished(webKey)
-	if !strings.Contains(why, fmt.Sprint(MaxPublicationBytes)) || !strings.Contains(why, "1200") {
+	if !strings.Contains(why, fmt.Sprint(MaxPublicationBytes)) || !strings.Contains(why, "12001 endpoints") || !strings.Contains(why, "while west reads whole publications only") {
 		t.Errorf("unpublished because %q", why)
 	}
 	if after := publications(t, cl)[ObjectName("east", webKey)]; after.ResourceVersion != before.ResourceVersion {
@@ -76,7 +78,7 @@ func TestPublisherRecordsRefusals(t *testing.T) {
 	store.Put(export())
 	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
 	refuse := true
-	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if refuse {
 				return apierrors.NewUnauthorized("Unauthorized")

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -179,10 +178,30 @@ func scheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
+// fakePublicationServer is a fake client of a publication server, with
+// the publisher's index of parts.
+func fakePublicationServer(t *testing.T) *fake.ClientBuilder {
+	return fake.NewClientBuilder().WithScheme(scheme(t)).WithIndex(&PublishedExport{}, partsIndex, partsOf)
+}
+
 // publisherOf returns a publisher of east into a fake publication server.
 func publisherOf(t *testing.T, store *clusterset.Store, objs ...client.Object) (*Publisher, client.Client) {
-	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	cl := fakePublicationServer(t).WithObjects(objs...).Build()
 	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}, cl
+}
+
+// readBack returns cluster's export of key as a reader of every
+// publication in cl assembles it (nil: none).
+func readBack(t *testing.T, cl client.Client, cluster clusterset.ClusterID, key types.NamespacedName) *clusterset.ExportedService {
+	t.Helper()
+	store := clusterset.NewStore()
+	r := newReader(cluster, store, nil, nil)
+	for _, pub := range publications(t, cl) {
+		if pub.Labels[mcsv1beta1.LabelSourceCluster] == string(cluster) {
+			r.put(pub)
+		}
+	}
+	return store.GetFrom(key, cluster)
 }
 
 func publications(t *testing.T, cl client.Client) map[string]*PublishedExport {
@@ -215,8 +234,8 @@ func TestPublisher(t *testing.T) {
 	if got == nil {
 		t.Fatal("not published")
 	}
-	if es, err := Decode(got); err != nil || !es.Equal(export()) {
-		t.Errorf("published %+v, %v", es, err)
+	if es := readBack(t, cl, "east", webKey); es == nil || !es.Equal(export()) {
+		t.Errorf("published %+v", es)
 	}
 	rv := got.ResourceVersion
 	reconcileOK(t, p, webKey)
@@ -258,8 +277,8 @@ func TestPublisher(t *testing.T) {
 	changed.Endpoints = changed.Endpoints[:1]
 	store.Put(changed)
 	reconcileOK(t, p, webKey)
-	if es, _ := Decode(publications(t, cl)["east.ns.web"]); len(es.Endpoints) != 1 {
-		t.Errorf("update not published: %+v", es.Endpoints)
+	if es := readBack(t, cl, "east", webKey); es == nil || len(es.Endpoints) != 1 {
+		t.Errorf("update not published: %+v", es)
 	}
 	store.Delete("east", webKey)
 	reconcileOK(t, p, webKey)
@@ -297,7 +316,7 @@ func TestReader(t *testing.T) {
 	old := export()
 	old.Key.Name = "old"
 	store.Put(old) // read before a reconnection; gone since
-	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+	r := newReader("east", store, nil, nil)
 	store.BeginResync("east")
 
 	r.put(Encode(export(), "mcs-system"))
@@ -354,7 +373,8 @@ func TestReader(t *testing.T) {
 func TestReaderWipedPublications(t *testing.T) {
 	store := clusterset.NewStore()
 	delayed := &delayed{}
-	r := &Reader{cluster: "east", store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard(), delay: delayed.add}
+	r := newReader("east", store, nil, nil)
+	r.delay = delayed.add
 	store.BeginResync("east")
 	gone := export()
 	gone.Key.Name = "gone"
@@ -429,7 +449,8 @@ func TestDemux(t *testing.T) {
 	delayed := &delayed{}
 	newReader := func(id clusterset.ClusterID) *Reader {
 		// In its steady state: listed, and marked.
-		r := &Reader{cluster: id, store: store, keys: map[types.NamespacedName]bool{}, logger: logr.Discard(), delay: delayed.add, listed: true}
+		r := newReader(id, store, nil, nil)
+		r.delay, r.listed = delayed.add, true
 		r.put(Marker(id, "mcs-system", 0))
 		return r
 	}
@@ -528,7 +549,7 @@ func TestReadersShareOneHandler(t *testing.T) {
 	store := clusterset.NewStore()
 	var done []chan struct{}
 	for _, id := range []clusterset.ClusterID{"east", "west"} {
-		r := &Reader{cluster: id, store: store, cache: c, keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+		r := newReader(id, store, nil, c)
 		ch := make(chan struct{})
 		done = append(done, ch)
 		go func() { defer close(ch); _ = r.Start(ctx) }()
@@ -582,7 +603,7 @@ func TestPublisherCacheBehind(t *testing.T) {
 	store.BeginResync("east")
 	store.Put(export())
 	mine := Encode(export(), "mcs-system")
-	cl := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
+	cl := fakePublicationServer(t).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			return apierrors.NewNotFound(GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
 		},

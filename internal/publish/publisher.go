@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +59,19 @@ type PublisherOptions struct {
 	// Heartbeat is how often the marker is renewed (0: never, as
 	// publishers before the heartbeat did); see Heartbeats.
 	Heartbeat time.Duration
+	// MaxEndpointsPerPart is the most endpoints in one part (default
+	// DefaultMaxEndpointsPerPart).
+	MaxEndpointsPerPart int
+	// Readers tells the form to publish in: whole (every endpoint in the
+	// head) while wholeOnly names members whose readers do not assemble
+	// parts; and whether what is known of the readers is settled (each
+	// member read has been read once). Nil: every reader assembles parts.
+	Readers func() (wholeOnly []clusterset.ClusterID, settled bool)
 }
+
+// DefaultMaxEndpointsPerPart is the most endpoints in one part unless set
+// otherwise: an EndpointSlice's default, so a part is about 15 KB.
+const DefaultMaxEndpointsPerPart = 100
 
 // Publisher keeps the publications of one member in a publication server
 // equal to the member's exports in the Store, writes the member's marker
@@ -86,12 +100,26 @@ type Publisher struct {
 	renewedAt time.Time
 }
 
-// MaxPublicationBytes bounds a publication's size as JSON: under the
-// 1.5 MiB that etcd takes in one request by default (kube-apiserver's own
-// bound is 3 MiB), with room for the metadata. About 7,000 endpoints fit
-// (each takes ~150 bytes); a larger export is refused with a condition
-// rather than written and lost ("etcdserver: request is too large").
+// MaxPublicationBytes bounds the size of one object of a publication as
+// JSON: under the 1.5 MiB that etcd takes in one request by default
+// (kube-apiserver's own bound is 3 MiB), with room for the metadata. A
+// head or part over it is refused with a condition rather than written
+// and lost ("etcdserver: request is too large"). Parts keep every object
+// far under it (100 endpoints take about 15 KB); only a publication
+// whole, for readers before parts, can reach it: about 7,000 endpoints.
 const MaxPublicationBytes = 1 << 20
+
+// partsIndex is the publisher's cache index of parts by their export's
+// namespace/name.
+const partsIndex = "mcs-syncer.io/parts-of"
+
+// partsOf is partsIndex's function.
+func partsOf(o client.Object) []string {
+	if p, ok := o.(*PublishedExport); ok && IsPart(p) {
+		return []string{p.Spec.Namespace + "/" + p.Spec.Name}
+	}
+	return nil
+}
 
 // publishMaxBackoff caps the wait before a failed write is tried again:
 // when a hub returns from an outage (a watch resumed, with no event to
@@ -110,7 +138,13 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil {
 		return nil, fmt.Errorf("publish: cluster, namespace and store are required")
 	}
+	if opts.MaxEndpointsPerPart <= 0 {
+		opts.MaxEndpointsPerPart = DefaultMaxEndpointsPerPart
+	}
 	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache(), apiReader: target.GetAPIReader()}
+	if err := p.cache.IndexField(context.Background(), &PublishedExport{}, partsIndex, partsOf); err != nil {
+		return nil, fmt.Errorf("index of parts: %w", err)
+	}
 	// Registered now, so that Start waits for it (and a member's own
 	// cache counts as synced only once it is).
 	if _, err := p.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
@@ -217,8 +251,8 @@ func (p *Publisher) mine(key types.NamespacedName) *clusterset.ExportedService {
 }
 
 // sync publishes, updates or withdraws the publication of key; refused
-// says why an export was not published although nothing failed (it is too
-// large).
+// says why an export was not published although nothing failed (an
+// object of it would be too large, or the readers would refuse it).
 func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res reconcile.Result, refused string, err error) {
 	// Whether the member's exports are all in the Store, read before its
 	// export: read after, a first pass that ended in between would make
@@ -226,62 +260,164 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 	synced := p.opts.Store.Synced(p.opts.Cluster)
 	mine := p.mine(key)
 	name := types.NamespacedName{Namespace: p.opts.Namespace, Name: ObjectName(p.opts.Cluster, key)}
-	existing := &PublishedExport{}
-	err = p.client.Get(ctx, name, existing)
+	head := &PublishedExport{}
+	err = p.client.Get(ctx, name, head)
 	switch {
 	case apierrors.IsNotFound(err):
-		existing = nil
+		head = nil
 	case err != nil:
 		return reconcile.Result{}, "", fmt.Errorf("get publication %s: %w", name, err)
 	}
+	parts, err := p.parts(ctx, key)
+	if err != nil {
+		return reconcile.Result{}, "", err
+	}
 	if mine == nil {
-		if existing == nil {
+		if head == nil && len(parts) == 0 {
 			return reconcile.Result{}, "", nil
 		}
 		if !synced {
 			return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil // never withdraw on a partial view
 		}
-		err := p.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID, ResourceVersion: &existing.ResourceVersion})
-		if err != nil && !apierrors.IsNotFound(err) {
-			res, err := retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
-			return res, "", err
+		// The head first: a reader withdraws the export with it, and
+		// holds parts that have no head.
+		if head != nil {
+			if err := p.remove(ctx, head); err != nil {
+				res, err := retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
+				return res, "", err
+			}
 		}
-		log.FromContext(ctx).V(2).Info("Publication withdrawn", "publication", name)
+		for _, part := range parts {
+			if err := p.remove(ctx, part); err != nil {
+				res, err := retry(ctx, fmt.Errorf("withdraw part %s: %w", part.Name, err))
+				return res, "", err
+			}
+		}
+		log.FromContext(ctx).V(2).Info("Publication withdrawn", "publication", name, "parts", len(parts))
 		return reconcile.Result{}, "", nil
 	}
-	want := Encode(mine, p.opts.Namespace)
-	if size := encodedSize(want); size > MaxPublicationBytes {
-		// What was published before, if anything, stays: the others keep
-		// the endpoints they had, and the condition says why no more.
-		return reconcile.Result{}, fmt.Sprintf("its publication would take %d bytes (%d endpoints), over the %d bytes that one may take; "+
-			"the other members keep what was published before, if anything (export fewer endpoints: split the Service)", size, mine.EndpointCount(), MaxPublicationBytes), nil
-	}
-	if _, err := Decode(want); err != nil {
+	if _, err := Decode(Encode(mine, p.opts.Namespace)); err != nil {
 		// The readers check what they read as this does: an export they
 		// would refuse is never Ready=True here (a Service name that the
 		// readers' rules once refused was).
 		return reconcile.Result{}, "the other members would refuse its publication: " + err.Error(), nil
 	}
-	if existing == nil {
-		if err := p.client.Create(ctx, want); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				res, err := p.inTheWay(ctx, name)
-				return res, "", err
-			}
-			res, err := retry(ctx, fmt.Errorf("publish %s: %w", name, err))
+	want, plan, whyWhole, ok := p.plan(mine, parts)
+	if !ok {
+		return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil
+	}
+	for _, o := range append(append([]*PublishedExport{want}, plan.create...), plan.update...) {
+		if size := encodedSize(o); size > MaxPublicationBytes {
+			// What was published before, if anything, stays: the others
+			// keep the endpoints they had, and the condition says why
+			// no more.
+			return reconcile.Result{}, fmt.Sprintf("its publication's object %s would take %d bytes (%d endpoints in the export), over the %d bytes that one object may take%s; "+
+				"the other members keep what was published before, if anything", o.Name, size, mine.EndpointCount(), MaxPublicationBytes, whyWhole), nil
+		}
+	}
+	// Additions before the head, removals after it: a reader holds every
+	// endpoint that stays at every moment.
+	for _, part := range plan.create {
+		if err := p.client.Create(ctx, part); err != nil {
+			res, err := p.createFailed(ctx, part, err)
 			return res, "", err
 		}
-		return reconcile.Result{}, "", nil
 	}
-	if equality.Semantic.DeepEqual(existing.Spec, want.Spec) && equality.Semantic.DeepEqual(existing.Labels, want.Labels) {
-		return reconcile.Result{}, "", nil
+	for _, part := range plan.update {
+		if err := p.client.Update(ctx, part); err != nil {
+			res, err := retry(ctx, fmt.Errorf("update part %s: %w", part.Name, err))
+			return res, "", err
+		}
 	}
-	want.ResourceVersion, want.UID = existing.ResourceVersion, existing.UID
-	if err := p.client.Update(ctx, want); err != nil {
-		res, err := retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
-		return res, "", err
+	switch {
+	case head == nil:
+		if err := p.client.Create(ctx, want); err != nil {
+			res, err := p.createFailed(ctx, want, err)
+			return res, "", err
+		}
+	case !equality.Semantic.DeepEqual(head.Spec, want.Spec) || !equality.Semantic.DeepEqual(head.Labels, want.Labels):
+		want.ResourceVersion, want.UID = head.ResourceVersion, head.UID
+		if err := p.client.Update(ctx, want); err != nil {
+			res, err := retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
+			return res, "", err
+		}
+	}
+	for _, part := range plan.remove {
+		if err := p.remove(ctx, part); err != nil {
+			res, err := retry(ctx, fmt.Errorf("remove part %s: %w", part.Name, err))
+			return res, "", err
+		}
 	}
 	return reconcile.Result{}, "", nil
+}
+
+// plan returns the head to publish of mine and what makes its parts
+// (existing) hold its endpoints: in parts, or whole while a reader reads
+// only that (whyWhole then says so, for a refusal's message). ok is false
+// while the readers are not settled: a publisher that has not heard
+// every member yet would take an older reader for a newer one.
+func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*PublishedExport) (head *PublishedExport, plan partPlan, whyWhole string, ok bool) {
+	var wholeOnly []clusterset.ClusterID
+	if p.opts.Readers != nil {
+		var settled bool
+		if wholeOnly, settled = p.opts.Readers(); !settled {
+			return nil, partPlan{}, "", false
+		}
+	}
+	if len(wholeOnly) > 0 {
+		slices.Sort(wholeOnly)
+		return Encode(mine, p.opts.Namespace), partPlan{remove: existing},
+			fmt.Sprintf(" (published whole, not in parts, while %s reads whole publications only: upgrade its mcs-syncer)", strings.Join(idStrings(wholeOnly), ", ")), true
+	}
+	return EncodeHead(mine, p.opts.Namespace), planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, mine.Endpoints, existing, p.maxPerPart()), "", true
+}
+
+func idStrings(ids []clusterset.ClusterID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
+
+func (p *Publisher) maxPerPart() int {
+	if p.opts.MaxEndpointsPerPart <= 0 {
+		return DefaultMaxEndpointsPerPart
+	}
+	return p.opts.MaxEndpointsPerPart
+}
+
+// parts returns the member's parts of key's publication, as the cache
+// holds them.
+func (p *Publisher) parts(ctx context.Context, key types.NamespacedName) ([]*PublishedExport, error) {
+	var list PublishedExportList
+	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace), client.MatchingFields{partsIndex: key.Namespace + "/" + key.Name}); err != nil {
+		return nil, fmt.Errorf("list the parts of %s: %w", key, err)
+	}
+	parts := make([]*PublishedExport, 0, len(list.Items))
+	for i := range list.Items {
+		if list.Items[i].Spec.Cluster == string(p.opts.Cluster) {
+			parts = append(parts, &list.Items[i])
+		}
+	}
+	return parts, nil
+}
+
+// remove deletes one object of the member's publications, as it was read.
+func (p *Publisher) remove(ctx context.Context, o *PublishedExport) error {
+	err := p.client.Delete(ctx, o, client.Preconditions{UID: &o.UID, ResourceVersion: &o.ResourceVersion})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// createFailed handles a create of a head or part that failed.
+func (p *Publisher) createFailed(ctx context.Context, o *PublishedExport, err error) (reconcile.Result, error) {
+	if apierrors.IsAlreadyExists(err) {
+		return p.inTheWay(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+	}
+	return retry(ctx, fmt.Errorf("publish %s: %w", o.Name, err))
 }
 
 // encodedSize is the size of a publication as JSON, as the API server
@@ -332,18 +468,37 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 		client.MatchingLabels{mcsv1beta1.LabelSourceCluster: string(p.opts.Cluster)}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list publications: %w", err)
 	}
-	published := 0
+	var heads []*PublishedExport
+	parts := map[types.NamespacedName][]*PublishedExport{}
 	for i := range list.Items {
 		pub := &list.Items[i]
 		if IsMarker(pub) {
 			p.markerDone.Store(true)
 			return p.renewMarker(ctx) // written by an earlier run, or just now
 		}
-		mine := p.mine(types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name})
-		if mine == nil || !equality.Semantic.DeepEqual(pub.Spec, Encode(mine, p.opts.Namespace).Spec) {
+		key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+		if IsPart(pub) {
+			parts[key] = append(parts[key], pub)
+		} else {
+			heads = append(heads, pub)
+		}
+	}
+	published := 0
+	for _, head := range heads {
+		key := types.NamespacedName{Namespace: head.Spec.Namespace, Name: head.Spec.Name}
+		mine := p.mine(key)
+		if mine == nil {
+			return reconcile.Result{}, nil // not withdrawn yet: the publication's next event looks again
+		}
+		want, plan, _, ok := p.plan(mine, parts[key])
+		if !ok || !plan.empty() || !equality.Semantic.DeepEqual(head.Spec, want.Spec) {
 			return reconcile.Result{}, nil // not there yet: the publication's next event looks again
 		}
+		delete(parts, key)
 		published++
+	}
+	if len(parts) > 0 {
+		return reconcile.Result{}, nil // parts of no export left
 	}
 	if published != p.opts.Store.Count(p.opts.Cluster) {
 		return reconcile.Result{}, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // refused counts the publications a reader refused, by source cluster.
@@ -42,13 +44,22 @@ type Reader struct {
 	mu sync.Mutex
 	// keys are the member's exports the reader put into the Store.
 	keys map[types.NamespacedName]bool
+	// heads are the member's valid heads, decoded; parts its valid parts'
+	// endpoints by export and object name. An export is a head's
+	// endpoints and its parts' (assemble).
+	heads map[types.NamespacedName]*clusterset.ExportedService
+	parts map[types.NamespacedName]map[string][]reconciler.EndpointGroup
+	// stale are the exports whose parts were removed in a first pass:
+	// the Store keeps their endpoints until the member is synced again.
+	stale map[types.NamespacedName]bool
 	// listed says the informer's first list went through the handler;
 	// marked that the Store was told the member is synced (since the
 	// marker was last seen).
 	markerSeen, listed, marked bool
-	// removing are the publications whose deletion waits RemovalDelay
-	// before it withdraws anything, by the deletion's sequence number.
-	removing map[types.NamespacedName]uint64
+	// removing are the heads and parts whose deletion waits RemovalDelay
+	// before it withdraws anything, by object name: the deletion's
+	// sequence number.
+	removing map[string]uint64
 	removals uint64
 	// delay runs a removal after RemovalDelay (the tests' seam; nil:
 	// time.AfterFunc).
@@ -69,12 +80,18 @@ var RemovalDelay = 500 * time.Millisecond
 // anew until the member's marker and the first list are in. What it sees
 // of the member's marker goes to heartbeats (nil: nowhere).
 func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats) (*Reader, error) {
-	r := &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: cl.GetCache(), keys: map[types.NamespacedName]bool{}, logger: logr.Discard()}
+	r := newReader(member, store, heartbeats, cl.GetCache())
 	if _, err := r.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
 	store.BeginResync(member)
 	return r, nil
+}
+
+func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
+	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
+		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{},
+		parts: map[types.NamespacedName]map[string][]reconciler.EndpointGroup{}, stale: map[types.NamespacedName]bool{}}
 }
 
 // Start feeds the Store until ctx ends.
@@ -98,6 +115,7 @@ func (r *Reader) Start(ctx context.Context) error {
 	r.listed = true
 	r.markSyncedLocked()
 	r.mu.Unlock()
+	r.heartbeats.markListed(r.cluster)
 	<-ctx.Done()
 	return nil
 }
@@ -236,22 +254,106 @@ func (r *Reader) put(pub *PublishedExport) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
-	delete(r.removing, key) // back before its removal took effect
+	delete(r.removing, pub.Name) // back before its removal took effect
+	if IsPart(pub) {
+		r.putPart(key, pub)
+		return
+	}
 	es, err := Decode(pub)
 	if err == nil && es.Cluster != r.cluster {
 		err = fmt.Errorf("published as %s, read from the publications of %s", es.Cluster, r.cluster)
 	}
 	if err != nil {
-		refused.WithLabelValues(string(r.cluster)).Inc()
-		r.logger.Error(err, "Publication refused; the export is withdrawn until a valid one replaces it", "publication", pub.Namespace+"/"+pub.Name)
+		r.refuse(err, pub)
+		delete(r.heads, key)
 		if r.keys[key] {
 			delete(r.keys, key)
 			r.store.Delete(r.cluster, key)
 		}
 		return
 	}
+	r.heads[key] = es
 	r.keys[key] = true
-	r.store.Put(es)
+	r.assemble(key)
+}
+
+// putPart takes a part of key's publication; r.mu must be held.
+func (r *Reader) putPart(key types.NamespacedName, pub *PublishedExport) {
+	part, err := DecodePart(pub)
+	if err == nil && part.Cluster != r.cluster {
+		err = fmt.Errorf("published as %s, read from the publications of %s", part.Cluster, r.cluster)
+	}
+	if err != nil {
+		r.refuse(err, pub)
+		if _, ok := r.parts[key][pub.Name]; ok {
+			delete(r.parts[key], pub.Name)
+			r.assemble(key)
+		}
+		return
+	}
+	if r.parts[key] == nil {
+		r.parts[key] = map[string][]reconciler.EndpointGroup{}
+	}
+	r.parts[key][pub.Name] = part.Endpoints
+	r.assemble(key)
+}
+
+func (r *Reader) refuse(err error, pub *PublishedExport) {
+	refused.WithLabelValues(string(r.cluster)).Inc()
+	r.logger.Error(err, "Publication refused; what it carried is withdrawn until a valid one replaces it", "publication", pub.Namespace+"/"+pub.Name)
+}
+
+// assemble puts key's export into the Store: its head with the endpoints
+// of the head and of every part held, each endpoint once (one moved
+// between parts may be in both for a moment). Parts without a head are
+// held, not imported. r.mu must be held.
+func (r *Reader) assemble(key types.NamespacedName) {
+	head := r.heads[key]
+	if head == nil {
+		return
+	}
+	parts := r.parts[key]
+	if len(parts) == 0 {
+		r.store.Put(head)
+		return
+	}
+	es := *head
+	names := slices.Sorted(maps.Keys(parts))
+	sources := make([][]reconciler.EndpointGroup, 0, len(names)+1)
+	sources = append(sources, head.Endpoints)
+	for _, name := range names {
+		sources = append(sources, parts[name])
+	}
+	es.Endpoints = unionOf(sources)
+	r.store.Put(&es)
+}
+
+// unionOf merges endpoint groups of the same address type and ports, in
+// the order first seen, keeping the first endpoint of each first address.
+func unionOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
+	var out []reconciler.EndpointGroup
+	index := map[string]int{}
+	seen := map[endpointKey]bool{}
+	for _, groups := range sources {
+		for i := range groups {
+			g := &groups[i]
+			gk := groupKey((*EndpointGroup)(g))
+			at, ok := index[gk]
+			if !ok {
+				at = len(out)
+				index[gk] = at
+				out = append(out, reconciler.EndpointGroup{AddressType: g.AddressType, Ports: g.Ports})
+			}
+			for j := range g.Endpoints {
+				k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
+				if !seen[k] {
+					seen[k] = true
+					out[at].Endpoints = append(out[at].Endpoints, g.Endpoints[j])
+				}
+			}
+		}
+	}
+	return out
 }
 
 // remove withdraws a deleted publication's export after RemovalDelay,
@@ -274,37 +376,60 @@ func (r *Reader) remove(pub *PublishedExport) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
-	if !r.keys[key] {
+	part := IsPart(pub)
+	if part {
+		if _, ok := r.parts[key][pub.Name]; !ok {
+			return
+		}
+	} else if !r.keys[key] {
 		return
 	}
 	// In a first pass too: when a hub is wiped, the marker (deleted first:
 	// its name sorts first) may be written again before the publisher has
 	// seen its publications' deletions, so the marker can come back before
 	// a publication that was never meant to leave (seen in CI: the import
-	// withdrawn and created again with a new clusterset IP).
+	// withdrawn and created again with a new clusterset IP). A part waits
+	// as a head does, for the same reason.
 	r.removals++
 	seq := r.removals
 	if r.removing == nil {
-		r.removing = map[types.NamespacedName]uint64{}
+		r.removing = map[string]uint64{}
 	}
-	r.removing[key] = seq
+	name := pub.Name
+	r.removing[name] = seq
+	later := func() { r.removed(key, name, part, seq) }
 	if r.delay != nil {
-		r.delay(func() { r.removed(key, seq) })
+		r.delay(later)
 	} else {
-		time.AfterFunc(RemovalDelay, func() { r.removed(key, seq) })
+		time.AfterFunc(RemovalDelay, later)
 	}
 }
 
-// removed withdraws the export of a publication deleted RemovalDelay ago,
-// if it was not published again since.
-func (r *Reader) removed(key types.NamespacedName, seq uint64) {
+// removed withdraws the export of a head, or the endpoints of a part,
+// deleted RemovalDelay ago, if it was not published again since. In a
+// first pass the Store keeps what it has until the member is synced
+// (markSyncedLocked).
+func (r *Reader) removed(key types.NamespacedName, name string, part bool, seq uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.removing[key] != seq {
+	if r.removing[name] != seq {
 		return
 	}
-	delete(r.removing, key)
+	delete(r.removing, name)
+	if part {
+		delete(r.parts[key], name)
+		if len(r.parts[key]) == 0 {
+			delete(r.parts, key)
+		}
+		if r.marked {
+			r.assemble(key)
+		} else {
+			r.stale[key] = true
+		}
+		return
+	}
 	delete(r.keys, key)
+	delete(r.heads, key)
 	if r.marked {
 		r.store.Delete(r.cluster, key)
 	}
@@ -318,4 +443,9 @@ func (r *Reader) markSyncedLocked() {
 	}
 	r.marked = true
 	r.store.MarkSynced(r.cluster, maps.Clone(r.keys))
+	// The endpoints of parts removed in the first pass leave now.
+	for key := range r.stale {
+		r.assemble(key)
+	}
+	clear(r.stale)
 }

@@ -15,10 +15,15 @@ var GroupVersion = schema.GroupVersion{Group: "mcs-syncer.io", Version: "v1alpha
 // Resource is PublishedExport's resource name.
 const Resource = "publishedexports"
 
-// PublishedExport is one member's export of one Service (its exported spec
-// and endpoints), as published for the other members; or, without
-// namespace and name, the member's marker: its publisher has published
-// every export of a full pass.
+// PublishedExport is one member's export of one Service as published for
+// the other members: its head (the exported spec, named
+// <cluster>.<namespace>.<name>), or one of its parts (spec.part set: at
+// most --max-endpoints-per-slice of its endpoints, named
+// <cluster>.<namespace>.<name>.<part>); or, without namespace and name,
+// the member's marker: its publisher has published every export of a full
+// pass. A head of a publisher before parts (or of one that an older
+// reader holds to that form) carries every endpoint itself; a reader
+// imports the union of a head's endpoints and its parts'.
 //
 // +kubebuilder:object:generate=true
 // +kubebuilder:object:root=true
@@ -52,6 +57,10 @@ type PublishedExportSpec struct {
 	// Name is the exported Service's name; empty in the member's marker.
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name,omitempty"`
+	// Part is the ID of a part (a DNS label), empty in a head and in the
+	// marker. A part carries Cluster, Namespace, Name and Endpoints only.
+	// +kubebuilder:validation:MaxLength=63
+	Part string `json:"part,omitempty"`
 	// ExportCreated is the ServiceExport's creationTimestamp.
 	ExportCreated         metav1.Time                          `json:"exportCreated,omitempty"`
 	Type                  mcsv1beta1.ServiceImportType         `json:"type,omitempty"`
@@ -81,6 +90,12 @@ type PublishedExportSpec struct {
 	RenewTime *metav1.MicroTime `json:"renewTime,omitempty"`
 	// +kubebuilder:validation:Minimum=1
 	RenewIntervalSeconds int32 `json:"renewIntervalSeconds,omitempty"`
+	// ReadsParts, in a marker, says that its member's readers assemble
+	// publications from parts. A publisher publishes whole (every
+	// endpoint in the head, as before parts) while a marker it reads
+	// lacks it: a reader before parts would read a head without
+	// endpoints as an export without any.
+	ReadsParts bool `json:"readsParts,omitempty"`
 }
 
 // EndpointGroup is a reconciler.EndpointGroup on the wire.

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
@@ -139,7 +140,8 @@ func waitChanged(ctx context.Context, hub *membership.Hub, print [32]byte) {
 // own imports.
 func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, error) {
 	cfg, s := sy.cfg, sy.settings
-	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat}
+	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat,
+		MaxEndpointsPerPart: s.MaxEndpointsPerSlice, Readers: sy.publicationReaders}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)
 		if err != nil {
@@ -164,6 +166,45 @@ func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, 
 		return []func(context.Context) error{hub.Start, p.Start}, p, nil
 	}
 	return []func(context.Context) error{sy.published.throughHub(cfg.Hub, build)}, nil
+}
+
+// readersSettleLimit bounds how long a publisher waits, after the process
+// started, to know whether every member reads parts (a member whose
+// publications cannot be listed holds no one's publications for longer).
+const readersSettleLimit = publish.SilenceIntervals * publish.DefaultHeartbeat
+
+// publicationReaders tells the publisher which members read whole
+// publications only (their markers lack readsParts: an mcs-syncer before
+// parts), and whether that is settled: every other member that can be read
+// was listed once, or readersSettleLimit has passed since the start. Until
+// it is, nothing is published: a member upgraded first would take the
+// others for readers of parts and leave them, for a moment, exports
+// without endpoints. A member never marked (no mcs-syncer runs there) reads
+// nothing and holds no one to the whole form.
+func (sy *Syncer) publicationReaders() (wholeOnly []clusterset.ClusterID, settled bool) {
+	for _, id := range sy.heartbeats.ReadsWholeOnly() {
+		if _, member := sy.set.Status(id); member && id != sy.local {
+			wholeOnly = append(wholeOnly, id)
+		}
+	}
+	if time.Since(sy.started) > readersSettleLimit {
+		return wholeOnly, true
+	}
+	for _, id := range sy.set.IDs() {
+		if id == sy.local {
+			continue
+		}
+		st, _ := sy.set.Status(id)
+		switch st.State {
+		case membership.Connecting:
+			return wholeOnly, false
+		case membership.Syncing, membership.Engaged:
+			if !sy.heartbeats.Listed(id) {
+				return wholeOnly, false
+			}
+		}
+	}
+	return wholeOnly, true
 }
 
 // withClientLimits gives rc (the publisher's config of the hub) the

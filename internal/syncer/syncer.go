@@ -43,6 +43,8 @@ type Syncer struct {
 	published *publishing
 	set       *membership.Set
 	mgr       manager.Manager
+	// started is when the process was built (publicationReaders).
+	started time.Time
 }
 
 // New loads the clusterset config, checks it against the settings and
@@ -57,7 +59,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
 	sy := &Syncer{settings: s, cfg: cfg, local: clusterset.ClusterID(s.LocalCluster), scheme: runtime.NewScheme(),
-		store: clusterset.NewStore(), heartbeats: publish.NewHeartbeats(), published: &publishing{}}
+		store: clusterset.NewStore(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now()}
 	if err := checkMode(cfg, sy.local); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}

@@ -1,0 +1,269 @@
+package publish
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// A publication in parts is a head (the exported spec, no endpoints) and
+// parts of at most Options' endpoints each, all PublishedExports in the
+// same namespace, of the same source cluster: so one watch, selected by
+// the source-cluster label, reads both, in the order they were written,
+// and the hub's admission policy binds a part to its writer as it binds a
+// head. A change of one endpoint rewrites the one part that holds it, as
+// the EndpointSlice controller rewrites one slice.
+//
+// The publisher writes a new export's parts before its head, a changed
+// export's additions before its removals, and deletes a withdrawn export's
+// head before its parts; a reader imports a head's endpoints with those of
+// every part it holds of the head's export, each endpoint once. So a
+// reader never imports half of what was published: parts without a head
+// are held, and an endpoint moved between parts is in one of them at every
+// moment.
+
+// ServiceNamespaceLabel names the exported Service's namespace on its
+// head and parts (the source-cluster label and the MCS service-name label
+// name the rest): with them one label selector lists an export's parts.
+const ServiceNamespaceLabel = "mcs-syncer.io/service-namespace"
+
+// PartName is the name of part of cluster's publication of key: the
+// head's name and the part's ID.
+func PartName(cluster clusterset.ClusterID, key types.NamespacedName, part string) string {
+	return ObjectName(cluster, key) + "." + part
+}
+
+// IsPart reports whether p is a part of a publication.
+func IsPart(p *PublishedExport) bool { return p.Spec.Part != "" }
+
+// publicationLabels are the labels of cluster's head and parts of key.
+func publicationLabels(cluster clusterset.ClusterID, key types.NamespacedName) map[string]string {
+	return map[string]string{
+		mcsv1beta1.LabelSourceCluster: string(cluster),
+		mcsv1beta1.LabelServiceName:   key.Name,
+		ServiceNamespaceLabel:         key.Namespace,
+	}
+}
+
+// encodePart returns part of cluster's publication of key holding groups.
+func encodePart(cluster clusterset.ClusterID, key types.NamespacedName, namespace, part string, groups []EndpointGroup) *PublishedExport {
+	return &PublishedExport{
+		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: PartName(cluster, key, part),
+			Labels: publicationLabels(cluster, key),
+		},
+		Spec: PublishedExportSpec{Cluster: string(cluster), Namespace: key.Namespace, Name: key.Name, Part: part, Endpoints: groups},
+	}
+}
+
+// Part is a part of a publication as a reader takes it.
+type Part struct {
+	Cluster clusterset.ClusterID
+	Key     types.NamespacedName
+	// Endpoints are the part's; they share p's slices.
+	Endpoints []reconciler.EndpointGroup
+}
+
+// DecodePart checks a part read from a publication server as Decode checks
+// a head: another cluster's input.
+func DecodePart(p *PublishedExport) (*Part, error) {
+	s := &p.Spec
+	cluster, err := clusterset.ParseClusterID(s.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("spec.cluster: %w", err)
+	}
+	if got := p.Labels[mcsv1beta1.LabelSourceCluster]; got != s.Cluster {
+		return nil, fmt.Errorf("label %s is %q, spec.cluster %q", mcsv1beta1.LabelSourceCluster, got, s.Cluster)
+	}
+	for field, v := range map[string]string{"spec.namespace": s.Namespace, "spec.name": s.Name, "spec.part": s.Part} {
+		if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+			return nil, fmt.Errorf("%s %q: %s", field, v, strings.Join(errs, "; "))
+		}
+	}
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	if want := PartName(cluster, key, s.Part); p.Name != want {
+		return nil, fmt.Errorf("name %q: part %s of the publication of %s from %s is named %q", p.Name, s.Part, key, cluster, want)
+	}
+	if s.Type != "" || len(s.Ports) > 0 || s.RenewTime != nil || s.ReadsParts {
+		return nil, fmt.Errorf("part %s carries fields of a head or a marker", s.Part)
+	}
+	if err := checkEndpoints(s.Endpoints); err != nil {
+		return nil, err
+	}
+	part := &Part{Cluster: cluster, Key: key}
+	if len(s.Endpoints) > 0 {
+		part.Endpoints = make([]reconciler.EndpointGroup, len(s.Endpoints))
+		for i, g := range s.Endpoints {
+			part.Endpoints[i] = reconciler.EndpointGroup(g)
+		}
+	}
+	return part, nil
+}
+
+// partPlan is what makes an export's parts hold its endpoints: parts to
+// create, to update, then (after the head is written) to delete.
+type partPlan struct {
+	create, update, remove []*PublishedExport
+}
+
+func (p *partPlan) empty() bool { return len(p.create)+len(p.update)+len(p.remove) == 0 }
+
+// endpointKey is how an endpoint is known across parts: its group's
+// address type and ports, and its first address (the one an EndpointSlice
+// controller keys it by).
+type endpointKey struct {
+	group   string
+	address string
+}
+
+// groupKey is an endpoint group's address type and ports as a string.
+func groupKey(g *EndpointGroup) string {
+	var b strings.Builder
+	b.WriteString(string(g.AddressType))
+	for _, p := range g.Ports {
+		b.WriteByte('|')
+		if p.Name != nil {
+			b.WriteString(*p.Name)
+		}
+		b.WriteByte('/')
+		if p.Protocol != nil {
+			b.WriteString(string(*p.Protocol))
+		}
+		b.WriteByte('/')
+		if p.Port != nil {
+			b.WriteString(strconv.Itoa(int(*p.Port)))
+		}
+		b.WriteByte('/')
+		if p.AppProtocol != nil {
+			b.WriteString(*p.AppProtocol)
+		}
+	}
+	return b.String()
+}
+
+func firstAddress(e *discoveryv1.Endpoint) string {
+	if len(e.Addresses) == 0 {
+		return ""
+	}
+	return e.Addresses[0]
+}
+
+// planParts returns what makes existing (cluster's parts of key in
+// namespace, in any order) hold the endpoints of want, at most max in a
+// part, each part of one group. An endpoint stays in the part that holds
+// it (updated there if it changed); an endpoint not held goes into a part
+// of its group with room, else into a new part; a part left empty, or of
+// a group no longer wanted, is removed. So a change of one endpoint
+// rewrites one part, and no endpoint moves while it is held.
+func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, existing []*PublishedExport, max int) partPlan {
+	wanted := map[endpointKey]*discoveryv1.Endpoint{}
+	groups := map[string]*reconciler.EndpointGroup{}
+	var order []string
+	for i := range want {
+		g := &want[i]
+		gk := groupKey((*EndpointGroup)(g))
+		if groups[gk] == nil {
+			groups[gk] = g
+			order = append(order, gk)
+		}
+		for j := range g.Endpoints {
+			e := &g.Endpoints[j]
+			k := endpointKey{gk, firstAddress(e)}
+			if wanted[k] == nil {
+				wanted[k] = e
+			}
+		}
+	}
+	existing = slices.Clone(existing)
+	slices.SortFunc(existing, func(a, b *PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+
+	var plan partPlan
+	updating := map[*PublishedExport]bool{}
+	placed := map[endpointKey]bool{}
+	used := map[string]bool{}
+	// kept are the parts that stay, by group: they take new endpoints.
+	kept := map[string][]*PublishedExport{}
+	for _, old := range existing {
+		used[old.Spec.Part] = true
+		if len(old.Spec.Endpoints) != 1 || groups[groupKey(&old.Spec.Endpoints[0])] == nil {
+			plan.remove = append(plan.remove, old)
+			continue
+		}
+		g := &old.Spec.Endpoints[0]
+		gk := groupKey(g)
+		var eps []discoveryv1.Endpoint
+		for j := range g.Endpoints {
+			k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
+			if e := wanted[k]; e != nil && !placed[k] && len(eps) < max {
+				placed[k] = true
+				eps = append(eps, *e)
+			}
+		}
+		if len(eps) == 0 {
+			plan.remove = append(plan.remove, old)
+			continue
+		}
+		next := encodePart(cluster, key, namespace, old.Spec.Part, []EndpointGroup{{AddressType: g.AddressType, Ports: groups[gk].Ports, Endpoints: eps}})
+		next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
+		kept[gk] = append(kept[gk], next)
+		if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !equality.Semantic.DeepEqual(next.Labels, old.Labels) {
+			plan.update = append(plan.update, next)
+			updating[next] = true
+		}
+	}
+	nextID := 0
+	newID := func() string {
+		for used[strconv.Itoa(nextID)] {
+			nextID++
+		}
+		used[strconv.Itoa(nextID)] = true
+		return strconv.Itoa(nextID)
+	}
+	for _, gk := range order {
+		g := groups[gk]
+		var left []discoveryv1.Endpoint
+		for j := range g.Endpoints {
+			k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
+			if !placed[k] {
+				placed[k] = true
+				left = append(left, *wanted[k])
+			}
+		}
+		for _, part := range kept[gk] {
+			if len(left) == 0 {
+				break
+			}
+			pg := &part.Spec.Endpoints[0]
+			room := max - len(pg.Endpoints)
+			if room <= 0 {
+				continue
+			}
+			n := min(room, len(left))
+			pg.Endpoints = append(pg.Endpoints, left[:n]...)
+			left = left[n:]
+			if !updating[part] {
+				plan.update = append(plan.update, part)
+				updating[part] = true
+			}
+		}
+		for len(left) > 0 {
+			n := min(max, len(left))
+			plan.create = append(plan.create, encodePart(cluster, key, namespace, newID(),
+				[]EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: left[:n:n]}}))
+			left = left[n:]
+		}
+	}
+	return plan
+}
