@@ -1,0 +1,264 @@
+package publish
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// writes counts a fake publication server's writes by verb.
+type writes struct{ create, update, remove int }
+
+func countingPublisher(t *testing.T, store *clusterset.Store) (*Publisher, client.Client, *writes) {
+	w := &writes{}
+	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			w.create++
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			w.update++
+			return c.Update(ctx, o, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			w.remove++
+			return c.Delete(ctx, o, opts...)
+		},
+	}).Build()
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}, cl, w
+}
+
+// endpointSet is an export's endpoints by first address, failing on one
+// held twice.
+func endpointSet(t *testing.T, es *clusterset.ExportedService) map[string]discoveryv1.Endpoint {
+	t.Helper()
+	out := map[string]discoveryv1.Endpoint{}
+	if es == nil {
+		return out
+	}
+	for _, g := range es.Endpoints {
+		for _, e := range g.Endpoints {
+			if _, twice := out[e.Addresses[0]]; twice {
+				t.Errorf("%s imported twice", e.Addresses[0])
+			}
+			out[e.Addresses[0]] = e
+		}
+	}
+	return out
+}
+
+// TestPublishedInParts: an export of 12,001 endpoints (over what one
+// object may take) is published as a head without endpoints and parts of
+// at most 100, which a reader assembles into the export exactly; a change
+// of one endpoint, an endpoint added and one removed each rewrite one part
+// and leave the head alone; an unchanged export writes nothing.
+func TestPublishedInParts(t *testing.T) {
+	store := clusterset.NewStore()
+	es := withEndpoints(12000)
+	store.Put(es)
+	p, cl, w := countingPublisher(t, store)
+	reconcileOK(t, p, webKey)
+	if why := store.Unpublished(webKey); why != "" {
+		t.Fatalf("unpublished: %s", why)
+	}
+	pubs := publications(t, cl)
+	head := pubs[ObjectName("east", webKey)]
+	if head == nil || len(head.Spec.Endpoints) != 0 {
+		t.Fatalf("head %v", head)
+	}
+	for name, pub := range pubs {
+		if IsPart(pub) {
+			if n := len(pub.Spec.Endpoints[0].Endpoints); n > DefaultMaxEndpointsPerPart || !strings.HasPrefix(name, head.Name+".") {
+				t.Errorf("part %s holds %d endpoints", name, n)
+			}
+		}
+	}
+	if len(pubs) != 1+121 || w.create != 122 {
+		t.Errorf("%d objects, %d creates; want a head and 121 parts", len(pubs), w.create)
+	}
+	got := endpointSet(t, readBack(t, cl, "east", webKey))
+	if want := endpointSet(t, es); len(got) != len(want) {
+		t.Fatalf("assembled %d endpoints, want %d", len(got), len(want))
+	}
+
+	*w = writes{}
+	reconcileOK(t, p, webKey)
+	if *w != (writes{}) {
+		t.Errorf("an unchanged export wrote %+v", *w)
+	}
+
+	headRV := publications(t, cl)[head.Name].ResourceVersion
+	for _, change := range []struct {
+		name string
+		edit func(g *[]discoveryv1.Endpoint)
+	}{
+		{"one endpoint not ready", func(eps *[]discoveryv1.Endpoint) { (*eps)[5000].Conditions.Ready = ptr.To(false) }},
+		{"one endpoint added", func(eps *[]discoveryv1.Endpoint) {
+			*eps = append(*eps, discoveryv1.Endpoint{Addresses: []string{"10.99.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		}},
+		{"one endpoint removed", func(eps *[]discoveryv1.Endpoint) { *eps = append((*eps)[:7000:7000], (*eps)[7001:]...) }},
+	} {
+		next := *es
+		next.Endpoints = append(next.Endpoints[:0:0], es.Endpoints...)
+		next.Endpoints[0].Endpoints = append(es.Endpoints[0].Endpoints[:0:0], es.Endpoints[0].Endpoints...)
+		change.edit(&next.Endpoints[0].Endpoints)
+		es = &next
+		store.Put(es)
+		*w = writes{}
+		reconcileOK(t, p, webKey)
+		if w.create+w.update+w.remove != 1 {
+			t.Errorf("%s: %+v, want one write", change.name, *w)
+		}
+		if rv := publications(t, cl)[head.Name].ResourceVersion; rv != headRV {
+			t.Errorf("%s: the head was rewritten", change.name)
+		}
+		got, want := endpointSet(t, readBack(t, cl, "east", webKey)), endpointSet(t, es)
+		if len(got) != len(want) {
+			t.Errorf("%s: assembled %d endpoints, want %d", change.name, len(got), len(want))
+		}
+		for a, e := range want {
+			if g, ok := got[a]; !ok || !equality.Semantic.DeepEqual(g, e) {
+				t.Errorf("%s: %s assembled as %+v, want %+v", change.name, a, g.Conditions, e.Conditions)
+				break
+			}
+		}
+	}
+}
+
+// TestReaderAssemblesNeverHalf: parts without their head are held; the
+// head brings them in; an endpoint moved from one part to another (the new
+// part first) is held once throughout; a head of the form before parts
+// (endpoints in the head) and parts are read together; a part's removal
+// takes out its endpoints only; the head's, the export.
+func TestReaderAssemblesNeverHalf(t *testing.T) {
+	store := clusterset.NewStore()
+	r := newReader("east", store, nil, nil)
+	later := &delayed{}
+	r.delay, r.listed, r.markerSeen, r.marked = later.add, true, true, true
+	es := withEndpoints(3)
+	group := func(eps ...discoveryv1.Endpoint) []EndpointGroup {
+		g := EndpointGroup(es.Endpoints[0])
+		g.Endpoints = eps
+		return []EndpointGroup{g}
+	}
+	eps := es.Endpoints[0].Endpoints
+	p0 := encodePart("east", webKey, "mcs-system", "0", group(eps[0], eps[1]))
+	r.put(p0)
+	if store.GetFrom(webKey, "east") != nil {
+		t.Fatal("a part without its head was imported")
+	}
+	head := EncodeHead(es, "mcs-system")
+	r.put(head)
+	if got := endpointSet(t, store.GetFrom(webKey, "east")); len(got) != 2 {
+		t.Fatalf("head and part: %d endpoints", len(got))
+	}
+	// eps[1] moves to part 1: written there first, then out of part 0.
+	r.put(encodePart("east", webKey, "mcs-system", "1", group(eps[1], eps[2])))
+	if got := endpointSet(t, store.GetFrom(webKey, "east")); len(got) != 3 {
+		t.Fatalf("during the move: %d endpoints", len(got))
+	}
+	r.put(encodePart("east", webKey, "mcs-system", "0", group(eps[0])))
+	if got := endpointSet(t, store.GetFrom(webKey, "east")); len(got) != 3 {
+		t.Fatalf("after the move: %d endpoints", len(got))
+	}
+	// The form before parts: the head holds endpoints of its own.
+	whole := Encode(withEndpoints(5), "mcs-system")
+	r.put(whole)
+	if got := endpointSet(t, store.GetFrom(webKey, "east")); len(got) != 6 { // 10.0.0.0-4, fd00::1
+		t.Fatalf("a whole head beside parts: %d endpoints", len(got))
+	}
+	r.put(head)
+	r.remove(encodePart("east", webKey, "mcs-system", "1", nil))
+	later.fire()
+	if got := endpointSet(t, store.GetFrom(webKey, "east")); len(got) != 1 {
+		t.Fatalf("part 1 removed: %d endpoints, want part 0's", len(got))
+	}
+	r.remove(head)
+	later.fire()
+	if store.GetFrom(webKey, "east") != nil {
+		t.Fatal("the head's removal left the export")
+	}
+}
+
+// TestDecodePartRefuses: a part is another cluster's input, checked as a
+// head is; a refused part takes out its own endpoints, not the export.
+func TestDecodePartRefuses(t *testing.T) {
+	good := func() *PublishedExport {
+		return encodePart("east", webKey, "mcs-system", "0", []EndpointGroup{EndpointGroup(export().Endpoints[0])})
+	}
+	if _, err := DecodePart(good()); err != nil {
+		t.Fatalf("a good part: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		edit func(*PublishedExport)
+		want string
+	}{
+		"misnamed":        {func(p *PublishedExport) { p.Name = "east.ns.web.1" }, "is named"},
+		"as another":      {func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }, "label"},
+		"bad part ID":     {func(p *PublishedExport) { p.Spec.Part = "Zero"; p.Name = "east.ns.web.Zero" }, "spec.part"},
+		"a head's fields": {func(p *PublishedExport) { p.Spec.Type = "ClusterSetIP" }, "fields of a head"},
+		"a bad address":   {func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.0.0.300"} }, "not an IPv4 address"},
+	} {
+		p := good()
+		tc.edit(p)
+		if _, err := DecodePart(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+	if _, err := Decode(good()); err == nil || !strings.Contains(err.Error(), "not its head") {
+		t.Errorf("a part decoded as a head: %v", err)
+	}
+
+	store := clusterset.NewStore()
+	r := newReader("east", store, nil, nil)
+	r.put(EncodeHead(export(), "mcs-system"))
+	r.put(good())
+	bad := good()
+	bad.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"nonsense"}
+	r.put(bad)
+	if es := store.GetFrom(webKey, "east"); es == nil || len(endpointSet(t, es)) != 0 {
+		t.Errorf("after a refused part: %+v, want the export without the part's endpoints", es)
+	}
+}
+
+// TestWholeWhileAReaderIsOlder: while a member's marker lacks readsParts
+// the export is published whole and its parts removed once the head holds
+// every endpoint; when no such member is left, the parts are written
+// before the head lets go of its endpoints. Until the readers are settled
+// nothing is written.
+func TestWholeWhileAReaderIsOlder(t *testing.T) {
+	store := clusterset.NewStore()
+	store.Put(withEndpoints(250))
+	p, cl, _ := countingPublisher(t, store)
+	wholeOnly, settled := []clusterset.ClusterID{"west"}, false
+	p.opts.Readers = func() ([]clusterset.ClusterID, bool) { return wholeOnly, settled }
+	if res := reconcileOK(t, p, webKey); res.RequeueAfter == 0 || len(publications(t, cl)) != 0 {
+		t.Fatalf("unsettled: %v, %d objects", res, len(publications(t, cl)))
+	}
+	settled = true
+	reconcileOK(t, p, webKey)
+	if pubs := publications(t, cl); len(pubs) != 1 || len(endpointSet(t, readBack(t, cl, "east", webKey))) != 251 {
+		t.Fatalf("whole: %d objects", len(pubs))
+	}
+	wholeOnly = nil
+	reconcileOK(t, p, webKey)
+	pubs := publications(t, cl)
+	if len(pubs) != 5 || len(pubs[ObjectName("east", webKey)].Spec.Endpoints) != 0 { // 100, 100, 50 IPv4, 1 IPv6
+		t.Fatalf("in parts: %d objects", len(pubs))
+	}
+	wholeOnly = []clusterset.ClusterID{"west"}
+	reconcileOK(t, p, webKey)
+	if pubs := publications(t, cl); len(pubs) != 1 || len(endpointSet(t, readBack(t, cl, "east", webKey))) != 251 {
+		t.Fatalf("whole again: %d objects", len(pubs))
+	}
+}
