@@ -18,7 +18,7 @@ import (
 )
 
 // A publication in parts is a head (the exported spec, no endpoints) and
-// parts of at most Options' endpoints each, all PublishedExports in the
+// parts of at most PublisherOptions.MaxEndpointsPerPart endpoints each, all PublishedExports in the
 // same namespace, of the same source cluster: so one watch, selected by
 // the source-cluster label, reads both, in the order they were written,
 // and the hub's admission policy binds a part to its writer as it binds a
@@ -38,10 +38,15 @@ import (
 // name the rest): with them one label selector lists an export's parts.
 const ServiceNamespaceLabel = "mcs-syncer.io/service-namespace"
 
-// PartName is the name of part of cluster's publication of key: the
-// head's name and the part's ID.
+// PartName is the name of part of cluster's publication of key:
+// <head>.part.<part>. A head's name has three or four labels (a cluster
+// ID has one or two), a part's five or six: so no member's part takes the
+// name of another member's head (with one label after the head's name,
+// east's part "web" of fleet-a/own would be named as member
+// east.fleet-a's head of own/web), and the admission policy binds each
+// name to one writer.
 func PartName(cluster clusterset.ClusterID, key types.NamespacedName, part string) string {
-	return ObjectName(cluster, key) + "." + part
+	return ObjectName(cluster, key) + ".part." + part
 }
 
 // IsPart reports whether p is a part of a publication.

@@ -203,9 +203,9 @@ func TestDecodePartRefuses(t *testing.T) {
 		edit func(*PublishedExport)
 		want string
 	}{
-		"misnamed":        {func(p *PublishedExport) { p.Name = "east.ns.web.1" }, "is named"},
+		"misnamed":        {func(p *PublishedExport) { p.Name = "east.ns.web.part.1" }, "is named"},
 		"as another":      {func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }, "label"},
-		"bad part ID":     {func(p *PublishedExport) { p.Spec.Part = "Zero"; p.Name = "east.ns.web.Zero" }, "spec.part"},
+		"bad part ID":     {func(p *PublishedExport) { p.Spec.Part = "Zero"; p.Name = "east.ns.web.part.Zero" }, "spec.part"},
 		"a head's fields": {func(p *PublishedExport) { p.Spec.Type = "ClusterSetIP" }, "fields of a head"},
 		"a bad address":   {func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.0.0.300"} }, "not an IPv4 address"},
 	} {

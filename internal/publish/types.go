@@ -19,7 +19,7 @@ const Resource = "publishedexports"
 // the other members: its head (the exported spec, named
 // <cluster>.<namespace>.<name>), or one of its parts (spec.part set: at
 // most --max-endpoints-per-slice of its endpoints, named
-// <cluster>.<namespace>.<name>.<part>); or, without namespace and name,
+// <cluster>.<namespace>.<name>.part.<part>); or, without namespace and name,
 // the member's marker: its publisher has published every export of a full
 // pass. A head of a publisher before parts (or of one that an older
 // reader holds to that form) carries every endpoint itself; a reader
