@@ -45,7 +45,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.ClustersetConfig, "clusterset-config", "", "path of the clusterset config file (required; see config/samples/clusterset.yaml)")
 	fs.StringVar(&o.LocalCluster, "local-cluster", "", "per-cluster mode: the ID of the member this mcs-syncer runs in; it imports only into it and writes only its ServiceExports' status (empty: central mode, every member)")
 	fs.StringVar(&o.ManagedBy, "managed-by", "mcs", "value of the endpointslice.kubernetes.io/managed-by label of the imported EndpointSlices")
-	fs.IntVar(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one imported EndpointSlice (1..1000)")
+	fs.IntVar(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one imported EndpointSlice and, in per-cluster and hub mode, in one part of a publication (1..1000)")
 	fs.DurationVar(&o.UnreachableGrace, "cluster-unreachable-grace", 2*time.Minute, "how long a disconnected member keeps its endpoints in the imports (0: forever)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader through a Lease, for several replicas")
 	fs.StringVar(&o.LeaderElectNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace in a cluster; required outside one)")

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
@@ -192,10 +194,45 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("west's marker changed: resourceVersion %s, was %s", after.ResourceVersion, before.ResourceVersion)
 	}
-	for _, name := range []string{"west.intruder.web", "east.mislabelled.web", "west.misnamed.web", "east.fleet-a.own.web"} {
+	for _, name := range []string{"west.intruder.web", "east.mislabelled.web", "west.misnamed.web", "east.fleet-a.own.web", "west.own.web.part.0"} {
 		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &publish.PublishedExport{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s exists: %v", name, err)
 		}
+	}
+
+	// Parts are bound as heads are: none as west, none named as a head
+	// (east's part "web" of fleet-a/own would take the name of member
+	// east.fleet-a's head of own/web), none of west's deleted.
+	part := func(cluster, name string) *publish.PublishedExport {
+		p := publish.Marker(clusterset.ClusterID(cluster), ns, 0)
+		p.Spec.Namespace, p.Spec.Name, p.Spec.Part, p.Spec.ReadsParts = "own", "web", "0", false
+		p.Name = name
+		p.Labels[mcsv1beta1.LabelSourceCluster] = cluster
+		return p
+	}
+	if err := east.Create(ctx, part("west", "west.own.web.part.0")); !apierrors.IsForbidden(err) {
+		t.Errorf("east wrote a part as west: %v", err)
+	}
+	squattingPart := part("east", "east.fleet-a.own.web")
+	squattingPart.Spec.Namespace, squattingPart.Spec.Name, squattingPart.Spec.Part = "fleet-a", "own", "web"
+	if err := east.Create(ctx, squattingPart); err == nil {
+		t.Errorf("east wrote a part under the name of east.fleet-a's head")
+	}
+	westPart := part("west", "west.own.web.part.0")
+	if err := west.Create(ctx, westPart); err != nil {
+		t.Fatalf("west cannot write its own part: %v", err)
+	}
+	if err := east.Delete(ctx, westPart.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Errorf("east deleted west's part: %v", err)
+	}
+	relabelled := westPart.DeepCopy()
+	relabelled.Labels[mcsv1beta1.LabelSourceCluster] = "east"
+	relabelled.Spec.Cluster = "east"
+	if err := east.Update(ctx, relabelled); !apierrors.IsForbidden(err) {
+		t.Errorf("east took west's part: %v", err)
+	}
+	if err := west.Delete(ctx, westPart); err != nil {
+		t.Errorf("west cannot withdraw its own part: %v", err)
 	}
 
 	// Its own: allowed.
@@ -207,6 +244,13 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	}
 	if err := east.Delete(ctx, own); err != nil {
 		t.Errorf("east cannot withdraw its own publication: %v", err)
+	}
+	ownPart := part("east", "east.own.web.part.0")
+	if err := east.Create(ctx, ownPart); err != nil {
+		t.Errorf("east cannot write its own part: %v", err)
+	}
+	if err := east.Delete(ctx, ownPart); err != nil {
+		t.Errorf("east cannot withdraw its own part: %v", err)
 	}
 }
 

@@ -17,16 +17,18 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
-// TestOversizedExportAndAnnotations (hub mode): an export that grows past
-// what one publication may take (8,000 endpoints as pods' endpoints are
-// written; etcd refused 7,000 before, and the export said Ready=True) is refused with Ready=False
-// naming the limit, and the consumers keep what was published before; an
-// export whose exportedAnnotations exceed their budget (a valid
-// ServiceExport spec that blocked the whole import before) is imported
-// without the key that does not fit, and says so (Valid=True KeysRefused).
+// TestOversizedExportAndAnnotations (hub mode): an export that grows to
+// 12,000 endpoints (as pods' endpoints are written: one object of the
+// form before parts held about 6,300, and etcd refused 7,000) is published
+// in parts and imported exactly into north, Ready=True, no part over
+// --max-endpoints-per-slice; an export whose exportedAnnotations exceed
+// their budget (a valid ServiceExport spec that blocked the whole import
+// before) is imported without the key that does not fit, and says so
+// (Valid=True KeysRefused).
 func TestOversizedExportAndAnnotations(t *testing.T) {
 	ns := "hub-oversized"
 	ctx, _ := hubFailureTest(t, ns, 5*time.Minute)
@@ -36,28 +38,40 @@ func TestOversizedExportAndAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "north: big's 100 endpoints", importedEndpoints(ctx, north, ns, "big", "east", 100))
-	grow(ctx, t, east, ns, "big", 8000)
-	eventually(ctx, t, "big's ServiceExport to name the publication limit", func() error {
+	grow(ctx, t, east, ns, "big", 11900)
+	eventually(ctx, t, "north: big's 12,000 endpoints", importedEndpoints(ctx, north, ns, "big", "east", 12000))
+	eventually(ctx, t, "big's ServiceExport Ready", func() error {
 		cond, err := workloads.ExportCondition(ctx, east, ns, "big", mcsv1beta1.ServiceExportConditionReady)
 		if err != nil {
 			return err
 		}
-		if cond.Status != metav1.ConditionFalse || cond.Reason != string(mcsv1beta1.ServiceExportReasonFailed) ||
-			!strings.Contains(cond.Message, fmt.Sprint(publish.MaxPublicationBytes)) {
+		if cond.Status != metav1.ConditionTrue {
 			return fmt.Errorf("Ready %s %s: %s", cond.Status, cond.Reason, cond.Message)
 		}
 		return nil
 	})
-	// What was last published stays: the slices were added one at a
-	// time, so some sizes in between fitted.
-	var list discoveryv1.EndpointSliceList
-	if err := north.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{mcsv1beta1.LabelServiceName: "big"}); err != nil {
+	var pubs publish.PublishedExportList
+	if err := hubClient(t, "").List(ctx, &pubs, client.InNamespace(testbed.HubNamespace), client.MatchingLabels{
+		mcsv1beta1.LabelSourceCluster: "east", mcsv1beta1.LabelServiceName: "big", publish.ServiceNamespaceLabel: ns}); err != nil {
 		t.Fatal(err)
 	}
-	if n := countReady(list.Items); n < 100 || n >= 8100 {
-		t.Errorf("north holds %d of big's endpoints, want what was published before the limit (100 to 8,099)", n)
-	} else {
-		t.Logf("north keeps the %d endpoints last published", n)
+	parts := 0
+	for _, p := range pubs.Items {
+		n := 0
+		for _, g := range p.Spec.Endpoints {
+			n += len(g.Endpoints)
+		}
+		switch {
+		case publish.IsPart(&p) && n <= publish.DefaultMaxEndpointsPerPart:
+			parts++
+		case publish.IsPart(&p):
+			t.Errorf("part %s holds %d endpoints", p.Name, n)
+		case n > 0:
+			t.Errorf("head %s holds %d endpoints", p.Name, n)
+		}
+	}
+	if parts < 120 || len(pubs.Items) != parts+1 {
+		t.Errorf("%d parts of %d objects, want a head and at least 120 parts", parts, len(pubs.Items))
 	}
 
 	annotated := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "annotated"}}
