@@ -10,7 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
@@ -51,11 +51,16 @@ func TestHubFailover(t *testing.T) {
 		replicas = 5 - replicas // 2, 3, 2, 3: never fewer than 2
 		scale(ctx, t, east, d, replicas)
 		eventually(ctx, t, fmt.Sprintf("east's %d endpoints published with %s down", replicas, what), func() error {
-			p := &publish.PublishedExport{}
-			if err := hubAdmin.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: "east." + ns + ".web"}, p); err != nil {
+			var pubs publish.PublishedExportList
+			if err := hubAdmin.List(ctx, &pubs, client.InNamespace(testbed.HubNamespace), client.MatchingLabels{
+				mcsv1beta1.LabelSourceCluster: "east", mcsv1beta1.LabelServiceName: "web", publish.ServiceNamespaceLabel: ns}); err != nil {
 				return err
 			}
-			if n := publishedReady(p); n != replicas {
+			n := 0
+			for i := range pubs.Items {
+				n += publishedReady(&pubs.Items[i])
+			}
+			if n != replicas {
 				return fmt.Errorf("%d ready endpoints published", n)
 			}
 			return nil
@@ -207,7 +212,8 @@ func (ha *haHub) noneExited(t *testing.T) {
 	}
 }
 
-// publishedReady counts the ready endpoints of a publication.
+// publishedReady counts the ready endpoints of a publication's head or
+// part.
 func publishedReady(p *publish.PublishedExport) int {
 	n := 0
 	for _, g := range p.Spec.Endpoints {
