@@ -111,12 +111,9 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 	if IsPart(p) {
 		return nil, fmt.Errorf("%s is part %s of a publication, not its head", p.Name, s.Part)
 	}
-	cluster, err := clusterset.ParseClusterID(s.Cluster)
+	cluster, err := sourceCluster(p)
 	if err != nil {
-		return nil, fmt.Errorf("spec.cluster: %w", err)
-	}
-	if got := p.Labels[mcsv1beta1.LabelSourceCluster]; got != s.Cluster {
-		return nil, fmt.Errorf("label %s is %q, spec.cluster %q", mcsv1beta1.LabelSourceCluster, got, s.Cluster)
+		return nil, err
 	}
 	if errs := validation.IsDNS1123Label(s.Namespace); len(errs) > 0 {
 		return nil, fmt.Errorf("spec.namespace %q: %s", s.Namespace, strings.Join(errs, "; "))
@@ -156,6 +153,19 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 		}
 	}
 	return es, nil
+}
+
+// sourceCluster checks a head's or part's cluster ID and that its
+// source-cluster label says the same.
+func sourceCluster(p *PublishedExport) (clusterset.ClusterID, error) {
+	cluster, err := clusterset.ParseClusterID(p.Spec.Cluster)
+	if err != nil {
+		return "", fmt.Errorf("spec.cluster: %w", err)
+	}
+	if got := p.Labels[mcsv1beta1.LabelSourceCluster]; got != p.Spec.Cluster {
+		return "", fmt.Errorf("label %s is %q, spec.cluster %q", mcsv1beta1.LabelSourceCluster, got, p.Spec.Cluster)
+	}
+	return cluster, nil
 }
 
 // checkSpec checks the exported Service's properties.

@@ -85,12 +85,9 @@ type Part struct {
 // a head: another cluster's input.
 func DecodePart(p *PublishedExport) (*Part, error) {
 	s := &p.Spec
-	cluster, err := clusterset.ParseClusterID(s.Cluster)
+	cluster, err := sourceCluster(p)
 	if err != nil {
-		return nil, fmt.Errorf("spec.cluster: %w", err)
-	}
-	if got := p.Labels[mcsv1beta1.LabelSourceCluster]; got != s.Cluster {
-		return nil, fmt.Errorf("label %s is %q, spec.cluster %q", mcsv1beta1.LabelSourceCluster, got, s.Cluster)
+		return nil, err
 	}
 	for field, v := range map[string]string{"spec.namespace": s.Namespace, "spec.name": s.Name, "spec.part": s.Part} {
 		if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
