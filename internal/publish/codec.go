@@ -68,10 +68,29 @@ func EncodeHead(es *clusterset.ExportedService, namespace string) *PublishedExpo
 			LocalClusterFirst: s.LocalClusterFirst,
 		},
 	}
-	if !es.LastChangeTriggerTime.IsZero() {
-		p.Spec.LastChangeTriggerTime = es.LastChangeTriggerTime.UTC().Format(time.RFC3339Nano)
-	}
+	p.Spec.LastChangeTriggerTime = formatTriggerTime(es.LastChangeTriggerTime)
 	return p
+}
+
+// formatTriggerTime is a trigger time as publications carry it ("" for
+// none).
+func formatTriggerTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// parseTriggerTime reads a publication's spec.lastChangeTriggerTime.
+func parseTriggerTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("spec.lastChangeTriggerTime %q is not an RFC 3339 time", s)
+	}
+	return t, nil
 }
 
 // Marker returns cluster's marker in namespace, renewed now if heartbeat
@@ -147,10 +166,8 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 			es.Endpoints[i] = reconciler.EndpointGroup(g)
 		}
 	}
-	if s.LastChangeTriggerTime != "" {
-		if es.LastChangeTriggerTime, err = time.Parse(time.RFC3339Nano, s.LastChangeTriggerTime); err != nil {
-			return nil, fmt.Errorf("spec.lastChangeTriggerTime %q is not an RFC 3339 time", s.LastChangeTriggerTime)
-		}
+	if es.LastChangeTriggerTime, err = parseTriggerTime(s.LastChangeTriggerTime); err != nil {
+		return nil, err
 	}
 	return es, nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,6 +33,13 @@ import (
 // reader never imports half of what was published: parts without a head
 // are held, and an endpoint moved between parts is in one of them at every
 // moment.
+//
+// The trigger time of a change travels with the parts written for it: a
+// part written carries the export's last-change-trigger-time, a reader
+// takes the newest of its head's and its parts', and a head is not
+// rewritten for its trigger time alone unless no part carries the change
+// (one that only empties parts). So a change of one endpoint stays one
+// write, and the imported slices that it changes carry its time.
 
 // ServiceNamespaceLabel names the exported Service's namespace on its
 // head and parts (the source-cluster label and the MCS service-name label
@@ -79,6 +87,9 @@ type Part struct {
 	Key     types.NamespacedName
 	// Endpoints are the part's; they share p's slices.
 	Endpoints []reconciler.EndpointGroup
+	// LastChangeTriggerTime is that of the change the part was last
+	// written for (zero if none was known).
+	LastChangeTriggerTime time.Time
 }
 
 // DecodePart checks a part read from a publication server as Decode checks
@@ -105,6 +116,9 @@ func DecodePart(p *PublishedExport) (*Part, error) {
 		return nil, err
 	}
 	part := &Part{Cluster: cluster, Key: key}
+	if part.LastChangeTriggerTime, err = parseTriggerTime(s.LastChangeTriggerTime); err != nil {
+		return nil, err
+	}
 	if len(s.Endpoints) > 0 {
 		part.Endpoints = make([]reconciler.EndpointGroup, len(s.Endpoints))
 		for i, g := range s.Endpoints {
@@ -168,8 +182,10 @@ func firstAddress(e *discoveryv1.Endpoint) string {
 // it (updated there if it changed); an endpoint not held goes into a part
 // of its group with room, else into a new part; a part left empty, or of
 // a group no longer wanted, is removed. So a change of one endpoint
-// rewrites one part, and no endpoint moves while it is held.
-func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, existing []*PublishedExport, max int) partPlan {
+// rewrites one part, and no endpoint moves while it is held. Each part
+// created or updated carries trigger (the export's trigger time); a part
+// is not rewritten for its trigger time alone.
+func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*PublishedExport, max int) partPlan {
 	wanted := map[endpointKey]*discoveryv1.Endpoint{}
 	groups := map[string]*reconciler.EndpointGroup{}
 	var order []string
@@ -219,6 +235,7 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 		}
 		next := encodePart(cluster, key, namespace, old.Spec.Part, []EndpointGroup{{AddressType: g.AddressType, Ports: groups[gk].Ports, Endpoints: eps}})
 		next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
+		next.Spec.LastChangeTriggerTime = old.Spec.LastChangeTriggerTime
 		kept[gk] = append(kept[gk], next)
 		if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !equality.Semantic.DeepEqual(next.Labels, old.Labels) {
 			plan.update = append(plan.update, next)
@@ -266,6 +283,9 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 				[]EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: left[:n:n]}}))
 			left = left[n:]
 		}
+	}
+	for _, part := range append(slices.Clip(plan.create), plan.update...) {
+		part.Spec.LastChangeTriggerTime = trigger
 	}
 	return plan
 }

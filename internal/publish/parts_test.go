@@ -2,8 +2,10 @@ package publish
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -61,7 +63,9 @@ func endpointSet(t *testing.T, es *clusterset.ExportedService) map[string]discov
 // object may take) is published as a head without endpoints and parts of
 // at most 100, which a reader assembles into the export exactly; a change
 // of one endpoint, an endpoint added and one removed each rewrite one part
-// and leave the head alone; an unchanged export writes nothing.
+// and leave the head alone, and the export read back carries the change's
+// trigger time; the endpoints of a whole part removed delete it and bring
+// the trigger time in the head; an unchanged export writes nothing.
 func TestPublishedInParts(t *testing.T) {
 	store := clusterset.NewStore()
 	es := withEndpoints(12000)
@@ -97,32 +101,52 @@ func TestPublishedInParts(t *testing.T) {
 		t.Errorf("an unchanged export wrote %+v", *w)
 	}
 
+	// The endpoints of part 0, to remove them all.
+	inPart0 := map[string]bool{}
+	for _, e := range pubs[PartName("east", webKey, "0")].Spec.Endpoints[0].Endpoints {
+		inPart0[e.Addresses[0]] = true
+	}
 	headRV := publications(t, cl)[head.Name].ResourceVersion
+	triggered := es.LastChangeTriggerTime
 	for _, change := range []struct {
 		name string
 		edit func(g *[]discoveryv1.Endpoint)
+		// writes are the writes expected, headWritten whether the head
+		// is one of them.
+		writes      int
+		headWritten bool
 	}{
-		{"one endpoint not ready", func(eps *[]discoveryv1.Endpoint) { (*eps)[5000].Conditions.Ready = ptr.To(false) }},
+		{"one endpoint not ready", func(eps *[]discoveryv1.Endpoint) { (*eps)[5000].Conditions.Ready = ptr.To(false) }, 1, false},
 		{"one endpoint added", func(eps *[]discoveryv1.Endpoint) {
 			*eps = append(*eps, discoveryv1.Endpoint{Addresses: []string{"10.99.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
-		}},
-		{"one endpoint removed", func(eps *[]discoveryv1.Endpoint) { *eps = append((*eps)[:7000:7000], (*eps)[7001:]...) }},
+		}, 1, false},
+		{"one endpoint removed", func(eps *[]discoveryv1.Endpoint) { *eps = append((*eps)[:7000:7000], (*eps)[7001:]...) }, 1, false},
+		{"a whole part's endpoints removed", func(eps *[]discoveryv1.Endpoint) {
+			*eps = slices.DeleteFunc(*eps, func(e discoveryv1.Endpoint) bool { return inPart0[e.Addresses[0]] })
+		}, 2, true},
 	} {
 		next := *es
 		next.Endpoints = append(next.Endpoints[:0:0], es.Endpoints...)
 		next.Endpoints[0].Endpoints = append(es.Endpoints[0].Endpoints[:0:0], es.Endpoints[0].Endpoints...)
 		change.edit(&next.Endpoints[0].Endpoints)
+		triggered = triggered.Add(time.Second)
+		next.LastChangeTriggerTime = triggered
 		es = &next
 		store.Put(es)
 		*w = writes{}
 		reconcileOK(t, p, webKey)
-		if w.create+w.update+w.remove != 1 {
-			t.Errorf("%s: %+v, want one write", change.name, *w)
+		if w.create+w.update+w.remove != change.writes {
+			t.Errorf("%s: %+v, want %d writes", change.name, *w, change.writes)
 		}
-		if rv := publications(t, cl)[head.Name].ResourceVersion; rv != headRV {
-			t.Errorf("%s: the head was rewritten", change.name)
+		if rv := publications(t, cl)[head.Name].ResourceVersion; (rv != headRV) != change.headWritten {
+			t.Errorf("%s: the head was rewritten: %v, want %v", change.name, rv != headRV, change.headWritten)
 		}
-		got, want := endpointSet(t, readBack(t, cl, "east", webKey)), endpointSet(t, es)
+		headRV = publications(t, cl)[head.Name].ResourceVersion
+		back := readBack(t, cl, "east", webKey)
+		if !back.LastChangeTriggerTime.Equal(triggered) {
+			t.Errorf("%s: read back with trigger time %s, want %s", change.name, back.LastChangeTriggerTime, triggered)
+		}
+		got, want := endpointSet(t, back), endpointSet(t, es)
 		if len(got) != len(want) {
 			t.Errorf("%s: assembled %d endpoints, want %d", change.name, len(got), len(want))
 		}

@@ -335,7 +335,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 			res, err := p.createFailed(ctx, want, err)
 			return res, "", err
 		}
-	case !equality.Semantic.DeepEqual(head.Spec, want.Spec) || !equality.Semantic.DeepEqual(head.Labels, want.Labels):
+	case !headCurrent(head, want, plan, whyWhole == ""):
 		want.ResourceVersion, want.UID = head.ResourceVersion, head.UID
 		if err := p.client.Update(ctx, want); err != nil {
 			res, err := retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
@@ -369,7 +369,23 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*Published
 		return Encode(mine, p.opts.Namespace), partPlan{remove: existing},
 			fmt.Sprintf(" (published whole, not in parts, while %s reads whole publications only: upgrade its mcs-syncer)", strings.Join(idStrings(wholeOnly), ", ")), true
 	}
-	return EncodeHead(mine, p.opts.Namespace), planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, mine.Endpoints, existing, p.maxPerPart()), "", true
+	trigger := formatTriggerTime(mine.LastChangeTriggerTime)
+	return EncodeHead(mine, p.opts.Namespace), planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart()), "", true
+}
+
+// headCurrent reports whether head already says what want says. In parts
+// (inParts), a part written for a change carries its trigger time, so the
+// head is not rewritten for its trigger time alone, unless no part
+// carries it: plan only removes parts.
+func headCurrent(head, want *PublishedExport, plan partPlan, inParts bool) bool {
+	if !equality.Semantic.DeepEqual(head.Labels, want.Labels) {
+		return false
+	}
+	spec := want.Spec
+	if inParts && (len(plan.remove) == 0 || len(plan.create)+len(plan.update) > 0) {
+		spec.LastChangeTriggerTime = head.Spec.LastChangeTriggerTime
+	}
+	return equality.Semantic.DeepEqual(head.Spec, spec)
 }
 
 func idStrings(ids []clusterset.ClusterID) []string {
@@ -490,8 +506,8 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 		if mine == nil {
 			return reconcile.Result{}, nil // not withdrawn yet: the publication's next event looks again
 		}
-		want, plan, _, ok := p.plan(mine, parts[key])
-		if !ok || !plan.empty() || !equality.Semantic.DeepEqual(head.Spec, want.Spec) {
+		want, plan, whyWhole, ok := p.plan(mine, parts[key])
+		if !ok || !plan.empty() || !headCurrent(head, want, plan, whyWhole == "") {
 			return reconcile.Result{}, nil // not there yet: the publication's next event looks again
 		}
 		delete(parts, key)

@@ -44,11 +44,11 @@ type Reader struct {
 	mu sync.Mutex
 	// keys are the member's exports the reader put into the Store.
 	keys map[types.NamespacedName]bool
-	// heads are the member's valid heads, decoded; parts its valid parts'
-	// endpoints by export and object name. An export is a head's
+	// heads are the member's valid heads, decoded; parts its valid parts,
+	// decoded, by export and object name. An export is a head's
 	// endpoints and its parts' (assemble).
 	heads map[types.NamespacedName]*clusterset.ExportedService
-	parts map[types.NamespacedName]map[string][]reconciler.EndpointGroup
+	parts map[types.NamespacedName]map[string]*Part
 	// stale are the exports whose parts were removed in a first pass:
 	// the Store keeps their endpoints until the member is synced again.
 	stale map[types.NamespacedName]bool
@@ -91,7 +91,7 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
 	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
 		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{},
-		parts: map[types.NamespacedName]map[string][]reconciler.EndpointGroup{}, stale: map[types.NamespacedName]bool{}}
+		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{}}
 }
 
 // Start feeds the Store until ctx ends.
@@ -292,9 +292,9 @@ func (r *Reader) putPart(key types.NamespacedName, pub *PublishedExport) {
 		return
 	}
 	if r.parts[key] == nil {
-		r.parts[key] = map[string][]reconciler.EndpointGroup{}
+		r.parts[key] = map[string]*Part{}
 	}
-	r.parts[key][pub.Name] = part.Endpoints
+	r.parts[key][pub.Name] = part
 	r.assemble(key)
 }
 
@@ -305,8 +305,9 @@ func (r *Reader) refuse(err error, pub *PublishedExport) {
 
 // assemble puts key's export into the Store: its head with the endpoints
 // of the head and of every part held, each endpoint once (one moved
-// between parts may be in both for a moment). Parts without a head are
-// held, not imported. r.mu must be held.
+// between parts may be in both for a moment), and the newest trigger time
+// of them all. Parts without a head are held, not imported. r.mu must be
+// held.
 func (r *Reader) assemble(key types.NamespacedName) {
 	head := r.heads[key]
 	if head == nil {
@@ -322,7 +323,10 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	sources := make([][]reconciler.EndpointGroup, 0, len(names)+1)
 	sources = append(sources, head.Endpoints)
 	for _, name := range names {
-		sources = append(sources, parts[name])
+		sources = append(sources, parts[name].Endpoints)
+		if t := parts[name].LastChangeTriggerTime; t.After(es.LastChangeTriggerTime) {
+			es.LastChangeTriggerTime = t
+		}
 	}
 	es.Endpoints = unionOf(sources)
 	r.store.Put(&es)
