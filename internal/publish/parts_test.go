@@ -4,14 +4,17 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -284,5 +287,75 @@ func TestWholeWhileAReaderIsOlder(t *testing.T) {
 	reconcileOK(t, p, webKey)
 	if pubs := publications(t, cl); len(pubs) != 1 || len(endpointSet(t, readBack(t, cl, "east", webKey))) != 251 {
 		t.Fatalf("whole again: %d objects", len(pubs))
+	}
+}
+
+// TestReadersChangedRepublishes: when the members that read whole
+// publications only change (the last of them upgraded), every export of
+// the member is reconciled again, with no event of its own; and only then.
+func TestReadersChangedRepublishes(t *testing.T) {
+	store := clusterset.NewStore()
+	store.Put(withEndpoints(10))
+	other := export()
+	other.Key.Name = "other"
+	store.Put(other)
+	west := export()
+	west.Cluster = "west"
+	west.Key.Name = "west-only"
+	store.Put(west)
+	p, _, _ := countingPublisher(t, store)
+	var mu sync.Mutex
+	wholeOnly := []clusterset.ClusterID{"west"}
+	p.opts.Readers = func() ([]clusterset.ClusterID, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(wholeOnly), true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	if err := p.followReaders(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * readersPoll) // unchanged: nothing may be queued
+	if q.Len() != 0 {
+		t.Fatalf("%d queued while the readers did not change", q.Len())
+	}
+	mu.Lock()
+	wholeOnly = nil
+	mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for q.Len() < 2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	var got []string
+	for q.Len() > 0 {
+		req, _ := q.Get()
+		got = append(got, req.Name)
+		q.Done(req)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"other", "web"}) {
+		t.Errorf("queued %v, want the member's exports other and web", got)
+	}
+}
+
+// TestMarkerOfAnOlderRunRewritten: a marker without readsParts (written
+// by the member's mcs-syncer before an upgrade) is rewritten with it at
+// once, with a heartbeat or without, not at the next renewal.
+func TestMarkerOfAnOlderRunRewritten(t *testing.T) {
+	for _, heartbeat := range []time.Duration{0, time.Hour} {
+		older := Marker("east", "mcs-system", heartbeat)
+		older.Spec.ReadsParts = false
+		store := clusterset.NewStore()
+		store.BeginResync("east")
+		store.MarkSynced("east", nil)
+		p, cl := publisherOf(t, store, older)
+		p.opts.Heartbeat = heartbeat
+		reconcileOK(t, p, markerRequest.NamespacedName)
+		if m := publications(t, cl)[MarkerName("east")]; m == nil || !m.Spec.ReadsParts {
+			t.Errorf("heartbeat %s: marker %+v, want readsParts", heartbeat, m)
+		}
 	}
 }

@@ -173,6 +173,10 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		// stale one (of an export gone while the publisher was away) is
 		// seen and removed. Until the marker is written, every write of
 		// ours looks at it again.
+		// Every export, when the members that read whole publications
+		// only change: the last of them upgraded, its exports go into
+		// parts.
+		source.TypedFunc[reconcile.Request](p.followReaders),
 		source.Kind(p.cache, &PublishedExport{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *PublishedExport) []reconcile.Request {
 			if IsMarker(o) {
 				return []reconcile.Request{markerRequest}
@@ -190,6 +194,46 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	}
 	p.controller = c
 	return p, nil
+}
+
+// readersPoll is how often the publisher asks whether the members that
+// read whole publications only have changed.
+const readersPoll = time.Second
+
+// followReaders enqueues every export of the member, until ctx ends, each
+// time opts.Readers says otherwise than before. What it says when the
+// controller starts is taken before any export is reconciled, so no
+// change is missed.
+func (p *Publisher) followReaders(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	if p.opts.Readers == nil {
+		return nil
+	}
+	said := func() string {
+		wholeOnly, settled := p.opts.Readers()
+		slices.Sort(wholeOnly)
+		return fmt.Sprint(settled, wholeOnly)
+	}
+	last := said()
+	go func() {
+		ticker := time.NewTicker(readersPoll)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			if now := said(); now != last {
+				last = now
+				for _, key := range p.opts.Store.Keys() {
+					if p.mine(key) != nil {
+						q.Add(reconcile.Request{NamespacedName: key})
+					}
+				}
+			}
+		}
+	}()
+	return nil
 }
 
 // Start runs the publisher until ctx ends, once its cache has synced
@@ -562,7 +606,12 @@ func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get the marker of %s: %w", p.opts.Cluster, err)
 	}
-	if p.opts.Heartbeat <= 0 {
+	// A marker without readsParts was written by this member's mcs-syncer
+	// before an upgrade: rewritten at once, or the others would publish
+	// whole for it until its next renewal (or forever, without a
+	// heartbeat).
+	older := !marker.Spec.ReadsParts
+	if p.opts.Heartbeat <= 0 && !older {
 		return reconcile.Result{}, nil
 	}
 	now := p.now()
@@ -570,7 +619,7 @@ func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
 	if last.IsZero() && marker.Spec.RenewTime != nil && !marker.Spec.RenewTime.After(now) {
 		last = marker.Spec.RenewTime.Time
 	}
-	if due := p.opts.Heartbeat - now.Sub(last); due > 0 && marker.Spec.RenewIntervalSeconds == intervalSeconds(p.opts.Heartbeat) {
+	if due := p.opts.Heartbeat - now.Sub(last); !older && due > 0 && marker.Spec.RenewIntervalSeconds == intervalSeconds(p.opts.Heartbeat) {
 		return reconcile.Result{RequeueAfter: due}, nil
 	}
 	renewed := markerAt(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat, now)
@@ -579,5 +628,8 @@ func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
 		return retry(ctx, fmt.Errorf("renew the marker of %s: %w", p.opts.Cluster, err))
 	}
 	p.renewedAt = now
+	if p.opts.Heartbeat <= 0 {
+		return reconcile.Result{}, nil
+	}
 	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
 }
