@@ -359,3 +359,24 @@ func TestMarkerOfAnOlderRunRewritten(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReaderAssembles50000: a reader taking a head and the 500 parts
+// of an export of 50,000 endpoints, one event each, as a consumer does
+// when the export is first published.
+func BenchmarkReaderAssembles50000(b *testing.B) {
+	es := withEndpoints(50000)
+	head := EncodeHead(es, "mcs-system")
+	plan := planParts("east", webKey, "mcs-system", "", es.Endpoints, nil, DefaultMaxEndpointsPerPart)
+	b.ResetTimer()
+	for range b.N {
+		store := clusterset.NewStore()
+		r := newReader("east", store, nil, nil)
+		for _, part := range plan.create {
+			r.put(part)
+		}
+		r.put(head)
+		if got := store.GetFrom(webKey, "east").EndpointCount(); got != 50001 {
+			b.Fatalf("%d endpoints", got)
+		}
+	}
+}
