@@ -289,12 +289,7 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 func manualExport(ctx context.Context, cl client.Client, ns, name string, ips ...string) error {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-manual", Namespace: ns, Labels: map[string]string{
-			discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "e2e.mcs-syncer"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80), Protocol: ptr.To(corev1.ProtocolTCP)}},
-	}
+	slice := sourceSlice(ns, name, name+"-manual", nil)
 	for _, ip := range ips {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}

@@ -157,18 +157,7 @@ func TestServiceNamesOfEveryForm(t *testing.T) {
 			}
 			return []*syncerProcess{s}
 		}},
-		{"direct", "2web", func() []*syncerProcess {
-			var procs []*syncerProcess
-			for _, c := range bed.Clusters {
-				p, err := startMemberSyncer(ctx, bed.ConfigPath, c.Name)
-				if err != nil {
-					stopAll(t, procs)
-					t.Fatal(err)
-				}
-				procs = append(procs, p)
-			}
-			return procs
-		}},
+		{"direct", "2web", func() []*syncerProcess { return startDirectMode(ctx, t) }},
 		{"hub", longest, func() []*syncerProcess {
 			t.Cleanup(func() { clearHub(t) })
 			return startHubMode(ctx, t)
