@@ -169,14 +169,14 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		}, func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.Add(markerRequest)
 		}),
-		// A publication changed or removed by someone else is put back; a
-		// stale one (of an export gone while the publisher was away) is
-		// seen and removed. Until the marker is written, every write of
-		// ours looks at it again.
 		// Every export, when the members that read whole publications
 		// only change: the last of them upgraded, its exports go into
 		// parts.
 		source.TypedFunc[reconcile.Request](p.followReaders),
+		// A publication changed or removed by someone else is put back; a
+		// stale one (of an export gone while the publisher was away) is
+		// seen and removed. Until the marker is written, every write of
+		// ours looks at it again.
 		source.Kind(p.cache, &PublishedExport{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *PublishedExport) []reconcile.Request {
 			if IsMarker(o) {
 				return []reconcile.Request{markerRequest}
