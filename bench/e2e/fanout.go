@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -32,9 +33,12 @@ const (
 )
 
 // fanout is the raw relay floor of a clusterset: the cheapest correct copy
-// of one source to a mirror in every consumer, directly or through one
-// object in the hub (the hops of hub mode). Each write goes over the copy
-// last written (no GET, as mcs-syncer writes from its cache), the
+// of a change of one source to a mirror in every consumer, directly or
+// through one object in the hub (the hops of hub mode). What it carries
+// of a change is the part-sized run of endpoints that holds the changed
+// one (partOf), as mcs-syncer publishes a change in one part and imports
+// it into one slice of --max-endpoints-per-slice. Each write goes over the
+// copy last written (no GET, as mcs-syncer writes from its cache), the
 // consumers' in parallel.
 type fanout struct {
 	g         *growth
@@ -50,7 +54,7 @@ type fanout struct {
 func (g *growth) newFanout(ctx context.Context, ns string, consumers []string, viaHub bool) (*fanout, error) {
 	f := &fanout{g: g, ns: ns, consumers: consumers, last: map[string]*discoveryv1.EndpointSlice{}}
 	for _, c := range consumers {
-		dst := endpointSlice(ns, relayDstName, relayService, benchIP(9, 0, 0), g.endpoints)
+		dst := endpointSlice(ns, relayDstName, relayService, benchIP(9, 0, 0), min(g.endpoints, partSize))
 		dst.Labels[roleLabel] = roleRelayDst
 		got, err := g.kube[c].DiscoveryV1().EndpointSlices(ns).Create(ctx, dst, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -62,11 +66,35 @@ func (g *growth) newFanout(ctx context.Context, ns string, consumers []string, v
 		f.last[c] = got
 	}
 	if viaHub {
-		if err := g.hubObject(ctx, relayHubNamespace, relayHubObject(ns, g.endpoints), &f.hubLast); err != nil {
+		if err := g.hubObject(ctx, relayHubNamespace, relayHubObject(ns, min(g.endpoints, partSize)), &f.hubLast); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// partSize is the most endpoints of a part (and of an imported slice) by
+// default: what the relay carries of a change.
+const partSize = publish.DefaultMaxEndpointsPerPart
+
+// partOf returns the part-sized run of endpoints that holds endpoints[i].
+func partOf(endpoints []discoveryv1.Endpoint, i int) []discoveryv1.Endpoint {
+	start := i / partSize * partSize
+	return endpoints[start:min(len(endpoints), start+partSize)]
+}
+
+// changedAt returns the index of the first endpoint that differs between
+// before and after, or -1 if none does.
+func changedAt(before, after []discoveryv1.Endpoint) int {
+	for i := range after {
+		if i >= len(before) || !equality.Semantic.DeepEqual(before[i], after[i]) {
+			return i
+		}
+	}
+	if len(before) > len(after) {
+		return len(after) - 1
+	}
+	return -1
 }
 
 // relayHubObject is the relay's object in the hub: a publication, like

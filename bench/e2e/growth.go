@@ -655,9 +655,14 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 	}()
 	inf := sliceInformer(g.kube[source], growthNamespace)
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) {
+		UpdateFunc: func(oldObj, obj any) {
+			old, _ := oldObj.(*discoveryv1.EndpointSlice)
 			s, ok := obj.(*discoveryv1.EndpointSlice)
-			if !ok || s.Name != relaySrcName {
+			if !ok || old == nil || s.Name != relaySrcName {
+				return
+			}
+			changed := changedAt(old.Endpoints, s.Endpoints)
+			if changed < 0 {
 				return
 			}
 			trigger := s.Annotations[corev1.EndpointsLastChangeTriggerTime]
@@ -665,7 +670,7 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 			if viaHub {
 				hop = relay.toHub
 			}
-			if err := hop(ctx, s.Endpoints, trigger); err != nil && ctx.Err() == nil {
+			if err := hop(ctx, partOf(s.Endpoints, changed), trigger); err != nil && ctx.Err() == nil {
 				g.logf("%v", err)
 			}
 		},

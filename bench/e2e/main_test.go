@@ -169,3 +169,25 @@ func TestHubGrowthFitsLikeWithLike(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayCarriesOnePart: the relay floor carries, of a change, the
+// part-sized run of endpoints that holds the changed endpoint.
+func TestRelayCarriesOnePart(t *testing.T) {
+	s := endpointSlice("ns", "s", "svc", benchIP(9, 0, 0), 250)
+	before := slices.Clone(s.Endpoints)
+	after, address, _ := flip(before, 130)
+	i := changedAt(before, after)
+	if i != 130 {
+		t.Fatalf("changed at %d, want 130", i)
+	}
+	part := partOf(after, i)
+	if len(part) != partSize || part[0].Addresses[0] != after[100].Addresses[0] || part[30].Addresses[0] != address {
+		t.Errorf("part of %d endpoints from %s, want the 100 from %s holding %s", len(part), part[0].Addresses[0], after[100].Addresses[0], address)
+	}
+	if last := partOf(after, 249); len(last) != 50 {
+		t.Errorf("the last part holds %d endpoints, want 50", len(last))
+	}
+	if changedAt(before, before) != -1 {
+		t.Error("a change found where there is none")
+	}
+}
