@@ -175,8 +175,9 @@ func (g *growth) simIP(s, i, j int) string {
 	return formatIPv4(uint32(100)<<24 | uint32(64)<<16 + uint32((s*g.f.exported+i)*g.endpoints+j))
 }
 
-// publication is what simulated member s publishes of its i-th Service.
-func (g *growth) publication(s, i int) *publish.PublishedExport {
+// publication is what simulated member s publishes of its i-th Service,
+// as today's members do: a head and parts.
+func (g *growth) publication(s, i int) (head *publish.PublishedExport, parts []*publish.PublishedExport) {
 	ep := endpointSlice("", "", "", g.simIP(s, i, 0), g.endpoints)
 	_, trigger := triggerNow()
 	es := &clusterset.ExportedService{
@@ -187,7 +188,7 @@ func (g *growth) publication(s, i int) *publish.PublishedExport {
 		Endpoints: []reconciler.EndpointGroup{{AddressType: ep.AddressType, Ports: ep.Ports, Endpoints: ep.Endpoints}},
 	}
 	es.LastChangeTriggerTime, _ = time.Parse(time.RFC3339Nano, trigger)
-	return publish.Encode(es, controlplane.SystemNamespace)
+	return publish.EncodeParts(es, controlplane.SystemNamespace, publish.DefaultMaxEndpointsPerPart)
 }
 
 func hubServiceName(i int) string { return fmt.Sprintf("h-%04d", i) }
@@ -204,20 +205,24 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 	if err := g.ensureNamespace(ctx, hubLoadNamespace); err != nil {
 		return nil, err
 	}
-	// The load generator: every simulated member's publications and its
-	// marker, written as the cluster admin (exempt from the hub's
-	// admission, which binds a member's identity to its own cluster).
+	// The load generator: every simulated member's publications (each a
+	// head and parts, written parts first) and its marker, written as the
+	// cluster admin (exempt from the hub's admission, which binds a
+	// member's identity to its own cluster). pubs holds each Service's
+	// first part: the one its changes rewrite.
 	start := time.Now()
 	pubs := make([]*publish.PublishedExport, sims*f.exported)
 	err := parallel(ctx, len(pubs)+sims, writers, func(ctx context.Context, k int) error {
 		if k >= len(pubs) {
 			return g.hub.Create(ctx, publish.Marker(clusterset.ClusterID(simName(k-len(pubs))), controlplane.SystemNamespace, 0))
 		}
-		p := g.publication(k/f.exported, k%f.exported)
-		if err := g.hub.Create(ctx, p); err != nil {
-			return fmt.Errorf("publish %s: %w", p.Name, err)
+		head, parts := g.publication(k/f.exported, k%f.exported)
+		for _, p := range append(parts, head) {
+			if err := g.hub.Create(ctx, p); err != nil {
+				return fmt.Errorf("publish %s: %w", p.Name, err)
+			}
 		}
-		pubs[k] = p
+		pubs[k] = parts[0]
 		return nil
 	})
 	if err != nil {

@@ -81,6 +81,14 @@ func encodePart(cluster clusterset.ClusterID, key types.NamespacedName, namespac
 	}
 }
 
+// EncodeParts returns es as a publisher first publishes it in parts into
+// namespace: its head and parts of at most max endpoints each (a load
+// generator writes what a member would).
+func EncodeParts(es *clusterset.ExportedService, namespace string, max int) (head *PublishedExport, parts []*PublishedExport) {
+	plan := planParts(es.Cluster, es.Key, namespace, formatTriggerTime(es.LastChangeTriggerTime), es.Endpoints, nil, max)
+	return EncodeHead(es, namespace), plan.create
+}
+
 // Part is a part of a publication as a reader takes it.
 type Part struct {
 	Cluster clusterset.ClusterID

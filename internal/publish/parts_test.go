@@ -380,3 +380,24 @@ func BenchmarkReaderAssembles50000(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodeParts: what EncodeParts returns is what a publisher writes of
+// a new export: the same head and parts, which a reader assembles exactly.
+func TestEncodeParts(t *testing.T) {
+	es := withEndpoints(250)
+	head, parts := EncodeParts(es, "mcs-system", DefaultMaxEndpointsPerPart)
+	store := clusterset.NewStore()
+	store.Put(es)
+	p, cl, _ := countingPublisher(t, store)
+	reconcileOK(t, p, webKey)
+	written := publications(t, cl)
+	if len(written) != 1+len(parts) {
+		t.Fatalf("the publisher wrote %d objects, EncodeParts gave %d", len(written), 1+len(parts))
+	}
+	for _, o := range append(parts, head) {
+		w := written[o.Name]
+		if w == nil || !equality.Semantic.DeepEqual(w.Spec, o.Spec) || !equality.Semantic.DeepEqual(w.Labels, o.Labels) {
+			t.Errorf("%s: EncodeParts differs from what the publisher wrote", o.Name)
+		}
+	}
+}
