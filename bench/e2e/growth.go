@@ -52,8 +52,12 @@ type growthFlags struct {
 	genericHub                   bool
 	hubRate                      float64
 	hubDuration                  time.Duration
-	quick                        bool
-	stateDir                     string
+	// sizes are the endpoints per Service of the sizes phase, sizeImport
+	// those of its large import (0: none).
+	sizes      []int
+	sizeImport int
+	quick      bool
+	stateDir   string
 	// restartLogLevel is the restarted importer's --zap-log-level (0:
 	// the default): 2 logs every imported slice it writes, and why.
 	restartLogLevel int
@@ -76,6 +80,8 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 	fs.Float64Var(&f.hubRate, "hub-rate", 50, "changes per second the hub load's simulated members publish, in all")
 	fs.DurationVar(&f.hubDuration, "hub-duration", 30*time.Second, "how long the hub load publishes changes")
 	fs.IntVar(&f.restartLogLevel, "restart-log-level", 2, "log level of the hub load's restarted importer (2: every imported slice it writes, with its source; 0: the default)")
+	sizes := fs.String("sizes", "10,1000,10000", "endpoints per Service of the sizes phase (the cost of one endpoint's change as its Service grows), at the smallest -members, comma-separated (empty: no sizes phase)")
+	fs.IntVar(&f.sizeImport, "size-import", 50000, "endpoints of the sizes phase's large import, timed against a plain client writing the same slices (0: none)")
 	fs.BoolVar(&f.quick, "quick", false, "everything small and short: a smoke test of the program")
 	fs.StringVar(&f.stateDir, "state", "", "state folder (testbed, logs); it must not exist, be empty, or be one this benchmark made (default <repo>/.cache/bench-scale)")
 	if err := fs.Parse(args); err != nil {
@@ -86,7 +92,7 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 		set := map[string]bool{}
 		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 		for name, value := range map[string]string{"members": "3,4", "exported": "10", "private": "50", "changes": "3",
-			"idle": "3s", "hub-members": "12", "hub-duration": "4s"} {
+			"idle": "3s", "hub-members": "12", "hub-duration": "4s", "sizes": "10,300", "size-import": "2000"} {
 			if !set[name] {
 				if err := fs.Set(name, value); err != nil {
 					return nil, err
@@ -129,6 +135,19 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 		return nil, fmt.Errorf("-hub-rate: %v is not positive", f.hubRate)
 	case f.hubDuration <= 0:
 		return nil, fmt.Errorf("-hub-duration: %s is not positive", f.hubDuration)
+	}
+	for _, v := range strings.Split(*sizes, ",") {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 || n > 60000 {
+			return nil, fmt.Errorf("-sizes: %q is not a number of endpoints in 1..60000", v)
+		}
+		f.sizes = append(f.sizes, n)
+	}
+	if f.sizeImport < 0 || f.sizeImport > 60000 {
+		return nil, fmt.Errorf("-size-import: %d is outside 0..60000", f.sizeImport)
 	}
 	largest := f.members[len(f.members)-1]
 	for _, s := range strings.Split(*hubMembers, ",") {
@@ -296,6 +315,14 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 			rep.results = append(rep.results, r)
 		}
 	}
+	if len(f.sizes) > 0 || f.sizeImport > 0 {
+		g.logf("sizes: N=%d, Services of %v endpoints, an import of %d", f.members[0], f.sizes, f.sizeImport)
+		if err := g.runSizes(ctx, rep); err != nil {
+			rep.elapsed = time.Since(began)
+			rep.print(os.Stdout)
+			return err
+		}
+	}
 	for i, load := range hubLoads(f) {
 		err := func() error {
 			if i > 0 {
@@ -454,21 +481,9 @@ func (g *growth) runOne(ctx context.Context, n int, mode string) (*growthResult,
 	// The member whose API server's watches are counted: one that exports
 	// nothing, the same at every N.
 	watched := memberName(exporters)
-	args := map[string][]string{}
-	if mode == modeCentral {
-		path, err := g.configPath(n, mode, "")
-		if err != nil {
-			return nil, err
-		}
-		args["central"] = []string{"--clusterset-config", path}
-	} else {
-		for _, c := range members {
-			path, err := g.configPath(n, mode, c.Name)
-			if err != nil {
-				return nil, err
-			}
-			args[c.Name] = []string{"--clusterset-config", path, "--local-cluster", c.Name}
-		}
+	args, err := g.procArgs(n, mode)
+	if err != nil {
+		return nil, err
 	}
 	res.Processes = len(args)
 	w0, err := g.watches(ctx, watched)
@@ -524,7 +539,8 @@ func (g *growth) runOne(ctx context.Context, n int, mode string) (*growthResult,
 		res.RSSMax = max(res.RSSMax, rss)
 	}
 	res.Load1 = loadAverage()
-	if res.Latency, res.Floor, err = g.timeChanges(ctx, members, mode == modeHub); err != nil {
+	target := changeTarget{ns: growthNamespace, service: scaleName(0), slice: scaleName(0) + "-src", views: views, relayEndpoints: g.endpoints}
+	if res.Latency, res.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target); err != nil {
 		return nil, err
 	}
 	g.logf("growth: N=%d %s: converged in %s, watches %d on %s and %d on the hub, RSS %s (largest %s), idle CPU %.2f %%, change p50 %s ms (floor %s ms)",
@@ -594,12 +610,26 @@ func (g *growth) reset(ctx context.Context) error {
 	return err
 }
 
+// changeTarget is what timeChanges changes: a source slice of an export
+// of the first member, whose imports views see, and where the relay floor
+// runs.
+type changeTarget struct {
+	// ns and service name the export; slice is its source slice that
+	// changes.
+	ns, service, slice string
+	views              []*importView
+	// relayEndpoints are the endpoints of the relay's source slice: as
+	// many as the changed slice holds.
+	relayEndpoints int
+}
+
 // timeChanges sends changes one at a time, alternating mcs-syncer's path
-// (an endpoint of the first member's exported s-0000 flips readiness) and
-// the relay floor's (the same on the first member's relay-src slice,
-// copied into every member by the fan-out relay, through the hub when
-// viaHub), and returns, per change, the time until every member held it.
-func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, viaHub bool) (mcs, floor []time.Duration, err error) {
+// (an endpoint of target's slice flips readiness) and the relay floor's
+// (the same on the first member's relay-src slice, copied into every
+// member by the fan-out relay, through the hub when viaHub), and returns,
+// per change, the time until every member held it. The slice is restored
+// when it ends.
+func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, viaHub bool, target changeTarget) (mcs, floor []time.Duration, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var consumers []string
@@ -607,7 +637,7 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 		consumers = append(consumers, c.Name)
 	}
 	source := memberName(0)
-	relay, err := g.newFanout(ctx, growthNamespace, consumers, viaHub)
+	relay, err := g.newFanout(ctx, target.ns, consumers, viaHub)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -617,12 +647,8 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 		}
 	}
 	tr := newTracker()
-	observed := scaleName(0)
-	var views []*importView
-	for _, c := range consumers {
-		views = append(views, g.views[c])
-	}
-	stop, err := g.observeViews(ctx, views, func(consumer string, s *discoveryv1.EndpointSlice, at time.Time) {
+	observed := target.service
+	stop, err := g.observeViews(ctx, target.views, func(consumer string, s *discoveryv1.EndpointSlice, at time.Time) {
 		switch {
 		case s.Name == relayDstName:
 			tr.seen(pathFloor+"/"+consumer, relayService, s, at)
@@ -636,24 +662,28 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 	defer stop()
 	// The relay's first hop: the source slice's changes, from an informer
 	// on the first member.
-	src := g.kube[source].DiscoveryV1().EndpointSlices(growthNamespace)
-	rs := endpointSlice(growthNamespace, relaySrcName, relayService, benchIP(9, 0, 0), g.endpoints)
+	src := g.kube[source].DiscoveryV1().EndpointSlices(target.ns)
+	rs := endpointSlice(target.ns, relaySrcName, relayService, benchIP(9, 0, 0), target.relayEndpoints)
 	if _, err := src.Create(ctx, rs, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, err
+	}
+	orig, err := src.Get(ctx, target.slice, metav1.GetOptions{})
+	if err != nil {
 		return nil, nil, err
 	}
 	// The export's endpoints back as they were, for the next mode's
 	// convergence check.
 	defer func() {
-		s, gerr := src.Get(ctx, scaleName(0)+"-src", metav1.GetOptions{})
+		s, gerr := src.Get(ctx, target.slice, metav1.GetOptions{})
 		if gerr == nil {
-			s.Endpoints = endpointSlice("", "", "", benchIP(0, 0, 0), g.endpoints).Endpoints
+			s.Endpoints = orig.Endpoints
 			_, gerr = src.Update(ctx, s, metav1.UpdateOptions{})
 		}
 		if gerr != nil && err == nil {
 			err = fmt.Errorf("restore the changed export: %w", gerr)
 		}
 	}()
-	inf := sliceInformer(g.kube[source], growthNamespace)
+	inf := sliceInformer(g.kube[source], target.ns)
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, obj any) {
 			old, _ := oldObj.(*discoveryv1.EndpointSlice)
@@ -682,7 +712,7 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 		return nil, nil, ctx.Err()
 	}
 	for k := range 2 * g.f.changes {
-		path, name := pathMCS, scaleName(0)+"-src"
+		path, name := pathMCS, target.slice
 		if k%2 == 1 {
 			path, name = pathFloor, relaySrcName
 		}

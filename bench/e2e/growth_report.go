@@ -19,6 +19,9 @@ type growthReport struct {
 	results []*growthResult
 	// hubLoads are the hub loads, in the order they ran (hubLoads).
 	hubLoads []*hubLoadResult
+	// sizes and imports are the sizes phase's results.
+	sizes   []*sizeResult
+	imports []*importResult
 }
 
 // line is y = A + B*N, fitted by least squares.
@@ -114,6 +117,7 @@ func (r *growthReport) print(out io.Writer) {
 	}
 	w.Flush()
 	r.printFits(out)
+	r.printSizes(out)
 	for _, h := range r.hubLoads {
 		r.printHubLoad(out, h)
 	}
@@ -221,6 +225,7 @@ func (r *growthReport) printGoals(out io.Writer) {
 				mode, r.flags.private, mib(with.RSSMax), mib(without.RSSMax), 100*grow)
 		}
 	}
+	r.sizeGoals(goal)
 	for _, h := range r.hubLoads {
 		if !h.Converged {
 			goal(false, "hub load, %d members, %s: converged", h.Members, h.Server)
@@ -242,6 +247,16 @@ func (r *growthReport) smokeCheck() error {
 	for _, g := range r.results {
 		if !g.Converged || len(g.Latency) == 0 || len(g.Floor) == 0 {
 			errs = append(errs, fmt.Errorf("%[2]s mode at N=%[1]d: converged %[3]v, %d changes and %d floor changes timed", g.N, g.Mode, g.Converged, len(g.Latency), len(g.Floor)))
+		}
+	}
+	for _, z := range r.sizes {
+		if len(z.Latency) == 0 || len(z.Floor) == 0 || (z.Mode == modeHub && !(z.HubBytes > 0)) {
+			errs = append(errs, fmt.Errorf("sizes, %s mode, %d endpoints: %d changes and %d floor changes timed, %.0f hub bytes per change", z.Mode, z.Endpoints, len(z.Latency), len(z.Floor), z.HubBytes))
+		}
+	}
+	for _, i := range r.imports {
+		if i.Import <= 0 || i.Floor <= 0 {
+			errs = append(errs, fmt.Errorf("sizes, %s mode: import of %d endpoints %s, floor %s", i.Mode, i.Endpoints, i.Import, i.Floor))
 		}
 	}
 	for _, h := range r.hubLoads {
@@ -340,4 +355,63 @@ func ratioOf(a, b float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// printSizes prints the sizes phase: per mode and Service size, the import
+// and the changes against the relay floor, and the hub's bytes per change;
+// then the large import against its floor.
+func (r *growthReport) printSizes(out io.Writer) {
+	if len(r.sizes) == 0 && len(r.imports) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nsizes: one endpoint's change as its Service grows, N=%d (relay floor: one part-sized object per hop)\n", r.flags.members[0])
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "endpoints\tmode\timported in\tchange p50 ms\tp99 ms\tfloor p50 ms\tfloor p99 ms\tratio p50\thub bytes per change\tper watcher\tone part\t")
+	for _, z := range r.sizes {
+		bytes, per, part := "", "", ""
+		if z.Mode == modeHub {
+			bytes, per, part = fmt.Sprintf("%.0f", z.HubBytes), fmt.Sprintf("%.0f", z.HubBytes/float64(z.Watchers)), fmt.Sprint(z.PartBytes)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", z.Endpoints, z.Mode, z.Import.Round(10*time.Millisecond),
+			ms(percentile(z.Latency, 50)), ms(percentile(z.Latency, 99)), ms(percentile(z.Floor, 50)), ms(percentile(z.Floor, 99)),
+			ratio(percentile(z.Latency, 50), percentile(z.Floor, 50)), bytes, per, part)
+	}
+	w.Flush()
+	if len(r.imports) > 0 {
+		fmt.Fprintln(out)
+		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "import of\tmode\tinto every member in\twrite floor\tratio\t")
+		for _, i := range r.imports {
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t\n", i.Endpoints, i.Mode, i.Import.Round(10*time.Millisecond), i.Floor.Round(10*time.Millisecond), ratio(i.Import, i.Floor))
+		}
+		w.Flush()
+	}
+}
+
+// sizeGoals reports issue 45's goals: a change costs the hub at most 2x
+// one part's bytes per watcher, whatever the size; hub mode's change p50
+// at most 1.5x central mode's from 1,000 endpoints on; the large import at
+// most 2x its write floor in every mode.
+func (r *growthReport) sizeGoals(goal func(bool, string, ...any)) {
+	central := map[int]*sizeResult{}
+	for _, z := range r.sizes {
+		if z.Mode == modeCentral {
+			central[z.Endpoints] = z
+		}
+	}
+	for _, z := range r.sizes {
+		if z.Mode != modeHub {
+			continue
+		}
+		per := z.HubBytes / float64(z.Watchers)
+		goal(per <= 2*float64(z.PartBytes), "sizes, %d endpoints: the hub sent %.0f bytes per change per watcher <= 2x one part (%d bytes)", z.Endpoints, per, z.PartBytes)
+		if c := central[z.Endpoints]; c != nil && z.Endpoints >= 1000 {
+			h50, c50 := percentile(z.Latency, 50), percentile(c.Latency, 50)
+			goal(h50 <= c50*3/2, "sizes, %d endpoints: hub mode's change p50 %s ms <= 1.5x central mode's %s ms (%s)", z.Endpoints, ms(h50), ms(c50), ratio(h50, c50))
+		}
+	}
+	for _, i := range r.imports {
+		goal(i.Import <= 2*i.Floor, "sizes, %s mode: the import of %d endpoints in %s <= 2x its write floor %s (%s)",
+			i.Mode, i.Endpoints, i.Import.Round(10*time.Millisecond), i.Floor.Round(10*time.Millisecond), ratio(i.Import, i.Floor))
+	}
 }

@@ -191,3 +191,31 @@ func TestRelayCarriesOnePart(t *testing.T) {
 		t.Error("a change found where there is none")
 	}
 }
+
+// TestSizesFlags: the sizes phase's flags refuse what it cannot run, and
+// -quick keeps it small.
+func TestSizesFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-sizes", "10,0"}, `-sizes: "0" is not a number of endpoints in 1..60000`},
+		{[]string{"-sizes", "70000"}, `-sizes: "70000" is not a number`},
+		{[]string{"-size-import", "-1"}, "-size-import: -1 is outside 0..60000"},
+	} {
+		_, err := parseGrowthFlags(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+	f, err := parseGrowthFlags([]string{"-quick"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.sizes) == 0 || slices.Max(f.sizes) > 1000 || f.sizeImport > 5000 {
+		t.Errorf("-quick: sizes %v, import %d", f.sizes, f.sizeImport)
+	}
+	if f, err = parseGrowthFlags([]string{"-sizes", "", "-size-import", "0"}, io.Discard); err != nil || len(f.sizes) != 0 {
+		t.Errorf("no sizes phase: %v, %v", f, err)
+	}
+}

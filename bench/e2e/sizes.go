@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
+)
+
+// The sizes phase of make bench-scale (issue 45): what one endpoint's
+// change costs as the Service that holds it grows, in each mode at the
+// smallest N, against the relay floor (one part-sized object per hop); the
+// bytes the hub sends per change; and the import of one large Service
+// against a plain client that writes the same slices.
+
+// sizesNamespace holds the sizes phase's Services in every member.
+const sizesNamespace = "sizes"
+
+// Bench owners (benchIP) of the sizes phase's addresses: the Services of
+// each size, and the large import.
+const (
+	ownerSizes  = 5
+	ownerImport = 6
+)
+
+// sizeResult is one Service size in one mode.
+type sizeResult struct {
+	Mode      string
+	Endpoints int
+	// Import is the time from the ServiceExport's creation until every
+	// member imported every endpoint.
+	Import         time.Duration
+	Latency, Floor []time.Duration
+	// HubBytes is what the hub sent its watchers of publications per
+	// change (hub mode; the relay's share taken out), Watchers how many
+	// watch the changed member's publications, PartBytes the size of one
+	// part of DefaultMaxEndpointsPerPart endpoints as JSON.
+	HubBytes  float64
+	Watchers  int
+	PartBytes int
+}
+
+// importResult is the large import in one mode, against its floor.
+type importResult struct {
+	Mode          string
+	Endpoints     int
+	Import, Floor time.Duration
+}
+
+// runSizes runs the sizes phase at N = the smallest -members.
+func (g *growth) runSizes(ctx context.Context, rep *growthReport) error {
+	n := g.f.members[0]
+	members := g.bed.Clusters[:n]
+	if err := g.ensureNamespace(ctx, sizesNamespace); err != nil {
+		return err
+	}
+	views, err := g.importViews(ctx, members, sizesNamespace, []string{memberName(0)})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, v := range views {
+			v.stop()
+		}
+	}()
+	for _, mode := range g.f.modes {
+		args, err := g.procArgs(n, mode)
+		if err != nil {
+			return err
+		}
+		if err := g.startProcs(ctx, args); err != nil {
+			return err
+		}
+		var growthViews []*importView
+		for _, c := range members {
+			growthViews = append(growthViews, g.views[c.Name])
+		}
+		// A quiet start: the growth Services imported first.
+		if _, err := waitFor(ctx, "every import complete in every member", convergeStall, func() (bool, string) {
+			return allComplete(growthViews, func(v *importView) (bool, string) { return v.complete(ctx, g.f.exported, g.endpoints) })
+		}); err != nil {
+			return fmt.Errorf("sizes, %s mode: %w", mode, err)
+		}
+		for _, size := range g.f.sizes {
+			r, err := g.measureSize(ctx, mode, members, views, size)
+			if err != nil {
+				return fmt.Errorf("sizes, %s mode, %d endpoints: %w", mode, size, err)
+			}
+			rep.sizes = append(rep.sizes, r)
+		}
+		if g.f.sizeImport > 0 {
+			r, err := g.measureImport(ctx, mode, views)
+			if err != nil {
+				return fmt.Errorf("sizes, %s mode, import of %d endpoints: %w", mode, g.f.sizeImport, err)
+			}
+			rep.imports = append(rep.imports, r)
+		}
+		if err := g.resetSizes(ctx); err != nil {
+			return fmt.Errorf("sizes, %s mode: clean up: %w", mode, err)
+		}
+	}
+	return nil
+}
+
+// procArgs are the flags of each mcs-syncer process of mode in a
+// clusterset of the first n members, by process name.
+func (g *growth) procArgs(n int, mode string) (map[string][]string, error) {
+	if mode == modeCentral {
+		path, err := g.configPath(n, mode, "")
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]string{"central": {"--clusterset-config", path}}, nil
+	}
+	args := map[string][]string{}
+	for _, c := range g.bed.Clusters[:n] {
+		path, err := g.configPath(n, mode, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		args[c.Name] = []string{"--clusterset-config", path, "--local-cluster", c.Name}
+	}
+	return args, nil
+}
+
+// createSizedExport creates in the first member Service ns/name of n ready
+// endpoints of bench owner o, in slices of at most 1,000 named
+// <name>-<i>, and its ServiceExport.
+func (g *growth) createSizedExport(ctx context.Context, ns, name string, o, n int) error {
+	cs := g.kube[memberName(0)]
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}}}
+	if _, err := create(ctx, cs.CoreV1().Services(ns).Create, svc); err != nil {
+		return err
+	}
+	if err := parallel(ctx, (n+999)/1000, writers, func(ctx context.Context, i int) error {
+		_, err := create(ctx, cs.DiscoveryV1().EndpointSlices(ns).Create, endpointSlice(ns, fmt.Sprintf("%s-%d", name, i), name, benchIP(o, i, 0), min(1000, n-i*1000)))
+		return err
+	}); err != nil {
+		return err
+	}
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	return g.ctrl[memberName(0)].Create(ctx, se)
+}
+
+// readyFrom counts the ready endpoints of ns/name from the first member
+// that view holds.
+func readyFrom(ctx context.Context, v *importView, ns, name string) (int, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := v.cache.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy, client.MatchingLabels{
+		mcsv1beta1.LabelServiceName: name, mcsv1beta1.LabelSourceCluster: memberName(0)}); err != nil {
+		return 0, err
+	}
+	ready := 0
+	for i := range list.Items {
+		for _, e := range list.Items[i].Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				ready++
+			}
+		}
+	}
+	return ready, nil
+}
+
+// importedEverywhere waits until every view holds the n ready endpoints of
+// ns/name, and returns how long that took from since.
+func (g *growth) importedEverywhere(ctx context.Context, views []*importView, ns, name string, n int, since time.Time) (time.Duration, error) {
+	_, err := waitFor(ctx, fmt.Sprintf("%s imported everywhere", name), convergeStall, func() (bool, string) {
+		return allComplete(views, func(v *importView) (bool, string) {
+			got, err := readyFrom(ctx, v, sizesNamespace, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return got == n, fmt.Sprintf("%s: %d of %d endpoints", v.cluster, got, n)
+		})
+	})
+	return time.Since(since), err
+}
+
+// measureSize exports a Service of size endpoints from the first member,
+// waits for its import, then times changes of one endpoint against the
+// relay floor and, in hub mode, counts the hub's bytes.
+func (g *growth) measureSize(ctx context.Context, mode string, members []*testbed.Cluster, views []*importView, size int) (*sizeResult, error) {
+	name := fmt.Sprintf("size-%d", size)
+	r := &sizeResult{Mode: mode, Endpoints: size, PartBytes: partBytes()}
+	t0 := time.Now()
+	if err := g.createSizedExport(ctx, sizesNamespace, name, ownerSizes, size); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.Import, err = g.importedEverywhere(ctx, views, sizesNamespace, name, size, t0); err != nil {
+		return nil, err
+	}
+	var before hubWatchBytes
+	if mode == modeHub {
+		if before, err = g.hubWatchBytes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	target := changeTarget{ns: sizesNamespace, service: name, slice: name + "-0", views: views, relayEndpoints: min(size, 1000)}
+	if r.Latency, r.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target); err != nil {
+		return nil, err
+	}
+	if mode == modeHub {
+		after, err := g.hubWatchBytes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		// The relay's hop is a publication too, sent to its one watcher
+		// (the relay) once per floor change.
+		relay, err := json.Marshal(relayHubObject(sizesNamespace, min(size, partSize)))
+		if err != nil {
+			return nil, err
+		}
+		r.HubBytes = (after.bytes - before.bytes - float64(len(r.Floor)*len(relay))) / float64(len(r.Latency))
+		r.Watchers = len(members) // the other members' readers and the member's own publisher
+	}
+	g.logf("sizes: %s mode, %d endpoints: imported in %s, change p50 %s ms (floor %s ms)%s",
+		mode, size, r.Import.Round(10*time.Millisecond), ms(percentile(r.Latency, 50)), ms(percentile(r.Floor, 50)), hubBytesNote(r))
+	return r, nil
+}
+
+func hubBytesNote(r *sizeResult) string {
+	if r.Mode != modeHub {
+		return ""
+	}
+	return fmt.Sprintf(", hub sent %.0f bytes per change (one part: %d bytes, %d watchers)", r.HubBytes, r.PartBytes, r.Watchers)
+}
+
+// partBytes is the size, as JSON, of a part of DefaultMaxEndpointsPerPart
+// of the bench's endpoints.
+func partBytes() int {
+	s := endpointSlice(sizesNamespace, "", "x", benchIP(ownerSizes, 0, 0), partSize)
+	es := &clusterset.ExportedService{Cluster: clusterset.ClusterID(memberName(0)), Key: types.NamespacedName{Namespace: sizesNamespace, Name: "x"},
+		Endpoints: []reconciler.EndpointGroup{{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}}}
+	_, parts := publish.EncodeParts(es, "mcs-system", partSize)
+	raw, _ := json.Marshal(parts[0])
+	return len(raw)
+}
+
+// hubWatchBytes is what the hub's API server has sent its watchers of
+// publications, from its apiserver_watch_events_sizes histogram.
+type hubWatchBytes struct{ bytes, events float64 }
+
+func (g *growth) hubWatchBytes(ctx context.Context) (hubWatchBytes, error) {
+	raw, err := g.kube[testbed.HubName].CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return hubWatchBytes{}, fmt.Errorf("metrics of the hub: %w", err)
+	}
+	families, err := syncer.ParseMetrics(string(raw))
+	if err != nil {
+		return hubWatchBytes{}, fmt.Errorf("metrics of the hub: %w", err)
+	}
+	var out hubWatchBytes
+	family := families["apiserver_watch_events_sizes"]
+	if family == nil {
+		return out, fmt.Errorf("the hub's API server has no apiserver_watch_events_sizes")
+	}
+	for _, m := range family.GetMetric() {
+		// "resource" since Kubernetes 1.32, "kind" before.
+		if l := syncer.Labels(m); l["resource"] == "publishedexports" || l["kind"] == "PublishedExport" {
+			out.bytes += m.GetHistogram().GetSampleSum()
+			out.events += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return out, nil
+}
+
+// measureImport exports a Service of -size-import endpoints from the first
+// member and times its import into every member, against the floor: a
+// plain client that writes the same slices (as many as mcs-syncer writes,
+// of --max-endpoints-per-slice endpoints) into every member at once.
+func (g *growth) measureImport(ctx context.Context, mode string, views []*importView) (*importResult, error) {
+	n := g.f.sizeImport
+	r := &importResult{Mode: mode, Endpoints: n}
+	name := fmt.Sprintf("import-%d", n)
+	t0 := time.Now()
+	if err := g.createSizedExport(ctx, sizesNamespace, name, ownerImport, n); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.Import, err = g.importedEverywhere(ctx, views, sizesNamespace, name, n, t0); err != nil {
+		return nil, err
+	}
+	// The floor, into a namespace of its own that nothing watches but the
+	// API servers.
+	floorNS := "sizes-floor"
+	for _, v := range views {
+		if _, err := g.kube[v.cluster].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	slices := (n + partSize - 1) / partSize
+	t1 := time.Now()
+	if err := parallel(ctx, slices*len(views), writers, func(ctx context.Context, k int) error {
+		v, i := views[k/slices], k%slices
+		_, err := create(ctx, g.kube[v.cluster].DiscoveryV1().EndpointSlices(floorNS).Create,
+			endpointSlice(floorNS, fmt.Sprintf("floor-%d", i), "floor", benchIP(ownerImport, i/10, i%10*partSize), min(partSize, n-i*partSize)))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	r.Floor = time.Since(t1)
+	for _, v := range views {
+		if err := g.kube[v.cluster].CoreV1().Namespaces().Delete(ctx, floorNS, metav1.DeleteOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.namespaceGone(ctx, floorNS); err != nil {
+		return nil, err
+	}
+	g.logf("sizes: %s mode: %d endpoints imported into every member in %s (the floor wrote them in %s)", mode, n, r.Import.Round(10*time.Millisecond), r.Floor.Round(10*time.Millisecond))
+	return r, nil
+}
+
+// resetSizes stops the processes and removes the sizes phase's Services
+// and what mcs-syncer made of them, then makes the namespace anew.
+func (g *growth) resetSizes(ctx context.Context) error {
+	if err := g.reset(ctx); err != nil {
+		return err
+	}
+	for _, c := range g.bed.Clusters {
+		if err := g.kube[c.Name].CoreV1().Namespaces().Delete(ctx, sizesNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if err := g.namespaceGone(ctx, sizesNamespace); err != nil {
+		return err
+	}
+	return g.ensureNamespace(ctx, sizesNamespace)
+}
