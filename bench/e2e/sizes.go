@@ -180,7 +180,7 @@ func readyFrom(ctx context.Context, v *importView, ns, name string) (int, error)
 func (g *growth) importedEverywhere(ctx context.Context, views []*importView, ns, name string, n int, since time.Time) (time.Duration, error) {
 	_, err := waitFor(ctx, fmt.Sprintf("%s imported everywhere", name), convergeStall, func() (bool, string) {
 		return allComplete(views, func(v *importView) (bool, string) {
-			got, err := readyFrom(ctx, v, sizesNamespace, name)
+			got, err := readyFrom(ctx, v, ns, name)
 			if err != nil {
 				return false, err.Error()
 			}
