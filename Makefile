@@ -79,7 +79,7 @@ bench: ## Go benchmarks of every package, then pkg/reconciler against k8s.io/end
 	cd bench && go run .
 
 .PHONY: bench-scale
-bench-scale: tools ## Scale benchmark on the testbed: central, direct and hub mode at N = 3, 6, 10 members, then hub loads of 255 members (on kube-apiserver, then on the KEP-4080 generic control plane) and 1,000 with one importer (~1 h on 2 cores; BENCH_SCALE_ARGS=-quick for a smoke run).
+bench-scale: tools ## Scale benchmark on the testbed: central, direct and hub mode at N = 3, 6, 10 members, then Services of 10, 1,000 and 10,000 endpoints and an import of 50,000 at N = 3, then hub loads of 255 members (on kube-apiserver, then on the KEP-4080 generic control plane) and 1,000 with one importer (~1 h on 2 cores; BENCH_SCALE_ARGS=-quick for a smoke run).
 	cd bench && MCS_TOOLS_DIR=$(TOOLS_BIN) go run ./e2e growth $(BENCH_SCALE_ARGS)
 
 .PHONY: bench-e2e
