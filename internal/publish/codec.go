@@ -160,16 +160,24 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 			Labels: s.ExportedLabels, Annotations: s.ExportedAnnotations, LocalClusterFirst: s.LocalClusterFirst,
 		},
 	}
-	if len(s.Endpoints) > 0 {
-		es.Endpoints = make([]reconciler.EndpointGroup, len(s.Endpoints))
-		for i, g := range s.Endpoints {
-			es.Endpoints[i] = reconciler.EndpointGroup(g)
-		}
-	}
+	es.Endpoints = decodedGroups(s.Endpoints)
 	if es.LastChangeTriggerTime, err = parseTriggerTime(s.LastChangeTriggerTime); err != nil {
 		return nil, err
 	}
 	return es, nil
+}
+
+// decodedGroups are a publication's endpoint groups, checked, as the
+// import side takes them (nil for none); they share groups' slices.
+func decodedGroups(groups []EndpointGroup) []reconciler.EndpointGroup {
+	if len(groups) == 0 {
+		return nil
+	}
+	out := make([]reconciler.EndpointGroup, len(groups))
+	for i, g := range groups {
+		out[i] = reconciler.EndpointGroup(g)
+	}
+	return out
 }
 
 // sourceCluster checks a head's or part's cluster ID and that its

@@ -123,15 +123,9 @@ func DecodePart(p *PublishedExport) (*Part, error) {
 	if err := checkEndpoints(s.Endpoints); err != nil {
 		return nil, err
 	}
-	part := &Part{Cluster: cluster, Key: key}
+	part := &Part{Cluster: cluster, Key: key, Endpoints: decodedGroups(s.Endpoints)}
 	if part.LastChangeTriggerTime, err = parseTriggerTime(s.LastChangeTriggerTime); err != nil {
 		return nil, err
-	}
-	if len(s.Endpoints) > 0 {
-		part.Endpoints = make([]reconciler.EndpointGroup, len(s.Endpoints))
-		for i, g := range s.Endpoints {
-			part.Endpoints[i] = reconciler.EndpointGroup(g)
-		}
 	}
 	return part, nil
 }

@@ -138,9 +138,6 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil {
 		return nil, fmt.Errorf("publish: cluster, namespace and store are required")
 	}
-	if opts.MaxEndpointsPerPart <= 0 {
-		opts.MaxEndpointsPerPart = DefaultMaxEndpointsPerPart
-	}
 	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache(), apiReader: target.GetAPIReader()}
 	if err := p.cache.IndexField(context.Background(), &PublishedExport{}, partsIndex, partsOf); err != nil {
 		return nil, fmt.Errorf("index of parts: %w", err)
@@ -440,6 +437,7 @@ func idStrings(ids []clusterset.ClusterID) []string {
 	return out
 }
 
+// maxPerPart is opts.MaxEndpointsPerPart, or its default.
 func (p *Publisher) maxPerPart() int {
 	if p.opts.MaxEndpointsPerPart <= 0 {
 		return DefaultMaxEndpointsPerPart
