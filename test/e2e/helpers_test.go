@@ -64,11 +64,10 @@ func createNamespace(ctx context.Context, t *testing.T, c *testbed.Cluster) stri
 	return ns.Name
 }
 
-// watchReady watches consumer's EndpointSlices of ns matching selector and
-// calls seen with each event's type and the number of ready endpoints the
-// slices then hold together, until seen returns false or the watch ends
-// (ctx); ended is closed then.
-func watchReady(ctx context.Context, t *testing.T, consumer, ns, selector string, seen func(watch.EventType, int) bool) (ended <-chan struct{}) {
+// watchSlices watches consumer's EndpointSlices of ns matching selector
+// and calls seen with each event and the slices then held, by name, until
+// seen returns false or the watch ends (ctx); ended is closed then.
+func watchSlices(ctx context.Context, t *testing.T, consumer, ns, selector string, seen func(watch.Event, map[string]*discoveryv1.EndpointSlice) bool) (ended <-chan struct{}) {
 	t.Helper()
 	cs, err := bed.Cluster(consumer).Kubernetes()
 	if err != nil {
@@ -82,25 +81,34 @@ func watchReady(ctx context.Context, t *testing.T, consumer, ns, selector string
 	go func() {
 		defer close(done)
 		defer w.Stop()
-		ready := map[string]int{} // by slice
+		held := map[string]*discoveryv1.EndpointSlice{}
 		for e := range w.ResultChan() {
 			s, ok := e.Object.(*discoveryv1.EndpointSlice)
 			if !ok {
 				continue
 			}
 			if e.Type == watch.Deleted {
-				delete(ready, s.Name)
+				delete(held, s.Name)
 			} else {
-				ready[s.Name] = workloads.CountReady(s.Endpoints)
+				held[s.Name] = s
 			}
-			total := 0
-			for _, n := range ready {
-				total += n
-			}
-			if !seen(e.Type, total) {
+			if !seen(e, held) {
 				return
 			}
 		}
 	}()
 	return done
+}
+
+// watchReady is watchSlices calling seen with each event's type and the
+// number of ready endpoints the slices then hold together.
+func watchReady(ctx context.Context, t *testing.T, consumer, ns, selector string, seen func(watch.EventType, int) bool) (ended <-chan struct{}) {
+	t.Helper()
+	return watchSlices(ctx, t, consumer, ns, selector, func(e watch.Event, held map[string]*discoveryv1.EndpointSlice) bool {
+		total := 0
+		for _, s := range held {
+			total += workloads.CountReady(s.Endpoints)
+		}
+		return seen(e.Type, total)
+	})
 }

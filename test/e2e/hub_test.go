@@ -32,9 +32,17 @@ import (
 // startHubMode runs one mcs-syncer per member in hub mode.
 func startHubMode(ctx context.Context, t *testing.T) []*syncerProcess {
 	t.Helper()
+	return startMembers(ctx, t, bed.HubConfigPath)
+}
+
+// startMembers runs one mcs-syncer per member, each with the clusterset
+// config at config(member); if one cannot start, those started are
+// stopped.
+func startMembers(ctx context.Context, t *testing.T, config func(member string) string) []*syncerProcess {
+	t.Helper()
 	var procs []*syncerProcess
 	for _, c := range bed.Clusters {
-		p, err := startMemberSyncer(ctx, bed.HubConfigPath(c.Name), c.Name)
+		p, err := startMemberSyncer(ctx, config(c.Name), c.Name)
 		if err != nil {
 			stopAll(t, procs)
 			t.Fatal(err)

@@ -236,16 +236,7 @@ func TestAnyServiceSize(t *testing.T) {
 // mode: each publishes into its own API server and reads the others'.
 func startDirectMode(ctx context.Context, t *testing.T) []*syncerProcess {
 	t.Helper()
-	var procs []*syncerProcess
-	for _, c := range bed.Clusters {
-		p, err := startMemberSyncer(ctx, bed.ConfigPath, c.Name)
-		if err != nil {
-			stopAll(t, procs)
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
-	}
-	return procs
+	return startMembers(ctx, t, func(string) string { return bed.ConfigPath })
 }
 
 // publicationsOf lists source's head and parts of ns/name in namespace in
@@ -320,54 +311,36 @@ type stableWatch struct {
 // source, until ctx ends.
 func watchStable(ctx context.Context, t *testing.T, consumer, source, ns, name string, stable []string) *stableWatch {
 	t.Helper()
-	cs, err := bed.Cluster(consumer).Kubernetes()
-	if err != nil {
-		t.Fatal(err)
-	}
 	selector := mcsv1beta1.LabelServiceName + "=" + name + "," + mcsv1beta1.LabelSourceCluster + "=" + source
-	w, err := cs.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		t.Fatal(err)
-	}
 	sw := &stableWatch{}
-	ended := make(chan struct{})
-	sw.ended = ended
-	go func() {
-		defer close(ended)
-		defer w.Stop()
-		bySlice := map[string]discoveryv1.EndpointSlice{}
-		for e := range w.ResultChan() {
-			s, ok := e.Object.(*discoveryv1.EndpointSlice)
-			if !ok {
-				continue
-			}
-			if e.Type == watch.Deleted {
-				delete(bySlice, s.Name)
-			} else {
-				bySlice[s.Name] = *s
-			}
-			held := readyAddresses(slices.Collect(maps.Values(bySlice)))
-			sw.mu.Lock()
-			sw.events++
-			if !sw.started {
-				sw.started = sameReady(pick(held, stable), stable) == nil
-			}
-			if sw.started && sw.violation == "" {
-				for _, a := range stable {
-					if held[a] != 1 {
-						sw.violation = fmt.Sprintf("after event %d (%s %s), stable endpoint %s held ready %d times", sw.events, e.Type, s.Name, a, held[a])
-						break
-					}
-				}
-				for a, n := range held {
-					if n > 1 && sw.violation == "" {
-						sw.violation = fmt.Sprintf("after event %d (%s %s), %s held ready %d times", sw.events, e.Type, s.Name, a, n)
-					}
-				}
-			}
-			sw.mu.Unlock()
+	sw.ended = watchSlices(ctx, t, consumer, ns, selector, func(e watch.Event, bySlice map[string]*discoveryv1.EndpointSlice) bool {
+		list := make([]discoveryv1.EndpointSlice, 0, len(bySlice))
+		for _, s := range bySlice {
+			list = append(list, *s)
 		}
-	}()
+		held := readyAddresses(list)
+		s, _ := e.Object.(*discoveryv1.EndpointSlice)
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
+		sw.events++
+		if !sw.started {
+			sw.started = sameReady(pick(held, stable), stable) == nil
+		}
+		if sw.started && sw.violation == "" {
+			for _, a := range stable {
+				if held[a] != 1 {
+					sw.violation = fmt.Sprintf("after event %d (%s %s), stable endpoint %s held ready %d times", sw.events, e.Type, s.Name, a, held[a])
+					break
+				}
+			}
+			for a, n := range held {
+				if n > 1 && sw.violation == "" {
+					sw.violation = fmt.Sprintf("after event %d (%s %s), %s held ready %d times", sw.events, e.Type, s.Name, a, n)
+				}
+			}
+		}
+		return true
+	})
 	return sw
 }
 
