@@ -30,6 +30,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // hubLoadNamespace holds the hub load's Services.
@@ -570,11 +571,7 @@ func (g *growth) hubComplete(ctx context.Context, v *importView, sims int) (done
 	}
 	ready := 0
 	for i := range list.Items {
-		for _, ep := range list.Items[i].Endpoints {
-			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-				ready++
-			}
-		}
+		ready += workloads.CountReady(list.Items[i].Endpoints)
 	}
 	want := sims * g.f.exported * g.endpoints
 	return complete >= g.f.exported && ready == want,

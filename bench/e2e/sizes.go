@@ -19,6 +19,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // The sizes phase of make bench-scale (issue 45): what one endpoint's
@@ -166,11 +167,7 @@ func readyFrom(ctx context.Context, v *importView, ns, name string) (int, error)
 	}
 	ready := 0
 	for i := range list.Items {
-		for _, e := range list.Items[i].Endpoints {
-			if e.Conditions.Ready != nil && *e.Conditions.Ready {
-				ready++
-			}
-		}
+		ready += workloads.CountReady(list.Items[i].Endpoints)
 	}
 	return ready, nil
 }
