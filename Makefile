@@ -52,11 +52,27 @@ image: ## Build the image $(IMAGE) into $(IMAGE_ARCHIVE), an OCI archive, withou
 	@mkdir -p $(BIN)
 	go run ./hack/image -out $(IMAGE_ARCHIVE) -name $(IMAGE) -version $(VERSION) -revision $(REVISION)
 
-.PHONY: test
-test: tools ## Unit and integration tests (the race detector on).
+.PHONY: unit
+unit: ## The tests that need no testbed, with the race detector: no `make tools` before them (-short skips the testbed's tests).
 	cd $(LIBRARY) && $(GO_TEST) -race ./...
-	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $$(go list ./... | grep -v /test/e2e)
+	$(GO_TEST) -race -short $$(go list ./... | grep -v /test/e2e)
 	cd bench && $(GO_TEST) ./e2e/
+
+# The packages whose tests start a testbed: test/testbed itself and those
+# whose tests import it (the end-to-end packages have targets of their own).
+INTEGRATION_PKGS = $(shell go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+	awk '$$1 ~ /\/test\/e2e/ { next } $$1 ~ /\/test\/testbed$$/ || / github.com\/mcs-syncer\/mcs-syncer\/test\/testbed( |$$)/ { print $$1 }')
+
+.PHONY: test
+test: unit tools ## make unit, then the integration tests on real API servers and real nodes (the race detector on).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $(INTEGRATION_PKGS)
+
+# A cold build of mcs-syncer and its dependencies takes minutes on 2 cores,
+# more beside other work: go test's default 10 minutes is no bound for it.
+IMAGE_REPRO_TIMEOUT ?= 40m
+.PHONY: image-repro
+image-repro: ## The image is reproducible: built twice from this tree (the second time every package rebuilt, -a), the digests are equal (a cold build: timeout IMAGE_REPRO_TIMEOUT, 40m).
+	$(GO_TEST) -tags reproducibility -v -timeout $(IMAGE_REPRO_TIMEOUT) ./hack/image/
 
 .PHONY: e2e
 e2e: tools ## End-to-end tests on a local 3-cluster testbed.
@@ -115,7 +131,9 @@ lint: $(STATICCHECK) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, and that t
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -tags reproducibility ./hack/image/
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags reproducibility ./hack/image/
 	cd $(LIBRARY) && go vet ./... && $(STATICCHECK) ./...
 	cd bench && go vet ./... && $(STATICCHECK) ./...
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \

@@ -1,3 +1,9 @@
+//go:build reproducibility
+
+// The reproducibility check builds mcs-syncer from nothing (-a): minutes on
+// 2 cores, more beside other work. It runs in `make image-repro`, with a
+// timeout chosen for a cold build, not in make unit or make test.
+
 package main
 
 import (

@@ -3,6 +3,7 @@ package export_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -48,8 +49,8 @@ var (
 	registry = prometheus.NewRegistry()
 )
 
-// noTestbed says why there is no testbed (its binaries are missing); the
-// tests that need it then skip with it.
+// noTestbed says why there is no testbed (-short, or its binaries are
+// missing); the tests that need it then skip with it.
 var noTestbed string
 
 func needTestbed(t *testing.T) {
@@ -64,6 +65,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		noTestbed = "-short (make unit): the export watcher's integration tests run in make test"
+		return m.Run()
+	}
 	if os.Getenv("MCS_TOOLS_DIR") == "" {
 		if _, err := host.RepoRoot(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -21,6 +21,9 @@ import (
 // a real node cannot run here (binaries, Debian packages or root missing).
 func needRealNodes(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short (make unit): real nodes run in make test")
+	}
 	opts := Options{Clusters: []string{"solo"}, StateDir: t.TempDir(), RealNodes: true}
 	if err := opts.defaults(); errors.Is(err, ErrNoBinaries) {
 		t.Skip(err)
