@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
@@ -40,6 +41,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 const managedBy = "endpointslice-controller.k8s.io"
@@ -55,7 +57,7 @@ type scenario struct {
 
 // impl is one reconciler under test.
 type impl interface {
-	reconcile(client *fake.Clientset, svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) error
+	reconcile(client kubernetes.Interface, svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) error
 }
 
 func main() {
@@ -157,7 +159,7 @@ func settle(r impl, sc scenario) ([]*discoveryv1.EndpointSlice, error) {
 	if sc.beforeSvc != nil {
 		svc = sc.beforeSvc
 	}
-	client := newClient()
+	client := reconcilertest.NewClientset()
 	if err := r.reconcile(client, svc, sc.before, nil); err != nil {
 		return nil, err
 	}
@@ -176,7 +178,7 @@ type ours struct{ tracker *reconciler.Tracker }
 
 func newOurs() *ours { return &ours{tracker: reconciler.NewTracker()} }
 
-func (o *ours) reconcile(client *fake.Clientset, svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) error {
+func (o *ours) reconcile(client kubernetes.Interface, svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) error {
 	r, err := reconciler.New(client.DiscoveryV1(), managedBy, reconciler.WithPlaceholder(true), reconciler.WithOwnershipEnforced(true),
 		reconciler.WithTrafficDistribution(true), reconciler.WithTracker(o.tracker))
 	if err != nil {
@@ -199,7 +201,7 @@ type upstreamImpl struct{ nodes corelisters.NodeLister }
 
 func newUpstream(nodes corelisters.NodeLister) *upstreamImpl { return &upstreamImpl{nodes: nodes} }
 
-func (u *upstreamImpl) reconcile(client *fake.Clientset, svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) error {
+func (u *upstreamImpl) reconcile(client kubernetes.Interface, svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) error {
 	r := upstream.NewReconciler(client, u.nodes, 100, upstreamutil.NewEndpointSliceTracker(), nil, record.NewFakeRecorder(100), managedBy)
 	return r.Reconcile(klog.Background(), svc, pods, existing, time.Unix(1, 0))
 }
@@ -259,28 +261,6 @@ var nodesByName = func() map[string]*corev1.Node {
 }()
 
 func (nodeGetter) Get(name string) (*corev1.Node, error) { return nodesByName[name], nil }
-
-// newClient returns a fake clientset whose creates get a name from
-// generateName, as from the API server.
-func newClient() *fake.Clientset {
-	client := fake.NewClientset()
-	n := 0
-	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		s := action.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
-		if s.Name == "" {
-			n++
-			s = s.DeepCopy()
-			s.Name = fmt.Sprintf("%s%05d", s.GenerateName, n)
-			s.Generation = 1
-			if err := client.Tracker().Create(discoveryv1.SchemeGroupVersion.WithResource("endpointslices"), s, s.Namespace); err != nil {
-				return true, nil, err
-			}
-			return true, s, nil
-		}
-		return false, nil, nil
-	})
-	return client
-}
 
 // countingClient returns a fake clientset that answers EndpointSlice
 // writes without storing anything (creates get a name, as from the API

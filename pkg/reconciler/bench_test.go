@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"testing"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // BenchmarkCreate10000 reconciles a Service with 10,000 pods from no
@@ -12,7 +14,7 @@ func BenchmarkCreate10000(b *testing.B) {
 	svc, pods := service(), readyPods(10000)
 	b.ReportAllocs()
 	for b.Loop() {
-		client := newFakeClient(b)
+		client := reconcilertest.NewClientset()
 		r, _ := New(client.DiscoveryV1(), "bench")
 		desired, types, _ := DesiredFromServicePods(svc, pods, defaultNodes)
 		if err := r.Reconcile(context.Background(), Input{Owner: svc, OwnerGVK: serviceGVK, Desired: desired, AddressTypes: types, Labeler: ServiceLabels{svc}}); err != nil {
@@ -25,7 +27,7 @@ func BenchmarkCreate10000(b *testing.B) {
 // cost.
 func BenchmarkPlan10000(b *testing.B) {
 	svc, pods := service(), readyPods(10000)
-	r, _ := New(newFakeClient(b).DiscoveryV1(), "bench")
+	r, _ := New(reconcilertest.NewClientset().DiscoveryV1(), "bench")
 	b.ReportAllocs()
 	for b.Loop() {
 		desired, types, _ := DesiredFromServicePods(svc, pods, defaultNodes)

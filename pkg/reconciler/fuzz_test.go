@@ -9,6 +9,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // FuzzReconcile checks the reconciler's invariants on arbitrary existing
@@ -50,7 +52,7 @@ func FuzzReconcile(f *testing.F) {
 			g.Endpoints = append(g.Endpoints, endpoint(b, b&0x80 != 0))
 		}
 
-		client := newFakeClient(t)
+		client := reconcilertest.NewClientset()
 		for i := 0; i < len(existingSpec); {
 			header := existingSpec[i]
 			i++

@@ -4,92 +4,37 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 var serviceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 
-var endpointSlicesResource = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
-
-// newFakeClient returns a fake clientset whose EndpointSlice writes behave
-// like the API server's: generateName gives a name, creates get a UID and
-// generation 1, and an update bumps the generation when anything but
-// metadata (or the labels) changed.
-func newFakeClient(t testing.TB) *fake.Clientset {
-	t.Helper()
-	client := fake.NewClientset()
-	var mu sync.Mutex
-	next := 0
-	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		s := action.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice).DeepCopy()
-		mu.Lock()
-		next++
-		n := next
-		mu.Unlock()
-		if s.Name == "" {
-			s.Name = fmt.Sprintf("%s%05d", s.GenerateName, n)
-		}
-		s.UID = types.UID(fmt.Sprintf("slice-uid-%d", n))
-		s.Generation = 1
-		s.ResourceVersion = "1"
-		if err := client.Tracker().Create(endpointSlicesResource, s, s.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, s, nil
-	})
-	client.PrependReactor("update", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		s := action.(k8stesting.UpdateAction).GetObject().(*discoveryv1.EndpointSlice).DeepCopy()
-		obj, err := client.Tracker().Get(endpointSlicesResource, s.Namespace, s.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		old := obj.(*discoveryv1.EndpointSlice)
-		s.Generation = old.Generation
-		if !equality.Semantic.DeepEqual(s.Endpoints, old.Endpoints) || !equality.Semantic.DeepEqual(s.Ports, old.Ports) ||
-			s.AddressType != old.AddressType || !equality.Semantic.DeepEqual(s.Labels, old.Labels) {
-			s.Generation++
-		}
-		s.ResourceVersion = fmt.Sprint(len(s.ResourceVersion) + int(s.Generation) + 1)
-		if err := client.Tracker().Update(endpointSlicesResource, s, s.Namespace); err != nil {
-			return true, nil, err
-		}
-		return true, s, nil
-	})
-	return client
-}
-
 // listSlices returns the slices the fake API server holds, by name.
-func listSlices(t *testing.T, client *fake.Clientset, ns string) []*discoveryv1.EndpointSlice {
+func listSlices(t *testing.T, client *reconcilertest.Clientset, ns string) []*discoveryv1.EndpointSlice {
 	t.Helper()
-	list, err := client.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{})
+	held, err := client.Slices(context.Background(), ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]*discoveryv1.EndpointSlice, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, &list.Items[i])
+	out := make([]*discoveryv1.EndpointSlice, 0, len(held))
+	for i := range held {
+		out = append(out, &held[i])
 	}
-	slices.SortFunc(out, func(a, b *discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
 // writes counts the EndpointSlice writes the client saw, by verb.
-func writes(client *fake.Clientset) map[string]int {
+func writes(client *reconcilertest.Clientset) map[string]int {
 	counts := map[string]int{}
 	for _, a := range client.Actions() {
 		if a.GetResource().Resource == "endpointslices" && a.GetVerb() != "list" && a.GetVerb() != "get" && a.GetVerb() != "watch" {
@@ -107,7 +52,7 @@ func sliceSizes(slices []*discoveryv1.EndpointSlice) []int {
 	return sizes
 }
 
-func newReconciler(t *testing.T, client *fake.Clientset, opts ...Option) *Reconciler {
+func newReconciler(t *testing.T, client *reconcilertest.Clientset, opts ...Option) *Reconciler {
 	t.Helper()
 	r, err := New(client.DiscoveryV1(), "test-controller", opts...)
 	if err != nil {
@@ -185,7 +130,7 @@ var defaultNodes = nodes(map[string]string{"node-1": "zone-a", "node-2": "zone-b
 
 // serviceInput builds the Input for a Service and its pods, with the
 // existing slices the fake API server holds.
-func serviceInput(t *testing.T, client *fake.Clientset, svc *corev1.Service, pods []*corev1.Pod) Input {
+func serviceInput(t *testing.T, client *reconcilertest.Clientset, svc *corev1.Service, pods []*corev1.Pod) Input {
 	t.Helper()
 	desired, types, err := DesiredFromServicePods(svc, pods, defaultNodes)
 	if err != nil {
@@ -201,7 +146,7 @@ func serviceInput(t *testing.T, client *fake.Clientset, svc *corev1.Service, pod
 }
 
 // reconcileService reconciles svc with pods and fails the test on error.
-func reconcileService(t *testing.T, r *Reconciler, client *fake.Clientset, svc *corev1.Service, pods []*corev1.Pod) {
+func reconcileService(t *testing.T, r *Reconciler, client *reconcilertest.Clientset, svc *corev1.Service, pods []*corev1.Pod) {
 	t.Helper()
 	if err := r.Reconcile(context.Background(), serviceInput(t, client, svc, pods)); err != nil {
 		t.Fatal(err)
@@ -210,7 +155,7 @@ func reconcileService(t *testing.T, r *Reconciler, client *fake.Clientset, svc *
 
 // assertIdempotent checks that planning again over what the API server
 // holds writes nothing.
-func assertIdempotent(t *testing.T, r *Reconciler, client *fake.Clientset, svc *corev1.Service, pods []*corev1.Pod) {
+func assertIdempotent(t *testing.T, r *Reconciler, client *reconcilertest.Clientset, svc *corev1.Service, pods []*corev1.Pod) {
 	t.Helper()
 	plan, err := r.Plan(serviceInput(t, client, svc, pods))
 	if err != nil {
@@ -251,7 +196,7 @@ func podEndpoints(t *testing.T, svc *corev1.Service, pods []*corev1.Pod) ([]disc
 	return groups[0].Ports, groups[0].Endpoints
 }
 
-func seed(t *testing.T, client *fake.Clientset, slices ...*discoveryv1.EndpointSlice) {
+func seed(t *testing.T, client *reconcilertest.Clientset, slices ...*discoveryv1.EndpointSlice) {
 	t.Helper()
 	for _, s := range slices {
 		if err := client.Tracker().Add(s); err != nil {

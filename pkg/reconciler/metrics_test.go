@@ -11,13 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // TestMetrics: writes are counted by operation, and the gauges count the
 // endpoints and slices of every address type (dual-stack counts both).
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithMetrics(reg))
 	svc := service()
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
@@ -84,7 +86,7 @@ func TestMetrics(t *testing.T) {
 // empty (its slices were written before a restart) still reports the
 // owner's figures, and a plan over a stale cache is counted as stale.
 func TestMetricsAfterRestart(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	svc := service()
 	pods := readyPods(4)
 	reconcileService(t, newReconciler(t, client, WithMaxEndpointsPerSlice(2)), client, svc, pods)

@@ -20,11 +20,13 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // TestNewValidatesOptions: bad settings are refused with a clear error.
 func TestNewValidatesOptions(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	for _, tc := range []struct {
 		managedBy string
 		opts      []Option
@@ -46,7 +48,7 @@ func TestNewValidatesOptions(t *testing.T) {
 // TestEmptyServiceGetsPlaceholder: a Service without endpoints gets one
 // empty slice without ports when placeholders are on, nothing when off.
 func TestEmptyServiceGetsPlaceholder(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithPlaceholder(true))
 	svc := service()
 	reconcileService(t, r, client, svc, nil)
@@ -59,7 +61,7 @@ func TestEmptyServiceGetsPlaceholder(t *testing.T) {
 	}
 	assertIdempotent(t, r, client, svc, nil)
 
-	client = newFakeClient(t)
+	client = reconcilertest.NewClientset()
 	r = newReconciler(t, client)
 	reconcileService(t, r, client, svc, nil)
 	if got := listSlices(t, client, "ns"); len(got) != 0 {
@@ -82,7 +84,7 @@ func TestOneEndpoint(t *testing.T) {
 			[]discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := newFakeClient(t)
+			client := reconcilertest.NewClientset()
 			r := newReconciler(t, client, WithPlaceholder(true))
 			svc := service()
 			svc.Spec.IPFamilies = tc.families
@@ -113,7 +115,7 @@ func TestOneEndpoint(t *testing.T) {
 // one with stale labels is replaced (recycled into one update).
 func TestPlaceholderKeptOrReplaced(t *testing.T) {
 	svc := service()
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	placeholder := existingSlice("svc-old", svc, nil, nil)
 	seed(t, client, placeholder)
 	r := newReconciler(t, client, WithPlaceholder(true))
@@ -122,7 +124,7 @@ func TestPlaceholderKeptOrReplaced(t *testing.T) {
 		t.Errorf("a matching placeholder was rewritten: %v", w)
 	}
 
-	client = newFakeClient(t)
+	client = reconcilertest.NewClientset()
 	stale := existingSlice("svc-old", svc, nil, nil)
 	stale.Labels["app"] = "old"
 	seed(t, client, stale)
@@ -153,7 +155,7 @@ func TestPublishNotReadyAddresses(t *testing.T) {
 
 // TestManyEndpointsFillSlices: 250 endpoints make slices of 100, 100, 50.
 func TestManyEndpointsFillSlices(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	svc, pods := service(), readyPods(250)
 	reconcileService(t, r, client, svc, pods)
@@ -171,7 +173,7 @@ func TestManyEndpointsFillSlices(t *testing.T) {
 func TestPartiallyFullSlicesTakeTheRemainder(t *testing.T) {
 	svc, pods := service(), readyPods(250)
 	ports, eps := podEndpoints(t, svc, pods)
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client,
 		existingSlice("svc-a", svc, ports, eps[:62]),
 		existingSlice("svc-b", svc, ports, eps[62:123]))
@@ -202,7 +204,7 @@ func TestWorseAllocationIsRepacked(t *testing.T) {
 		}
 		return out
 	}())
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client,
 		existingSlice("svc-a", svc, ports, append(slices.Clone(eps[:50]), gone[:50]...)),
 		existingSlice("svc-b", svc, ports, append(slices.Clone(eps[50:100]), gone[50:]...)))
@@ -220,7 +222,7 @@ func TestWorseAllocationIsRepacked(t *testing.T) {
 // TestChangedEndpointIsUpdatedInPlace: a pod turning not-ready updates its
 // slice; the slice keeps its name.
 func TestChangedEndpointIsUpdatedInPlace(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	svc, pods := service(), readyPods(3)
 	reconcileService(t, r, client, svc, pods)
@@ -247,7 +249,7 @@ func TestChangedEndpointIsUpdatedInPlace(t *testing.T) {
 // TestLabelUpdates: slices follow the Service's labels, except the reserved
 // ones a Service cannot set on its slices.
 func TestLabelUpdates(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	svc, pods := service(), readyPods(2)
 	reconcileService(t, r, client, svc, pods)
@@ -277,7 +279,7 @@ func TestLabelUpdates(t *testing.T) {
 func TestPortChangeRecyclesSlices(t *testing.T) {
 	svc, pods := service(), readyPods(300)
 	ports, eps := podEndpoints(t, svc, pods)
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	for i := range 10 {
 		seed(t, client, existingSlice(fmt.Sprintf("svc-%02d", i), svc, ports, eps[i*30:(i+1)*30]))
 	}
@@ -300,7 +302,7 @@ func TestPortChangeRecyclesSlices(t *testing.T) {
 func TestUpdatePacking(t *testing.T) {
 	svc, pods := service(), readyPods(180)
 	ports, eps := podEndpoints(t, svc, pods)
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client,
 		existingSlice("svc-a", svc, ports, eps[:80]),
 		existingSlice("svc-b", svc, ports, eps[80:150]))
@@ -326,7 +328,7 @@ func TestUpdatePacking(t *testing.T) {
 func TestOwnerRecreatedReplacesSlices(t *testing.T) {
 	svc, pods := service(), readyPods(5)
 	ports, eps := podEndpoints(t, svc, pods)
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client, existingSlice("svc-old", svc, ports, eps))
 	svc.UID = "svc-uid-2"
 	r := newReconciler(t, client, WithOwnershipEnforced(true))
@@ -348,7 +350,7 @@ func TestNamedTargetPorts(t *testing.T) {
 	svc.Spec.Ports[0].TargetPort = intstr.FromString("http")
 	pods := readyPods(4)
 	pods[3].Spec.Containers[0].Ports[0].ContainerPort = 8443
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	reconcileService(t, r, client, svc, pods)
 	byPort := map[int32]int{}
@@ -374,7 +376,7 @@ func TestMaxEndpointsPerSlice(t *testing.T) {
 		{500, []int{250, 500}},
 	} {
 		t.Run(fmt.Sprint(tc.max), func(t *testing.T) {
-			client := newFakeClient(t)
+			client := reconcilertest.NewClientset()
 			r := newReconciler(t, client, WithMaxEndpointsPerSlice(tc.max))
 			svc, pods := service(), readyPods(750)
 			reconcileService(t, r, client, svc, pods)
@@ -392,7 +394,7 @@ func TestMaxEndpointsPerSlice(t *testing.T) {
 // TestOwnerBeingDeletedCreatesNothing: while the owner is being deleted no
 // slice is created (they would only be garbage collected).
 func TestOwnerBeingDeletedCreatesNothing(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	svc := service()
 	svc.DeletionTimestamp = ptr.To(metav1.Now())
@@ -411,7 +413,7 @@ func TestNodeMissing(t *testing.T) {
 	if !errors.Is(err, ErrNodeNotFound) || !strings.Contains(err.Error(), "pod-2 on node-gone") {
 		t.Fatalf("error %v, want ErrNodeNotFound naming pod-2", err)
 	}
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	if err := r.Reconcile(context.Background(), Input{Owner: svc, OwnerGVK: serviceGVK, Desired: desired, AddressTypes: types, Labeler: ServiceLabels{svc}}); err != nil {
 		t.Fatal(err)
@@ -424,7 +426,7 @@ func TestNodeMissing(t *testing.T) {
 // TestTrafficDistributionHints: PreferClose gives ready endpoints a hint
 // for their zone; dropping it clears the hints with one update.
 func TestTrafficDistributionHints(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithTrafficDistribution(true))
 	svc, pods := service(), readyPods(3)
 	pods[2] = pod("pod-2", pods[2].Status.PodIP, false)
@@ -464,7 +466,7 @@ func TestHeadlessWithoutPorts(t *testing.T) {
 	pods := readyPods(2)
 	pods[0].Spec.Hostname, pods[0].Spec.Subdomain = "web-0", "svc"
 	pods[1].Spec.Hostname, pods[1].Spec.Subdomain = "web-1", "other"
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	reconcileService(t, r, client, svc, pods)
 	got := listSlices(t, client, "ns")
@@ -490,7 +492,7 @@ func TestHeadlessWithoutPorts(t *testing.T) {
 func TestTerminatingEndpoints(t *testing.T) {
 	svc, pods := service(), readyPods(2)
 	pods[1].DeletionTimestamp = ptr.To(metav1.Now())
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	reconcileService(t, r, client, svc, pods)
 	var found bool
@@ -524,7 +526,7 @@ func TestPlanIsDeterministic(t *testing.T) {
 		existingSlice("svc-b", svc, ports, eps[70:95]),
 		existingSlice("svc-c", svc, ports, eps[95:180]),
 	}
-	r := newReconciler(t, newFakeClient(t))
+	r := newReconciler(t, reconcilertest.NewClientset())
 	planJSON := func(pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice) string {
 		desired, types, err := DesiredFromServicePods(svc, pods, defaultNodes)
 		if err != nil {
@@ -567,7 +569,7 @@ func TestOthersAnnotationsSurvive(t *testing.T) {
 	ports, eps := podEndpoints(t, svc, pods[:1])
 	s := existingSlice("svc-a", svc, ports, eps)
 	s.Annotations = map[string]string{"example.com/note": "keep me"}
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client, s)
 	r := newReconciler(t, client)
 	in := serviceInput(t, client, svc, pods)
@@ -592,7 +594,7 @@ func TestOthersAnnotationsSurvive(t *testing.T) {
 // independent ones; the error names it, and the tracker holds only what was
 // written.
 func TestFailedWriteDoesNotStopOthers(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	calls := 0
 	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		calls++
@@ -622,7 +624,7 @@ func TestFailedWriteDoesNotStopOthers(t *testing.T) {
 // TestStaleCacheIsDetected: planning over a list that lacks what was just
 // written is refused with ErrStaleCache and writes nothing.
 func TestStaleCacheIsDetected(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	svc := service()
 	stale := serviceInput(t, client, svc, readyPods(3)) // lists nothing yet
@@ -649,7 +651,7 @@ func TestForeignSlicesUntouched(t *testing.T) {
 	theirs := existingSlice("svc-theirs", svc, ports, eps)
 	theirs.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
 	theirs.OwnerReferences = nil
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client, theirs)
 	r := newReconciler(t, client, WithOwnershipEnforced(true))
 	reconcileService(t, r, client, svc, pods)
@@ -668,7 +670,7 @@ func TestForeignSlicesUntouched(t *testing.T) {
 func TestInputsAreNotMutated(t *testing.T) {
 	svc, pods := service(), readyPods(250)
 	ports, eps := podEndpoints(t, svc, pods[:150])
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	seed(t, client, existingSlice("svc-a", svc, ports, eps[:70]), existingSlice("svc-b", svc, ports, eps[70:]))
 	svc.Spec.TrafficDistribution = ptr.To(corev1.ServiceTrafficDistributionPreferClose)
 	pods[3] = pod(pods[3].Name, pods[3].Status.PodIP, false)
@@ -712,7 +714,7 @@ func TestCustomOwner(t *testing.T) {
 	owner := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "import", Namespace: "ns", UID: "import-uid"}}
 	gvk := discoveryv1.SchemeGroupVersion.WithKind("Anything")
 	gvk.Group, gvk.Version, gvk.Kind = "multicluster.x-k8s.io", "v1beta1", "ServiceImport"
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithOwnershipEnforced(true))
 	in := Input{
 		Owner: owner, OwnerGVK: gvk,
@@ -752,7 +754,7 @@ func TestUnsupportedAddressTypeIsDeleted(t *testing.T) {
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 	p := pod("pod-0", "10.0.0.1", true)
 	p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "fd00::1"}}
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	reconcileService(t, r, client, svc, []*corev1.Pod{p})
 	svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
@@ -766,7 +768,7 @@ func TestUnsupportedAddressTypeIsDeleted(t *testing.T) {
 // TestNamespaceTerminatingStopsQuietly: when the namespace is being
 // deleted, the reconcile ends without error and without more writes.
 func TestNamespaceTerminatingStopsQuietly(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		err := apierrors.NewForbidden(discoveryv1.Resource("endpointslices"), "", errors.New("namespace ns is being terminated"))
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
@@ -784,7 +786,7 @@ func TestNamespaceTerminatingStopsQuietly(t *testing.T) {
 // TestFailedWriteRecordsEvent: a failed write leaves a Warning event on the
 // owner.
 func TestFailedWriteRecordsEvent(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcd hiccup"))
 	})
@@ -809,7 +811,7 @@ func TestFailedWriteRecordsEvent(t *testing.T) {
 // reads the same (a condition quoting it is not rewritten, the events
 // aggregate), and the error still answers apierrors' questions.
 func TestRepeatedRefusalReadsTheSame(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	tries := 0
 	client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		tries++
@@ -929,7 +931,7 @@ func TestNewEndpointsStayInTheirPortSet(t *testing.T) {
 			}
 			return out
 		}
-		client := newFakeClient(t)
+		client := reconcilertest.NewClientset()
 		r := newReconciler(t, client)
 		reconcileService(t, r, client, svc, pick(tc.before))
 		reconcileService(t, r, client, svc, pick(tc.after))
@@ -948,7 +950,7 @@ func TestNewEndpointsStayInTheirPortSet(t *testing.T) {
 // conversion leaves it), no kind and an unknown address type are errors,
 // not panics.
 func TestInvalidInputIsAnError(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	good := serviceInput(t, client, service(), readyPods(1))
 	var nilService *corev1.Service
@@ -971,7 +973,7 @@ func TestInvalidInputIsAnError(t *testing.T) {
 // recorded (the response raced the watch), the record is dropped: the next
 // reconcile is not stale and recreates the slice.
 func TestDeletionSeenBeforeOwnWrite(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	// Someone deletes each slice as it is created, and the delete event
 	// reaches the tracker before the create returns.

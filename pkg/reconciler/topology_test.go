@@ -12,8 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 func zonedEndpoints(perZone map[string]int) []EndpointGroup {
@@ -34,7 +35,7 @@ func zonedEndpoints(perZone map[string]int) []EndpointGroup {
 
 // topologyInput is the Input of svc with desired endpoints and topology
 // hints from cpu, over the slices the fake API server holds.
-func topologyInput(t *testing.T, client *fake.Clientset, cpu map[string]int64, desired []EndpointGroup) Input {
+func topologyInput(t *testing.T, client *reconcilertest.Clientset, cpu map[string]int64, desired []EndpointGroup) Input {
 	t.Helper()
 	return Input{
 		Owner: service(), OwnerGVK: serviceGVK,
@@ -47,7 +48,7 @@ func topologyInput(t *testing.T, client *fake.Clientset, cpu map[string]int64, d
 
 // hintedPerZone counts the hints per zone of the slices the fake API
 // server holds.
-func hintedPerZone(t *testing.T, client *fake.Clientset) map[string]int {
+func hintedPerZone(t *testing.T, client *reconcilertest.Clientset) map[string]int {
 	t.Helper()
 	got := map[string]int{}
 	for _, s := range listSlices(t, client, "ns") {
@@ -60,7 +61,7 @@ func hintedPerZone(t *testing.T, client *fake.Clientset) map[string]int {
 	return got
 }
 
-func reconcileTopology(t *testing.T, r *Reconciler, client *fake.Clientset, cpu map[string]int64, desired []EndpointGroup) {
+func reconcileTopology(t *testing.T, r *Reconciler, client *reconcilertest.Clientset, cpu map[string]int64, desired []EndpointGroup) {
 	t.Helper()
 	if err := r.Reconcile(context.Background(), topologyInput(t, client, cpu, desired)); err != nil {
 		t.Fatal(err)
@@ -80,14 +81,14 @@ var cpu32328 = map[string]int64{"a": 32000, "b": 32000, "c": 8000}
 // CPU; of 3 endpoints in each, c gives one hint to a and one to b. Already
 // balanced, every endpoint keeps its own zone.
 func TestTopologyHintsProportionalToCPU(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithTrafficDistribution(true))
 	reconcileTopology(t, r, client, cpu32328, zonedEndpoints(map[string]int{"a": 3, "b": 3, "c": 3}))
 	if got := hintedPerZone(t, client); got["a"] != 4 || got["b"] != 4 || got["c"] != 1 {
 		t.Errorf("hints per zone %v, want a:4 b:4 c:1", got)
 	}
 
-	client = newFakeClient(t)
+	client = reconcilertest.NewClientset()
 	r = newReconciler(t, client, WithTrafficDistribution(true))
 	reconcileTopology(t, r, client, cpu32328, zonedEndpoints(map[string]int{"a": 4, "b": 4, "c": 1}))
 	for _, ep := range listSlices(t, client, "ns")[0].Endpoints {
@@ -112,7 +113,7 @@ func TestTopologyHintsGivenUp(t *testing.T) {
 		"endpoint without zone":      {cpu32328, noZone},
 		"no node information":        {nil, zonedEndpoints(map[string]int{"a": 3, "b": 3})},
 	} {
-		client := newFakeClient(t)
+		client := reconcilertest.NewClientset()
 		r := newReconciler(t, client, WithTrafficDistribution(true))
 		reconcileTopology(t, r, client, tc.cpu, tc.groups)
 		if got := hintedPerZone(t, client); len(got) != 0 {
@@ -126,7 +127,7 @@ func TestTopologyHintsGivenUp(t *testing.T) {
 // hints; one whose hints would pass a zone's maximum is rewritten; hints
 // go when topology can no longer be used, in every slice that has some.
 func TestTopologyHintsOfUnchangedSlicesKept(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(3))
 	// 9 endpoints in three slices: a a a | b b b | c c c (address order).
 	nine := zonedEndpoints(map[string]int{"a": 3, "b": 3, "c": 3})
@@ -240,7 +241,7 @@ func TestTopologyHintsZoneMinimums(t *testing.T) {
 		{true, []string{"s1"}, map[string]int{"a": 3, "b": 4, "c": 1}},
 	} {
 		t.Run(fmt.Sprintf("WithZoneMinimums(%v)", tc.zoneMinimums), func(t *testing.T) {
-			r := newReconciler(t, newFakeClient(t), WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4), WithZoneMinimums(tc.zoneMinimums))
+			r := newReconciler(t, reconcilertest.NewClientset(), WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4), WithZoneMinimums(tc.zoneMinimums))
 			plan, err := r.Plan(Input{
 				Owner: service(), OwnerGVK: serviceGVK,
 				Desired: desired, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
@@ -295,7 +296,7 @@ func sliceNames(s []*discoveryv1.EndpointSlice) []string {
 // rewrite of every slice would have hinted it back to its own zone: two
 // updates where one does).
 func TestTopologyHintsMinimumRestoredWithFewestWrites(t *testing.T) {
-	client := newFakeClient(t)
+	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client, WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4), WithZoneMinimums(true))
 	eps := zonedEndpoints(map[string]int{"a": 5, "b": 4, "c": 1})[0].Endpoints // addresses 1-5 a, 6-9 b, 10 c
 	// 10 ready endpoints over CPU 32:32:8: minimums 4/4/1, maximums 5/5/2.
@@ -335,7 +336,7 @@ func TestTopologyHintsMinimumRestoredWithFewestWrites(t *testing.T) {
 // rewrites. Keeping s2, s3 and s4 rewrites s1 alone, and its three
 // endpoints are hinted to b, b and c.
 func TestTopologyHintsKeepMostSlices(t *testing.T) {
-	r := newReconciler(t, newFakeClient(t), WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
+	r := newReconciler(t, reconcilertest.NewClientset(), WithTrafficDistribution(true), WithMaxEndpointsPerSlice(4))
 	eps := zonedEndpoints(map[string]int{"a": 4, "b": 4, "c": 1})[0].Endpoints // addresses 1-4 a, 5-8 b, 9 c
 	s1 := existingSlice("s1", service(), nil, []discoveryv1.Endpoint{hinted(eps[0], "a"), hinted(eps[1], "a"), hinted(eps[2], "a")})
 	s2 := existingSlice("s2", service(), nil, []discoveryv1.Endpoint{hinted(eps[3], "a"), hinted(eps[8], "a")})

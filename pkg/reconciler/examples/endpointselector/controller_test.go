@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 const managedBy = "endpointselector.example.com"
@@ -45,9 +45,9 @@ func pod(name, ip string, labels map[string]string, ready bool) *corev1.Pod {
 
 // start runs the controller on fake clients holding the EndpointSelectors
 // and the other objects.
-func start(t *testing.T, selectors []runtime.Object, objs ...runtime.Object) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
+func start(t *testing.T, selectors []runtime.Object, objs ...runtime.Object) (*reconcilertest.Clientset, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
-	client := examplestest.Clientset(objs...)
+	client := reconcilertest.NewClientset(objs...)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{resource: "EndpointSelectorList"}, selectors...)
 	setup := run.Factories(client, managedBy)
 	setup.Dynamic = dyn
@@ -123,7 +123,7 @@ func TestBadSelector(t *testing.T) {
 	}
 }
 
-func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
+func waitSlices(t *testing.T, client *reconcilertest.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
 	return examplestest.WaitSlices(t, client, "ns", "", ok)
 }

@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 const managedBy = "endpointslice.example.com"
@@ -56,15 +56,15 @@ func service(name string, selector map[string]string) *corev1.Service {
 }
 
 // start runs the controller on a fake clientset holding objs.
-func start(t *testing.T, objs ...runtime.Object) *fake.Clientset {
+func start(t *testing.T, objs ...runtime.Object) *reconcilertest.Clientset {
 	t.Helper()
-	client := examplestest.Clientset(objs...)
+	client := reconcilertest.NewClientset(objs...)
 	examplestest.Run(t, run.Factories(client, managedBy), 2, func(s run.Setup) (run.Controller, error) { return newController(s, false) })
 	return client
 }
 
 // slicesOf polls until the Service's slices satisfy ok, and returns them.
-func slicesOf(t *testing.T, client *fake.Clientset, svc string, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
+func slicesOf(t *testing.T, client *reconcilertest.Clientset, svc string, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
 	return examplestest.WaitSlices(t, client, "ns", discoveryv1.LabelServiceName+"="+svc, ok)
 }

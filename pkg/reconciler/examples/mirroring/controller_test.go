@@ -11,10 +11,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 const managedBy = "mirroring.example.com"
@@ -107,14 +107,14 @@ func TestDeletedSliceComesBack(t *testing.T) {
 }
 
 // start runs the controller on a fake clientset holding objs.
-func start(t *testing.T, objs ...runtime.Object) (*fake.Clientset, context.Context) {
+func start(t *testing.T, objs ...runtime.Object) (*reconcilertest.Clientset, context.Context) {
 	t.Helper()
-	client := examplestest.Clientset(objs...)
+	client := reconcilertest.NewClientset(objs...)
 	ctx := examplestest.Run(t, run.Factories(client, managedBy), 1, func(s run.Setup) (run.Controller, error) { return newController(s) })
 	return client, ctx
 }
 
-func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
+func waitSlices(t *testing.T, client *reconcilertest.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
 	return examplestest.WaitSlices(t, client, "ns", "", ok)
 }

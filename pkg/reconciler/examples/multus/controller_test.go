@@ -8,11 +8,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/examplestest"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 const managedBy = "multus-endpointslice.example.com"
@@ -43,7 +43,7 @@ func service(name string, annotations map[string]string) *corev1.Service {
 // a Service that loses the annotation loses its slices.
 func TestServiceOnSecondaryNetwork(t *testing.T) {
 	onNet1 := `[{"name":"cbr0","ips":["10.0.0.1"],"default":true},{"name":"ns/net1","interface":"net1","ips":["192.168.1.1"]}]`
-	client := examplestest.Clientset(service("db", map[string]string{serviceNetwork: "net1"}), service("plain", nil),
+	client := reconcilertest.NewClientset(service("db", map[string]string{serviceNetwork: "net1"}), service("plain", nil),
 		pod("p1", "10.0.0.1", onNet1), pod("p2", "10.0.0.2", `[{"name":"cbr0","ips":["10.0.0.2"]}]`), pod("p3", "10.0.0.3", `{broken`))
 	ctx := examplestest.Run(t, run.Factories(client, managedBy), 1, func(s run.Setup) (run.Controller, error) { return newController(s) })
 
@@ -107,7 +107,7 @@ func TestOnNetwork(t *testing.T) {
 	}
 }
 
-func waitSlices(t *testing.T, client *fake.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
+func waitSlices(t *testing.T, client *reconcilertest.Clientset, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
 	return examplestest.WaitSlices(t, client, "ns", "", ok)
 }

@@ -1,40 +1,21 @@
-// Package examplestest holds what the examples' unit tests share: a fake
-// clientset that gives generateName objects a name, as the API server
-// does, a controller run for the length of a test, and a poll for a
-// namespace's EndpointSlices.
+// Package examplestest holds what the examples' unit tests share beside
+// reconcilertest's clientset: a controller run for the length of a test,
+// and a poll for a namespace's EndpointSlices.
 package examplestest
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/examples/internal/run"
 )
-
-// Clientset returns a fake clientset holding objs whose EndpointSlice
-// creates with only a generateName get a name (the fake has no
-// generateName of its own: a second create would clash on "").
-func Clientset(objs ...runtime.Object) *fake.Clientset {
-	client := fake.NewClientset(objs...)
-	named := 0
-	client.PrependReactor("create", "endpointslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if s := a.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice); s.Name == "" {
-			named++
-			s.Name = fmt.Sprintf("%s%d", s.GenerateName, named)
-		}
-		return false, nil, nil
-	})
-	return client
-}
 
 // Run builds a controller from setup with build (as run.Main does), starts
 // setup's factories and runs the controller with workers until the test
@@ -51,7 +32,7 @@ func Run(t testing.TB, setup run.Setup, workers int, build func(run.Setup) (run.
 	setup.Ours.Start(ctx.Done())
 	setup.All.WaitForCacheSync(ctx.Done())
 	setup.Ours.WaitForCacheSync(ctx.Done())
-	if client, ok := setup.Client.(*fake.Clientset); ok {
+	if client, ok := setup.Client.(actionRecorder); ok {
 		waitForWatches(t, client)
 	}
 	done := make(chan error)
@@ -67,11 +48,14 @@ func Run(t testing.TB, setup run.Setup, workers int, build func(run.Setup) (run.
 	return ctx
 }
 
+// actionRecorder is a fake clientset: it records the actions it served.
+type actionRecorder interface{ Actions() []k8stesting.Action }
+
 // waitForWatches waits until every resource the informers listed is also
 // watched. The fake clientset does not replay what happened between an
 // informer's list and its watch: a slice the controller created in that
 // gap would never reach its cache, nor would its deletion.
-func waitForWatches(t testing.TB, client *fake.Clientset) {
+func waitForWatches(t testing.TB, client actionRecorder) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		listed, watched := map[string]bool{}, map[string]bool{}
@@ -98,7 +82,7 @@ func waitForWatches(t testing.TB, client *fake.Clientset) {
 // WaitSlices polls, for up to 10 s, until the EndpointSlices of namespace
 // that match selector (a label selector, "" for all) satisfy ok, and
 // returns them; it fails t with the last ones seen otherwise.
-func WaitSlices(t testing.TB, client *fake.Clientset, namespace, selector string, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
+func WaitSlices(t testing.TB, client kubernetes.Interface, namespace, selector string, ok func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
 	t.Helper()
 	var got []discoveryv1.EndpointSlice
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
