@@ -16,8 +16,8 @@ BIN         := $(CURDIR)/bin
 LIBRARY     := pkg/reconciler
 STATICCHECK := $(CACHE)/lint/staticcheck
 CONTROLLER_GEN := $(CACHE)/controller-gen/controller-gen
-# What controller-gen generates from internal/publish/types.go.
-GENERATE_ARGS = object paths=./internal/publish/ crd:crdVersions=v1 paths=./internal/publish/
+# What controller-gen generates from the API types (api/v1alpha1).
+GENERATE_ARGS = object paths=./api/... crd:crdVersions=v1 paths=./api/...
 
 # The e2e package brings a clusterset up once and runs every scenario on it;
 # go test's default 10-minute timeout is too short for that on 2 cores.
@@ -138,8 +138,8 @@ lint: $(STATICCHECK) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, and that t
 	cd bench && go vet ./... && $(STATICCHECK) ./...
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	$(CONTROLLER_GEN) $(GENERATE_ARGS) output:object:dir=$$out output:crd:dir=$$out && \
-	for f in internal/publish/zz_generated.deepcopy.go config/crd/mcs-syncer.io_publishedexports.yaml; do \
-		cmp -s "$$out/$$(basename $$f)" $$f || { echo "$$f is not what internal/publish/types.go generates: run make generate"; diff "$$out/$$(basename $$f)" $$f | head -20; exit 1; }; \
+	for f in api/v1alpha1/zz_generated.deepcopy.go config/crd/mcs-syncer.io_publishedexports.yaml; do \
+		cmp -s "$$out/$$(basename $$f)" $$f || { echo "$$f is not what api/v1alpha1 generates: run make generate"; diff "$$out/$$(basename $$f)" $$f | head -20; exit 1; }; \
 	done
 	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
@@ -148,7 +148,7 @@ $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum
 	cd hack/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## PublishedExport's DeepCopy and CRD from internal/publish/types.go (controller-gen; make lint checks they are current).
+generate: $(CONTROLLER_GEN) ## DeepCopy of the API types and PublishedExport's CRD from api/v1alpha1 (controller-gen; make lint checks they are current).
 	$(CONTROLLER_GEN) $(GENERATE_ARGS) output:crd:dir=config/crd
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum

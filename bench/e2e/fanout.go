@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 )
@@ -46,7 +47,7 @@ type fanout struct {
 	consumers []string
 	mu        sync.Mutex
 	last      map[string]*discoveryv1.EndpointSlice // mirror by consumer
-	hubLast   *publish.PublishedExport
+	hubLast   *v1alpha1.PublishedExport
 }
 
 // newFanout creates the mirrors (and the hub's hop, if viaHub) and returns
@@ -99,18 +100,18 @@ func changedAt(before, after []discoveryv1.Endpoint) int {
 
 // relayHubObject is the relay's object in the hub: a publication, like
 // what a member publishes there.
-func relayHubObject(ns string, endpoints int) *publish.PublishedExport {
+func relayHubObject(ns string, endpoints int) *v1alpha1.PublishedExport {
 	s := endpointSlice(ns, "", relayService, benchIP(9, 0, 0), endpoints)
-	return &publish.PublishedExport{
+	return &v1alpha1.PublishedExport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: relayHubNamespace, Name: "relay." + ns + "." + relayService},
-		Spec: publish.PublishedExportSpec{Cluster: "relay", Namespace: ns, Name: relayService,
-			Endpoints: []publish.EndpointGroup{{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}}},
+		Spec: v1alpha1.PublishedExportSpec{Cluster: "relay", Namespace: ns, Name: relayService,
+			Endpoints: []v1alpha1.EndpointGroup{{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}}},
 	}
 }
 
 // hubObject creates namespace ns in the hub and obj in it (or reads it
 // back), into *out.
-func (g *growth) hubObject(ctx context.Context, ns string, obj *publish.PublishedExport, out **publish.PublishedExport) error {
+func (g *growth) hubObject(ctx context.Context, ns string, obj *v1alpha1.PublishedExport, out **v1alpha1.PublishedExport) error {
 	if err := g.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("hub namespace %s: %w", ns, err)
 	}
@@ -194,13 +195,13 @@ func (f *fanout) watchHub(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	inf, err := hc.GetInformer(ctx, &publish.PublishedExport{})
+	inf, err := hc.GetInformer(ctx, &v1alpha1.PublishedExport{})
 	if err != nil {
 		return err
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
-			p, ok := obj.(*publish.PublishedExport)
+			p, ok := obj.(*v1alpha1.PublishedExport)
 			if !ok || len(p.Spec.Endpoints) == 0 {
 				return
 			}

@@ -25,7 +25,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
@@ -588,11 +588,11 @@ func (g *growth) reset(ctx context.Context) error {
 		if err := cl.DeleteAllOf(ctx, &mcsv1beta1.ServiceImport{}, client.InNamespace(growthNamespace)); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if err := cl.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil && !apierrors.IsNotFound(err) {
+		if err := cl.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	if err := g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
+	if err := g.hub.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
 		return err
 	}
 	_, err := waitFor(ctx, "the imports gone", 5*time.Minute, func() (bool, string) {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
@@ -149,14 +150,14 @@ func (g *growth) resetHubLoad(ctx context.Context) error {
 	// goes down.
 	var asked time.Time
 	if _, err := waitFor(ctx, "the hub load's publications deleted", 5*time.Minute, func() (bool, string) {
-		var list publish.PublishedExportList
+		var list v1alpha1.PublishedExportList
 		if err := g.hub.List(ctx, &list, client.InNamespace(controlplane.SystemNamespace), client.Limit(1)); err != nil {
 			return false, err.Error()
 		}
 		left := len(list.Items) + int(ptr.Deref(list.RemainingItemCount, 0))
 		if left > 0 && time.Since(asked) > 10*time.Second {
 			asked = time.Now()
-			if err := g.hub.DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
+			if err := g.hub.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace(controlplane.SystemNamespace)); err != nil {
 				g.logf("hub load: delete the publications (%d left): %v", left, err)
 			}
 		}
@@ -178,7 +179,7 @@ func (g *growth) simIP(s, i, j int) string {
 
 // publication is what simulated member s publishes of its i-th Service,
 // as today's members do: a head and parts.
-func (g *growth) publication(s, i int) (head *publish.PublishedExport, parts []*publish.PublishedExport) {
+func (g *growth) publication(s, i int) (head *v1alpha1.PublishedExport, parts []*v1alpha1.PublishedExport) {
 	ep := endpointSlice("", "", "", g.simIP(s, i, 0), g.endpoints)
 	_, trigger := triggerNow()
 	es := &clusterset.ExportedService{
@@ -212,7 +213,7 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 	// member's identity to its own cluster). pubs holds each Service's
 	// first part: the one its changes rewrite.
 	start := time.Now()
-	pubs := make([]*publish.PublishedExport, sims*f.exported)
+	pubs := make([]*v1alpha1.PublishedExport, sims*f.exported)
 	err := parallel(ctx, len(pubs)+sims, writers, func(ctx context.Context, k int) error {
 		if k >= len(pubs) {
 			return g.hub.Create(ctx, publish.Marker(clusterset.ClusterID(simName(k-len(pubs))), controlplane.SystemNamespace, 0))

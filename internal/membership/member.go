@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
-	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
 
 // State is where a member is in its lifecycle.
@@ -582,7 +582,7 @@ var (
 	// publicationAPI is read from the members (or the hub) whose
 	// publications are read.
 	publicationAPI = requiredAPI{
-		groupVersion: publish.GroupVersion.String(), resources: []string{publish.Resource},
+		groupVersion: v1alpha1.GroupVersion.String(), resources: []string{v1alpha1.Resource},
 		what: "mcs-syncer's publications", install: "install config/crd/mcs-syncer.io_publishedexports.yaml",
 	}
 )

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
@@ -34,32 +35,32 @@ func MarkerName(cluster clusterset.ClusterID) string { return string(cluster) }
 // IsMarker reports whether p is a member's marker rather than an export:
 // named after its cluster, without a Service. (A publication without a
 // Service under another name is neither: Decode refuses it.)
-func IsMarker(p *PublishedExport) bool {
+func IsMarker(p *v1alpha1.PublishedExport) bool {
 	return p.Spec.Namespace == "" && p.Spec.Name == "" && p.Name == MarkerName(clusterset.ClusterID(p.Spec.Cluster))
 }
 
 // Encode returns the publication of an export into namespace as one
 // object, its endpoints in its head (the form that readers before parts
 // read).
-func Encode(es *clusterset.ExportedService, namespace string) *PublishedExport {
+func Encode(es *clusterset.ExportedService, namespace string) *v1alpha1.PublishedExport {
 	p := EncodeHead(es, namespace)
 	for _, g := range es.Endpoints {
-		p.Spec.Endpoints = append(p.Spec.Endpoints, EndpointGroup(g))
+		p.Spec.Endpoints = append(p.Spec.Endpoints, v1alpha1.EndpointGroup(g))
 	}
 	return p
 }
 
 // EncodeHead returns the head of an export's publication into namespace:
 // all of it but its endpoints.
-func EncodeHead(es *clusterset.ExportedService, namespace string) *PublishedExport {
+func EncodeHead(es *clusterset.ExportedService, namespace string) *v1alpha1.PublishedExport {
 	s := &es.Spec
-	p := &PublishedExport{
-		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
+	p := &v1alpha1.PublishedExport{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PublishedExport"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: ObjectName(es.Cluster, es.Key),
 			Labels: publicationLabels(es.Cluster, es.Key),
 		},
-		Spec: PublishedExportSpec{
+		Spec: v1alpha1.PublishedExportSpec{
 			Cluster: string(es.Cluster), Namespace: es.Key.Namespace, Name: es.Key.Name,
 			ExportCreated: es.ExportCreated, Type: s.Type, Ports: s.Ports,
 			SessionAffinity: s.SessionAffinity, SessionAffinityConfig: s.SessionAffinityConfig,
@@ -95,19 +96,19 @@ func parseTriggerTime(s string) (time.Time, error) {
 
 // Marker returns cluster's marker in namespace, renewed now if heartbeat
 // (its renewal interval) is set.
-func Marker(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration) *PublishedExport {
+func Marker(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration) *v1alpha1.PublishedExport {
 	return markerAt(cluster, namespace, heartbeat, time.Now())
 }
 
 // markerAt is Marker renewed at now.
-func markerAt(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration, now time.Time) *PublishedExport {
-	p := &PublishedExport{
-		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
+func markerAt(cluster clusterset.ClusterID, namespace string, heartbeat time.Duration, now time.Time) *v1alpha1.PublishedExport {
+	p := &v1alpha1.PublishedExport{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PublishedExport"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: MarkerName(cluster),
 			Labels: map[string]string{mcsv1beta1.LabelSourceCluster: string(cluster)},
 		},
-		Spec: PublishedExportSpec{Cluster: string(cluster), ReadsParts: true},
+		Spec: v1alpha1.PublishedExportSpec{Cluster: string(cluster), ReadsParts: true},
 	}
 	if heartbeat > 0 {
 		renewed := metav1.NewMicroTime(now)
@@ -125,7 +126,7 @@ func intervalSeconds(heartbeat time.Duration) int32 {
 // export, checking every field a consumer uses: a publication is another
 // cluster's input. The export shares p's slices and maps; neither may be
 // modified afterwards. A marker is refused (check IsMarker first).
-func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
+func Decode(p *v1alpha1.PublishedExport) (*clusterset.ExportedService, error) {
 	s := &p.Spec
 	if IsPart(p) {
 		return nil, fmt.Errorf("%s is part %s of a publication, not its head", p.Name, s.Part)
@@ -169,7 +170,7 @@ func Decode(p *PublishedExport) (*clusterset.ExportedService, error) {
 
 // decodedGroups are a publication's endpoint groups, checked, as the
 // import side takes them (nil for none); they share groups' slices.
-func decodedGroups(groups []EndpointGroup) []reconciler.EndpointGroup {
+func decodedGroups(groups []v1alpha1.EndpointGroup) []reconciler.EndpointGroup {
 	if len(groups) == 0 {
 		return nil
 	}
@@ -182,7 +183,7 @@ func decodedGroups(groups []EndpointGroup) []reconciler.EndpointGroup {
 
 // sourceCluster checks a head's or part's cluster ID and that its
 // source-cluster label says the same.
-func sourceCluster(p *PublishedExport) (clusterset.ClusterID, error) {
+func sourceCluster(p *v1alpha1.PublishedExport) (clusterset.ClusterID, error) {
 	cluster, err := clusterset.ParseClusterID(p.Spec.Cluster)
 	if err != nil {
 		return "", fmt.Errorf("spec.cluster: %w", err)
@@ -194,7 +195,7 @@ func sourceCluster(p *PublishedExport) (clusterset.ClusterID, error) {
 }
 
 // checkSpec checks the exported Service's properties.
-func checkSpec(s *PublishedExportSpec) error {
+func checkSpec(s *v1alpha1.PublishedExportSpec) error {
 	var errs []error
 	if s.Type != mcsv1beta1.ClusterSetIP && s.Type != mcsv1beta1.Headless {
 		errs = append(errs, fmt.Errorf("spec.type %q is neither %s nor %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless))
@@ -247,7 +248,7 @@ const MaxPorts = 100
 // checkEndpoints checks the endpoint groups' address types, ports and
 // addresses (the rest is checked by the consumer's API server when the
 // slices are written).
-func checkEndpoints(groups []EndpointGroup) error {
+func checkEndpoints(groups []v1alpha1.EndpointGroup) error {
 	var errs []error
 	for i, g := range groups {
 		var family func(netip.Addr) bool

@@ -3,6 +3,7 @@ package publish
 import (
 	"slices"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
@@ -12,7 +13,7 @@ import (
 // each), and its Store shares their endpoints (Decode copies nothing).
 func transform(obj any) (any, error) {
 	obj, err := plumbing.StripUnread(obj)
-	if p, ok := obj.(*PublishedExport); ok && err == nil {
+	if p, ok := obj.(*v1alpha1.PublishedExport); ok && err == nil {
 		compact(p)
 	}
 	return obj, err
@@ -25,7 +26,7 @@ func transform(obj any) (any, error) {
 // 62 MiB of an importer's 224 MiB heap at 255 members were such arrays and
 // bools. Nothing changes but capacity and the identity of equal bools; the
 // cache's objects and the Store's exports are never modified.
-func compact(p *PublishedExport) {
+func compact(p *v1alpha1.PublishedExport) {
 	for i := range p.Spec.Endpoints {
 		g := &p.Spec.Endpoints[i]
 		g.Ports = slices.Clone(g.Ports)

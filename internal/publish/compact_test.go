@@ -13,13 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // decodedPublication is a publication of n endpoints as a cache receives
 // it: JSON, decoded by the scheme's deserializer.
-func decodedPublication(t testing.TB, n int) (*PublishedExport, []byte) {
+func decodedPublication(t testing.TB, n int) (*v1alpha1.PublishedExport, []byte) {
 	g := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4,
 		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](80)}}}
 	for i := range n {
@@ -36,16 +37,16 @@ func decodedPublication(t testing.TB, n int) (*PublishedExport, []byte) {
 	return decode(t, data), data
 }
 
-func decode(t testing.TB, data []byte) *PublishedExport {
+func decode(t testing.TB, data []byte) *v1alpha1.PublishedExport {
 	scheme := runtime.NewScheme()
-	if err := AddToScheme(scheme); err != nil {
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	obj, _, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(data, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return obj.(*PublishedExport)
+	return obj.(*v1alpha1.PublishedExport)
 }
 
 func TestCompactKeepsThePublicationAsItWas(t *testing.T) {
@@ -55,7 +56,7 @@ func TestCompactKeepsThePublicationAsItWas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := got.(*PublishedExport)
+	c := got.(*v1alpha1.PublishedExport)
 	if !reflect.DeepEqual(c.Spec, want.Spec) {
 		t.Fatalf("compacted spec differs:\n%+v\nwant\n%+v", c.Spec, want.Spec)
 	}

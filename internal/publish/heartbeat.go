@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
@@ -46,7 +47,7 @@ func NewHeartbeats() *Heartbeats {
 
 // observe records the marker of cluster as seen now: a renewTime not seen
 // before is a sign of life.
-func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *PublishedExport, now time.Time) {
+func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *v1alpha1.PublishedExport, now time.Time) {
 	if h == nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
@@ -54,7 +55,7 @@ func TestPublisherRenewsAndRewritesTheMarker(t *testing.T) {
 
 	// Wiped: every publication gone. The marker comes back only after the
 	// export is published again.
-	if err := cl.DeleteAllOf(ctx, &PublishedExport{}, client.InNamespace("mcs-system")); err != nil {
+	if err := cl.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace("mcs-system")); err != nil {
 		t.Fatal(err)
 	}
 	reconcileOK(t, p, markerRequest.NamespacedName) // sees it gone

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
@@ -58,7 +59,7 @@ func PartName(cluster clusterset.ClusterID, key types.NamespacedName, part strin
 }
 
 // IsPart reports whether p is a part of a publication.
-func IsPart(p *PublishedExport) bool { return p.Spec.Part != "" }
+func IsPart(p *v1alpha1.PublishedExport) bool { return p.Spec.Part != "" }
 
 // publicationLabels are the labels of cluster's head and parts of key.
 func publicationLabels(cluster clusterset.ClusterID, key types.NamespacedName) map[string]string {
@@ -70,21 +71,21 @@ func publicationLabels(cluster clusterset.ClusterID, key types.NamespacedName) m
 }
 
 // encodePart returns part of cluster's publication of key holding groups.
-func encodePart(cluster clusterset.ClusterID, key types.NamespacedName, namespace, part string, groups []EndpointGroup) *PublishedExport {
-	return &PublishedExport{
-		TypeMeta: metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: "PublishedExport"},
+func encodePart(cluster clusterset.ClusterID, key types.NamespacedName, namespace, part string, groups []v1alpha1.EndpointGroup) *v1alpha1.PublishedExport {
+	return &v1alpha1.PublishedExport{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PublishedExport"},
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: namespace, Name: PartName(cluster, key, part),
 			Labels: publicationLabels(cluster, key),
 		},
-		Spec: PublishedExportSpec{Cluster: string(cluster), Namespace: key.Namespace, Name: key.Name, Part: part, Endpoints: groups},
+		Spec: v1alpha1.PublishedExportSpec{Cluster: string(cluster), Namespace: key.Namespace, Name: key.Name, Part: part, Endpoints: groups},
 	}
 }
 
 // EncodeParts returns es as a publisher first publishes it in parts into
 // namespace: its head and parts of at most max endpoints each (a load
 // generator writes what a member would).
-func EncodeParts(es *clusterset.ExportedService, namespace string, max int) (head *PublishedExport, parts []*PublishedExport) {
+func EncodeParts(es *clusterset.ExportedService, namespace string, max int) (head *v1alpha1.PublishedExport, parts []*v1alpha1.PublishedExport) {
 	plan := planParts(es.Cluster, es.Key, namespace, formatTriggerTime(es.LastChangeTriggerTime), es.Endpoints, nil, max)
 	return EncodeHead(es, namespace), plan.create
 }
@@ -102,7 +103,7 @@ type Part struct {
 
 // DecodePart checks a part read from a publication server as Decode checks
 // a head: another cluster's input.
-func DecodePart(p *PublishedExport) (*Part, error) {
+func DecodePart(p *v1alpha1.PublishedExport) (*Part, error) {
 	s := &p.Spec
 	cluster, err := sourceCluster(p)
 	if err != nil {
@@ -133,7 +134,7 @@ func DecodePart(p *PublishedExport) (*Part, error) {
 // partPlan is what makes an export's parts hold its endpoints: parts to
 // create, to update, then (after the head is written) to delete.
 type partPlan struct {
-	create, update, remove []*PublishedExport
+	create, update, remove []*v1alpha1.PublishedExport
 }
 
 func (p *partPlan) empty() bool { return len(p.create)+len(p.update)+len(p.remove) == 0 }
@@ -147,7 +148,7 @@ type endpointKey struct {
 }
 
 // groupKey is an endpoint group's address type and ports as a string.
-func groupKey(g *EndpointGroup) string {
+func groupKey(g *v1alpha1.EndpointGroup) string {
 	var b strings.Builder
 	b.WriteString(string(g.AddressType))
 	for _, p := range g.Ports {
@@ -187,13 +188,13 @@ func firstAddress(e *discoveryv1.Endpoint) string {
 // rewrites one part, and no endpoint moves while it is held. Each part
 // created or updated carries trigger (the export's trigger time); a part
 // is not rewritten for its trigger time alone.
-func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*PublishedExport, max int) partPlan {
+func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) partPlan {
 	wanted := map[endpointKey]*discoveryv1.Endpoint{}
 	groups := map[string]*reconciler.EndpointGroup{}
 	var order []string
 	for i := range want {
 		g := &want[i]
-		gk := groupKey((*EndpointGroup)(g))
+		gk := groupKey((*v1alpha1.EndpointGroup)(g))
 		if groups[gk] == nil {
 			groups[gk] = g
 			order = append(order, gk)
@@ -207,14 +208,14 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 		}
 	}
 	existing = slices.Clone(existing)
-	slices.SortFunc(existing, func(a, b *PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(existing, func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) })
 
 	var plan partPlan
-	updating := map[*PublishedExport]bool{}
+	updating := map[*v1alpha1.PublishedExport]bool{}
 	placed := map[endpointKey]bool{}
 	used := map[string]bool{}
 	// kept are the parts that stay, by group: they take new endpoints.
-	kept := map[string][]*PublishedExport{}
+	kept := map[string][]*v1alpha1.PublishedExport{}
 	for _, old := range existing {
 		used[old.Spec.Part] = true
 		if len(old.Spec.Endpoints) != 1 || groups[groupKey(&old.Spec.Endpoints[0])] == nil {
@@ -235,7 +236,7 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 			plan.remove = append(plan.remove, old)
 			continue
 		}
-		next := encodePart(cluster, key, namespace, old.Spec.Part, []EndpointGroup{{AddressType: g.AddressType, Ports: groups[gk].Ports, Endpoints: eps}})
+		next := encodePart(cluster, key, namespace, old.Spec.Part, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: groups[gk].Ports, Endpoints: eps}})
 		next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
 		next.Spec.LastChangeTriggerTime = old.Spec.LastChangeTriggerTime
 		kept[gk] = append(kept[gk], next)
@@ -282,7 +283,7 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 		for len(left) > 0 {
 			n := min(max, len(left))
 			plan.create = append(plan.create, encodePart(cluster, key, namespace, newID(),
-				[]EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: left[:n:n]}}))
+				[]v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: left[:n:n]}}))
 			left = left[n:]
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
@@ -173,10 +174,10 @@ func TestReaderAssemblesNeverHalf(t *testing.T) {
 	later := &delayed{}
 	r.delay, r.listed, r.markerSeen, r.marked = later.add, true, true, true
 	es := withEndpoints(3)
-	group := func(eps ...discoveryv1.Endpoint) []EndpointGroup {
-		g := EndpointGroup(es.Endpoints[0])
+	group := func(eps ...discoveryv1.Endpoint) []v1alpha1.EndpointGroup {
+		g := v1alpha1.EndpointGroup(es.Endpoints[0])
 		g.Endpoints = eps
-		return []EndpointGroup{g}
+		return []v1alpha1.EndpointGroup{g}
 	}
 	eps := es.Endpoints[0].Endpoints
 	p0 := encodePart("east", webKey, "mcs-system", "0", group(eps[0], eps[1]))
@@ -220,21 +221,21 @@ func TestReaderAssemblesNeverHalf(t *testing.T) {
 // TestDecodePartRefuses: a part is another cluster's input, checked as a
 // head is; a refused part takes out its own endpoints, not the export.
 func TestDecodePartRefuses(t *testing.T) {
-	good := func() *PublishedExport {
-		return encodePart("east", webKey, "mcs-system", "0", []EndpointGroup{EndpointGroup(export().Endpoints[0])})
+	good := func() *v1alpha1.PublishedExport {
+		return encodePart("east", webKey, "mcs-system", "0", []v1alpha1.EndpointGroup{v1alpha1.EndpointGroup(export().Endpoints[0])})
 	}
 	if _, err := DecodePart(good()); err != nil {
 		t.Fatalf("a good part: %v", err)
 	}
 	for name, tc := range map[string]struct {
-		edit func(*PublishedExport)
+		edit func(*v1alpha1.PublishedExport)
 		want string
 	}{
-		"misnamed":        {func(p *PublishedExport) { p.Name = "east.ns.web.part.1" }, "is named"},
-		"as another":      {func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }, "label"},
-		"bad part ID":     {func(p *PublishedExport) { p.Spec.Part = "Zero"; p.Name = "east.ns.web.part.Zero" }, "spec.part"},
-		"a head's fields": {func(p *PublishedExport) { p.Spec.Type = "ClusterSetIP" }, "fields of a head"},
-		"a bad address":   {func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.0.0.300"} }, "not an IPv4 address"},
+		"misnamed":        {func(p *v1alpha1.PublishedExport) { p.Name = "east.ns.web.part.1" }, "is named"},
+		"as another":      {func(p *v1alpha1.PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }, "label"},
+		"bad part ID":     {func(p *v1alpha1.PublishedExport) { p.Spec.Part = "Zero"; p.Name = "east.ns.web.part.Zero" }, "spec.part"},
+		"a head's fields": {func(p *v1alpha1.PublishedExport) { p.Spec.Type = "ClusterSetIP" }, "fields of a head"},
+		"a bad address":   {func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.0.0.300"} }, "not an IPv4 address"},
 	} {
 		p := good()
 		tc.edit(p)

@@ -29,6 +29,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
@@ -87,7 +88,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back PublishedExport
+	var back v1alpha1.PublishedExport
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -130,34 +131,37 @@ func TestDecodeTakesEveryServiceName(t *testing.T) {
 func TestDecodeRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name, want string
-		mutate     func(*PublishedExport)
+		mutate     func(*v1alpha1.PublishedExport)
 	}{
-		{"bad cluster", `spec.cluster: cluster ID "East"`, func(p *PublishedExport) { p.Spec.Cluster = "East" }},
-		{"label is another cluster", `label multicluster.kubernetes.io/source-cluster is "west", spec.cluster "east"`, func(p *PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }},
-		{"name of another export", `the publication of ns/web from east is named "east.ns.web"`, func(p *PublishedExport) { p.Name = "east.ns.db" }},
-		{"bad namespace", `spec.namespace "NS"`, func(p *PublishedExport) { p.Spec.Namespace = "NS" }},
-		{"bad name", `spec.name "-web"`, func(p *PublishedExport) { p.Spec.Name, p.Name = "-web", "east.ns.-web" }},
-		{"name too long", `spec.name "` + strings.Repeat("w", 64) + `"`, func(p *PublishedExport) { p.Spec.Name = strings.Repeat("w", 64); p.Name = "east.ns." + p.Spec.Name }},
-		{"bad type", `spec.type "LoadBalancer"`, func(p *PublishedExport) { p.Spec.Type = "LoadBalancer" }},
-		{"bad port", "spec.ports[0]: port 70000", func(p *PublishedExport) { p.Spec.Ports[0].Port = 70000 }},
-		{"bad protocol", `spec.ports[0]: protocol "ICMP"`, func(p *PublishedExport) { p.Spec.Ports[0].Protocol = "ICMP" }},
-		{"bad affinity", `spec.sessionAffinity "Sticky"`, func(p *PublishedExport) { p.Spec.SessionAffinity = "Sticky" }},
-		{"bad policy", `spec.internalTrafficPolicy "Node"`, func(p *PublishedExport) {
+		{"bad cluster", `spec.cluster: cluster ID "East"`, func(p *v1alpha1.PublishedExport) { p.Spec.Cluster = "East" }},
+		{"label is another cluster", `label multicluster.kubernetes.io/source-cluster is "west", spec.cluster "east"`, func(p *v1alpha1.PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }},
+		{"name of another export", `the publication of ns/web from east is named "east.ns.web"`, func(p *v1alpha1.PublishedExport) { p.Name = "east.ns.db" }},
+		{"bad namespace", `spec.namespace "NS"`, func(p *v1alpha1.PublishedExport) { p.Spec.Namespace = "NS" }},
+		{"bad name", `spec.name "-web"`, func(p *v1alpha1.PublishedExport) { p.Spec.Name, p.Name = "-web", "east.ns.-web" }},
+		{"name too long", `spec.name "` + strings.Repeat("w", 64) + `"`, func(p *v1alpha1.PublishedExport) {
+			p.Spec.Name = strings.Repeat("w", 64)
+			p.Name = "east.ns." + p.Spec.Name
+		}},
+		{"bad type", `spec.type "LoadBalancer"`, func(p *v1alpha1.PublishedExport) { p.Spec.Type = "LoadBalancer" }},
+		{"bad port", "spec.ports[0]: port 70000", func(p *v1alpha1.PublishedExport) { p.Spec.Ports[0].Port = 70000 }},
+		{"bad protocol", `spec.ports[0]: protocol "ICMP"`, func(p *v1alpha1.PublishedExport) { p.Spec.Ports[0].Protocol = "ICMP" }},
+		{"bad affinity", `spec.sessionAffinity "Sticky"`, func(p *v1alpha1.PublishedExport) { p.Spec.SessionAffinity = "Sticky" }},
+		{"bad policy", `spec.internalTrafficPolicy "Node"`, func(p *v1alpha1.PublishedExport) {
 			p.Spec.InternalTrafficPolicy = ptr.To[corev1.ServiceInternalTrafficPolicy]("Node")
 		}},
-		{"bad family", `spec.ipFamilies: "IPv5"`, func(p *PublishedExport) { p.Spec.IPFamilies = []corev1.IPFamily{"IPv5"} }},
-		{"reserved label", `spec.exportedLabels["multicluster.kubernetes.io/service-name"]`, func(p *PublishedExport) {
+		{"bad family", `spec.ipFamilies: "IPv5"`, func(p *v1alpha1.PublishedExport) { p.Spec.IPFamilies = []corev1.IPFamily{"IPv5"} }},
+		{"reserved label", `spec.exportedLabels["multicluster.kubernetes.io/service-name"]`, func(p *v1alpha1.PublishedExport) {
 			p.Spec.ExportedLabels = map[string]string{mcsv1beta1.LabelServiceName: "x"}
 		}},
-		{"reserved annotation", `spec.exportedAnnotations["mcs-syncer.io/local-cluster-first"]`, func(p *PublishedExport) {
+		{"reserved annotation", `spec.exportedAnnotations["mcs-syncer.io/local-cluster-first"]`, func(p *v1alpha1.PublishedExport) {
 			p.Spec.ExportedAnnotations = map[string]string{clusterset.LocalClusterFirstAnnotation: "true"}
 		}},
-		{"unknown address type", `spec.endpoints[0].addressType "IP"`, func(p *PublishedExport) { p.Spec.Endpoints[0].AddressType = "IP" }},
-		{"IPv6 in IPv4", `spec.endpoints[1].endpoints[0]: "fd00::1" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[1].AddressType = discoveryv1.AddressTypeIPv4 }},
-		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
-		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},
-		{"bad trigger time", `spec.lastChangeTriggerTime "yesterday"`, func(p *PublishedExport) { p.Spec.LastChangeTriggerTime = "yesterday" }},
-		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
+		{"unknown address type", `spec.endpoints[0].addressType "IP"`, func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].AddressType = "IP" }},
+		{"IPv6 in IPv4", `spec.endpoints[1].endpoints[0]: "fd00::1" is not an IPv4 address`, func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[1].AddressType = discoveryv1.AddressTypeIPv4 }},
+		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
+		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},
+		{"bad trigger time", `spec.lastChangeTriggerTime "yesterday"`, func(p *v1alpha1.PublishedExport) { p.Spec.LastChangeTriggerTime = "yesterday" }},
+		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Encode(export(), "mcs-system").DeepCopy()
@@ -172,7 +176,7 @@ func TestDecodeRefuses(t *testing.T) {
 
 func scheme(t *testing.T) *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := AddToScheme(s); err != nil {
+	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -181,7 +185,7 @@ func scheme(t *testing.T) *runtime.Scheme {
 // fakePublicationServer is a fake client of a publication server, with
 // the publisher's index of parts.
 func fakePublicationServer(t *testing.T) *fake.ClientBuilder {
-	return fake.NewClientBuilder().WithScheme(scheme(t)).WithIndex(&PublishedExport{}, partsIndex, partsOf)
+	return fake.NewClientBuilder().WithScheme(scheme(t)).WithIndex(&v1alpha1.PublishedExport{}, partsIndex, partsOf)
 }
 
 // publisherOf returns a publisher of east into a fake publication server.
@@ -204,12 +208,12 @@ func readBack(t *testing.T, cl client.Client, cluster clusterset.ClusterID, key 
 	return store.GetFrom(key, cluster)
 }
 
-func publications(t *testing.T, cl client.Client) map[string]*PublishedExport {
-	var list PublishedExportList
+func publications(t *testing.T, cl client.Client) map[string]*v1alpha1.PublishedExport {
+	var list v1alpha1.PublishedExportList
 	if err := cl.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*PublishedExport{}
+	out := map[string]*v1alpha1.PublishedExport{}
 	for i := range list.Items {
 		out[list.Items[i].Name] = &list.Items[i]
 	}
@@ -285,7 +289,7 @@ func TestPublisher(t *testing.T) {
 	if _, ok := publications(t, cl)["east.ns.web"]; ok {
 		t.Error("withdrawn export still published")
 	}
-	if err := cl.Get(ctx, types.NamespacedName{Namespace: "mcs-system", Name: "east"}, &PublishedExport{}); apierrors.IsNotFound(err) {
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: "mcs-system", Name: "east"}, &v1alpha1.PublishedExport{}); apierrors.IsNotFound(err) {
 		t.Error("the marker went with the last export")
 	}
 }
@@ -299,7 +303,7 @@ func reconcileOK(t *testing.T, p *Publisher, key types.NamespacedName) reconcile
 	return res
 }
 
-func keys(m map[string]*PublishedExport) []string {
+func keys(m map[string]*v1alpha1.PublishedExport) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
@@ -342,7 +346,7 @@ func TestReader(t *testing.T) {
 	bad.Name = ObjectName("west", webKey)
 	before := refusedCount(t, "east")
 	r.put(bad)
-	r.put(func() *PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
+	r.put(func() *v1alpha1.PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
 	if got := store.Get(webKey); len(got) != 0 {
 		t.Errorf("refused publication left %+v", got)
 	}
@@ -454,7 +458,7 @@ func TestDemux(t *testing.T) {
 		r.put(Marker(id, "mcs-system", 0))
 		return r
 	}
-	publication := func(cluster clusterset.ClusterID, name string) *PublishedExport {
+	publication := func(cluster clusterset.ClusterID, name string) *v1alpha1.PublishedExport {
 		es := export()
 		es.Cluster, es.Key.Name = cluster, name
 		return Encode(es, "mcs-system")
@@ -605,7 +609,7 @@ func TestPublisherCacheBehind(t *testing.T) {
 	mine := Encode(export(), "mcs-system")
 	cl := fakePublicationServer(t).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			return apierrors.NewNotFound(GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
+			return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
 		},
 	}).Build()
 	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl,

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
@@ -43,7 +44,7 @@ func ConfigureCache(o *cache.Options, namespace string, cluster clusterset.Clust
 		exists, _ := labels.NewRequirement(mcsv1beta1.LabelSourceCluster, selection.Exists, nil)
 		selector = labels.NewSelector().Add(*exists)
 	}
-	o.ByObject[&PublishedExport{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}, Label: selector, Transform: transform}
+	o.ByObject[&v1alpha1.PublishedExport{}] = cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}}, Label: selector, Transform: transform}
 }
 
 // PublisherOptions configure a Publisher.
@@ -115,7 +116,7 @@ const partsIndex = "mcs-syncer.io/parts-of"
 
 // partsOf is partsIndex's function.
 func partsOf(o client.Object) []string {
-	if p, ok := o.(*PublishedExport); ok && IsPart(p) {
+	if p, ok := o.(*v1alpha1.PublishedExport); ok && IsPart(p) {
 		return []string{p.Spec.Namespace + "/" + p.Spec.Name}
 	}
 	return nil
@@ -139,12 +140,12 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		return nil, fmt.Errorf("publish: cluster, namespace and store are required")
 	}
 	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache(), apiReader: target.GetAPIReader()}
-	if err := p.cache.IndexField(context.Background(), &PublishedExport{}, partsIndex, partsOf); err != nil {
+	if err := p.cache.IndexField(context.Background(), &v1alpha1.PublishedExport{}, partsIndex, partsOf); err != nil {
 		return nil, fmt.Errorf("index of parts: %w", err)
 	}
 	// Registered now, so that Start waits for it (and a member's own
 	// cache counts as synced only once it is).
-	if _, err := p.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
+	if _, err := p.cache.GetInformer(context.Background(), &v1alpha1.PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
 	c, err := plumbing.NewControllerWithBackoff("publish-"+string(opts.Cluster), p, opts.Workers, log.Log.WithValues("cluster", opts.Cluster), publishMaxBackoff)
@@ -174,7 +175,7 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 		// stale one (of an export gone while the publisher was away) is
 		// seen and removed. Until the marker is written, every write of
 		// ours looks at it again.
-		source.Kind(p.cache, &PublishedExport{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *PublishedExport) []reconcile.Request {
+		source.Kind(p.cache, &v1alpha1.PublishedExport{}, handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *v1alpha1.PublishedExport) []reconcile.Request {
 			if IsMarker(o) {
 				return []reconcile.Request{markerRequest}
 			}
@@ -301,7 +302,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 	synced := p.opts.Store.Synced(p.opts.Cluster)
 	mine := p.mine(key)
 	name := types.NamespacedName{Namespace: p.opts.Namespace, Name: ObjectName(p.opts.Cluster, key)}
-	head := &PublishedExport{}
+	head := &v1alpha1.PublishedExport{}
 	err = p.client.Get(ctx, name, head)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -347,7 +348,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 	if !ok {
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil
 	}
-	for _, o := range append(append([]*PublishedExport{want}, plan.create...), plan.update...) {
+	for _, o := range append(append([]*v1alpha1.PublishedExport{want}, plan.create...), plan.update...) {
 		if size := encodedSize(o); size > MaxPublicationBytes {
 			// What was published before, if anything, stays: the others
 			// keep the endpoints they had, and the condition says why
@@ -397,7 +398,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 // only that (whyWhole then says so, for a refusal's message). ok is false
 // while the readers are not settled: a publisher that has not heard
 // every member yet would take an older reader for a newer one.
-func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*PublishedExport) (head *PublishedExport, plan partPlan, whyWhole string, ok bool) {
+func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.PublishedExport) (head *v1alpha1.PublishedExport, plan partPlan, whyWhole string, ok bool) {
 	var wholeOnly []clusterset.ClusterID
 	if p.opts.Readers != nil {
 		var settled bool
@@ -418,7 +419,7 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*Published
 // (inParts), a part written for a change carries its trigger time, so the
 // head is not rewritten for its trigger time alone, unless no part
 // carries it: plan only removes parts.
-func headCurrent(head, want *PublishedExport, plan partPlan, inParts bool) bool {
+func headCurrent(head, want *v1alpha1.PublishedExport, plan partPlan, inParts bool) bool {
 	if !equality.Semantic.DeepEqual(head.Labels, want.Labels) {
 		return false
 	}
@@ -447,12 +448,12 @@ func (p *Publisher) maxPerPart() int {
 
 // parts returns the member's parts of key's publication, as the cache
 // holds them.
-func (p *Publisher) parts(ctx context.Context, key types.NamespacedName) ([]*PublishedExport, error) {
-	var list PublishedExportList
+func (p *Publisher) parts(ctx context.Context, key types.NamespacedName) ([]*v1alpha1.PublishedExport, error) {
+	var list v1alpha1.PublishedExportList
 	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace), client.MatchingFields{partsIndex: key.Namespace + "/" + key.Name}); err != nil {
 		return nil, fmt.Errorf("list the parts of %s: %w", key, err)
 	}
-	parts := make([]*PublishedExport, 0, len(list.Items))
+	parts := make([]*v1alpha1.PublishedExport, 0, len(list.Items))
 	for i := range list.Items {
 		if list.Items[i].Spec.Cluster == string(p.opts.Cluster) {
 			parts = append(parts, &list.Items[i])
@@ -462,7 +463,7 @@ func (p *Publisher) parts(ctx context.Context, key types.NamespacedName) ([]*Pub
 }
 
 // remove deletes one object of the member's publications, as it was read.
-func (p *Publisher) remove(ctx context.Context, o *PublishedExport) error {
+func (p *Publisher) remove(ctx context.Context, o *v1alpha1.PublishedExport) error {
 	err := p.client.Delete(ctx, o, client.Preconditions{UID: &o.UID, ResourceVersion: &o.ResourceVersion})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -471,7 +472,7 @@ func (p *Publisher) remove(ctx context.Context, o *PublishedExport) error {
 }
 
 // createFailed handles a create of a head or part that failed.
-func (p *Publisher) createFailed(ctx context.Context, o *PublishedExport, err error) (reconcile.Result, error) {
+func (p *Publisher) createFailed(ctx context.Context, o *v1alpha1.PublishedExport, err error) (reconcile.Result, error) {
 	if apierrors.IsAlreadyExists(err) {
 		return p.inTheWay(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
 	}
@@ -480,7 +481,7 @@ func (p *Publisher) createFailed(ctx context.Context, o *PublishedExport, err er
 
 // encodedSize is the size of a publication as JSON, as the API server
 // stores it.
-func encodedSize(p *PublishedExport) int {
+func encodedSize(p *v1alpha1.PublishedExport) int {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return 0
@@ -503,7 +504,7 @@ func retry(ctx context.Context, err error) (reconcile.Result, error) {
 // never shows it: it selects ours) is an error that names it, retried
 // with backoff, rather than a quiet requeue for ever.
 func (p *Publisher) inTheWay(ctx context.Context, name types.NamespacedName) (reconcile.Result, error) {
-	var there PublishedExport
+	var there v1alpha1.PublishedExport
 	if err := p.apiReader.Get(ctx, name, &there); err == nil && there.Labels[mcsv1beta1.LabelSourceCluster] != string(p.opts.Cluster) {
 		return reconcile.Result{}, fmt.Errorf("publish %s: an object of that name is in the way, and it is not %s's publication (source-cluster label %q): remove it",
 			name, p.opts.Cluster, there.Labels[mcsv1beta1.LabelSourceCluster])
@@ -521,13 +522,13 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	if !p.opts.Store.Synced(p.opts.Cluster) {
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil
 	}
-	var list PublishedExportList
+	var list v1alpha1.PublishedExportList
 	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace),
 		client.MatchingLabels{mcsv1beta1.LabelSourceCluster: string(p.opts.Cluster)}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list publications: %w", err)
 	}
-	var heads []*PublishedExport
-	parts := map[types.NamespacedName][]*PublishedExport{}
+	var heads []*v1alpha1.PublishedExport
+	parts := map[types.NamespacedName][]*v1alpha1.PublishedExport{}
 	for i := range list.Items {
 		pub := &list.Items[i]
 		if IsMarker(pub) {
@@ -594,7 +595,7 @@ func (p *Publisher) now() time.Time {
 // a write by the marker's time, and only for a time in the past less than
 // a heartbeat ago.
 func (p *Publisher) renewMarker(ctx context.Context) (reconcile.Result, error) {
-	marker := &PublishedExport{}
+	marker := &v1alpha1.PublishedExport{}
 	err := p.client.Get(ctx, types.NamespacedName{Namespace: p.opts.Namespace, Name: MarkerName(p.opts.Cluster)}, marker)
 	if apierrors.IsNotFound(err) {
 		log.FromContext(ctx).Info("The marker is gone; it is written again once every export is published", "cluster", p.opts.Cluster)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
@@ -81,7 +82,7 @@ var RemovalDelay = 500 * time.Millisecond
 // of the member's marker goes to heartbeats (nil: nowhere).
 func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats) (*Reader, error) {
 	r := newReader(member, store, heartbeats, cl.GetCache())
-	if _, err := r.cache.GetInformer(context.Background(), &PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
+	if _, err := r.cache.GetInformer(context.Background(), &v1alpha1.PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
 	store.BeginResync(member)
@@ -96,7 +97,7 @@ func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats 
 
 // Start feeds the Store until ctx ends.
 func (r *Reader) Start(ctx context.Context) error {
-	inf, err := r.cache.GetInformer(ctx, &PublishedExport{})
+	inf, err := r.cache.GetInformer(ctx, &v1alpha1.PublishedExport{})
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ type demux struct {
 	mu      sync.Mutex
 	readers map[clusterset.ClusterID]*Reader
 	// seen holds each cluster's publications, by object name.
-	seen map[clusterset.ClusterID]map[string]*PublishedExport
+	seen map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport
 }
 
 // demuxes are the demuxes in use, by cache (not by informer: a cache
@@ -153,7 +154,7 @@ func attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
 	defer demuxes.Unlock()
 	d := demuxes.m[owner]
 	if d == nil {
-		d = &demux{owner: owner, inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*PublishedExport{}}
+		d = &demux{owner: owner, inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport{}}
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) { d.put(o) },
 			UpdateFunc: func(old, o any) {
@@ -197,7 +198,7 @@ func (d *demux) detach(r *Reader) {
 }
 
 func (d *demux) put(o any) {
-	pub, ok := o.(*PublishedExport)
+	pub, ok := o.(*v1alpha1.PublishedExport)
 	if !ok {
 		return
 	}
@@ -205,7 +206,7 @@ func (d *demux) put(o any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.seen[id] == nil {
-		d.seen[id] = map[string]*PublishedExport{}
+		d.seen[id] = map[string]*v1alpha1.PublishedExport{}
 	}
 	d.seen[id][pub.Name] = pub
 	if r := d.readers[id]; r != nil {
@@ -217,7 +218,7 @@ func (d *demux) remove(o any) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
-	pub, ok := o.(*PublishedExport)
+	pub, ok := o.(*v1alpha1.PublishedExport)
 	if !ok {
 		return
 	}
@@ -236,13 +237,13 @@ func (d *demux) remove(o any) {
 // sourceOf is the cluster a publication's source-cluster label names: the
 // reader it goes to, which then checks that its spec says the same.
 func sourceOf(o any) clusterset.ClusterID {
-	if pub, ok := o.(*PublishedExport); ok {
+	if pub, ok := o.(*v1alpha1.PublishedExport); ok {
 		return clusterset.ClusterID(pub.Labels[mcsv1beta1.LabelSourceCluster])
 	}
 	return ""
 }
 
-func (r *Reader) put(pub *PublishedExport) {
+func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if IsMarker(pub) {
@@ -278,7 +279,7 @@ func (r *Reader) put(pub *PublishedExport) {
 }
 
 // putPart takes a part of key's publication; r.mu must be held.
-func (r *Reader) putPart(key types.NamespacedName, pub *PublishedExport) {
+func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport) {
 	part, err := DecodePart(pub)
 	if err == nil && part.Cluster != r.cluster {
 		err = fmt.Errorf("published as %s, read from the publications of %s", part.Cluster, r.cluster)
@@ -298,7 +299,7 @@ func (r *Reader) putPart(key types.NamespacedName, pub *PublishedExport) {
 	r.assemble(key)
 }
 
-func (r *Reader) refuse(err error, pub *PublishedExport) {
+func (r *Reader) refuse(err error, pub *v1alpha1.PublishedExport) {
 	refused.WithLabelValues(string(r.cluster)).Inc()
 	r.logger.Error(err, "Publication refused; what it carried is withdrawn until a valid one replaces it", "publication", pub.Namespace+"/"+pub.Name)
 }
@@ -341,7 +342,7 @@ func unionOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
 	for _, groups := range sources {
 		for i := range groups {
 			g := &groups[i]
-			gk := groupKey((*EndpointGroup)(g))
+			gk := groupKey((*v1alpha1.EndpointGroup)(g))
 			at, ok := index[gk]
 			if !ok {
 				at = len(out)
@@ -368,7 +369,7 @@ func unionOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
 // written everything and its marker again, and only then is what it no
 // longer publishes withdrawn (Store.MarkSynced). A fresh hub is not a
 // member that left.
-func (r *Reader) remove(pub *PublishedExport) {
+func (r *Reader) remove(pub *v1alpha1.PublishedExport) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if IsMarker(pub) {

@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/export"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
@@ -63,7 +64,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	if err := checkMode(cfg, sy.local); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
-	if err := errors.Join(clientgoscheme.AddToScheme(sy.scheme), mcsv1beta1.Install(sy.scheme), publish.AddToScheme(sy.scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(sy.scheme), mcsv1beta1.Install(sy.scheme), v1alpha1.AddToScheme(sy.scheme)); err != nil {
 		return nil, err
 	}
 	if sy.mgr, err = sy.newManager(); err != nil {

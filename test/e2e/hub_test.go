@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
@@ -79,7 +80,7 @@ func hubPublications(ctx context.Context, t *testing.T) ([]string, error) {
 // publicationNames returns the names of the publications in the hub that
 // cl (its administrator) reaches, sorted.
 func publicationNames(ctx context.Context, cl client.Client) ([]string, error) {
-	var list publish.PublishedExportList
+	var list v1alpha1.PublishedExportList
 	if err := cl.List(ctx, &list, client.InNamespace(testbed.HubNamespace)); err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func publicationNames(ctx context.Context, cl client.Client) ([]string, error) {
 // test starts from an empty hub.
 func clearHub(t *testing.T) {
 	t.Helper()
-	if err := hubClient(t, "").DeleteAllOf(context.Background(), &publish.PublishedExport{}, client.InNamespace(testbed.HubNamespace)); err != nil {
+	if err := hubClient(t, "").DeleteAllOf(context.Background(), &v1alpha1.PublishedExport{}, client.InNamespace(testbed.HubNamespace)); err != nil {
 		t.Errorf("clear the hub: %v", err)
 	}
 }
@@ -154,7 +155,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	if err := west.Create(ctx, publish.Marker("west", ns, 0)); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("west cannot write its own marker: %v", err)
 	}
-	before := &publish.PublishedExport{}
+	before := &v1alpha1.PublishedExport{}
 	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "west"}, before); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 		t.Errorf("east published under the name of east.fleet-a's publication")
 	}
 
-	after := &publish.PublishedExport{}
+	after := &v1alpha1.PublishedExport{}
 	if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: "west"}, after); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 		t.Errorf("west's marker changed: resourceVersion %s, was %s", after.ResourceVersion, before.ResourceVersion)
 	}
 	for _, name := range []string{"west.intruder.web", "east.mislabelled.web", "west.misnamed.web", "east.fleet-a.own.web", "west.own.web.part.0"} {
-		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &publish.PublishedExport{}); !apierrors.IsNotFound(err) {
+		if err := admin.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.PublishedExport{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s exists: %v", name, err)
 		}
 	}
@@ -211,7 +212,7 @@ func TestHubRefusesPublishingAsAnother(t *testing.T) {
 	// Parts are bound as heads are: none as west, none named as a head
 	// (east's part "web" of fleet-a/own would take the name of member
 	// east.fleet-a's head of own/web), none of west's deleted.
-	part := func(cluster, name string) *publish.PublishedExport {
+	part := func(cluster, name string) *v1alpha1.PublishedExport {
 		p := publish.Marker(clusterset.ClusterID(cluster), ns, 0)
 		p.Spec.Namespace, p.Spec.Name, p.Spec.Part, p.Spec.ReadsParts = "own", "web", "0", false
 		p.Name = name
@@ -379,7 +380,7 @@ func TestDirectToHubSwitch(t *testing.T) {
 	// removed by hand (docs/user-guide.md); the tests after this one run
 	// in central mode, which reads none of it.
 	for _, c := range bed.Clusters {
-		if err := bed.ClientOf(t, c.Name).DeleteAllOf(ctx, &publish.PublishedExport{}, client.InNamespace("mcs-system")); err != nil {
+		if err := bed.ClientOf(t, c.Name).DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace("mcs-system")); err != nil {
 			t.Error(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
@@ -51,7 +52,7 @@ func TestHubFailover(t *testing.T) {
 		replicas = 5 - replicas // 2, 3, 2, 3: never fewer than 2
 		scale(ctx, t, east, d, replicas)
 		eventually(ctx, t, fmt.Sprintf("east's %d endpoints published with %s down", replicas, what), func() error {
-			var pubs publish.PublishedExportList
+			var pubs v1alpha1.PublishedExportList
 			if err := hubAdmin.List(ctx, &pubs, client.InNamespace(testbed.HubNamespace), client.MatchingLabels{
 				mcsv1beta1.LabelSourceCluster: "east", mcsv1beta1.LabelServiceName: "web", publish.ServiceNamespaceLabel: ns}); err != nil {
 				return err
@@ -214,7 +215,7 @@ func (ha *haHub) noneExited(t *testing.T) {
 
 // publishedReady counts the ready endpoints of a publication's head or
 // part.
-func publishedReady(p *publish.PublishedExport) int {
+func publishedReady(p *v1alpha1.PublishedExport) int {
 	n := 0
 	for _, g := range p.Spec.Endpoints {
 		n += workloads.CountReady(g.Endpoints)

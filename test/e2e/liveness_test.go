@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 )
 
@@ -38,7 +38,7 @@ func TestMarkerAheadIsRenewedAnyway(t *testing.T) {
 	hubEast := hubClient(t, "east")
 	ahead := time.Now().Add(time.Hour)
 	eventually(ctx, t, "east's marker set an hour ahead", func() error {
-		marker := &publish.PublishedExport{}
+		marker := &v1alpha1.PublishedExport{}
 		if err := hubEast.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: "east"}, marker); err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func TestMarkerAheadIsRenewedAnyway(t *testing.T) {
 	})
 	set := time.Now()
 	eventually(ctx, t, "east to renew its marker with its own time", func() error {
-		marker := &publish.PublishedExport{}
+		marker := &v1alpha1.PublishedExport{}
 		if err := hubEast.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: "east"}, marker); err != nil {
 			return err
 		}

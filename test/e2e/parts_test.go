@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
@@ -241,8 +242,8 @@ func startDirectMode(ctx context.Context, t *testing.T) []*syncerProcess {
 
 // publicationsOf lists source's head and parts of ns/name in namespace in
 // of cl (the hub, or the source itself in direct mode).
-func publicationsOf(ctx context.Context, cl client.Client, in, source, ns, name string) ([]publish.PublishedExport, error) {
-	var list publish.PublishedExportList
+func publicationsOf(ctx context.Context, cl client.Client, in, source, ns, name string) ([]v1alpha1.PublishedExport, error) {
+	var list v1alpha1.PublishedExportList
 	err := cl.List(ctx, &list, client.InNamespace(in), client.MatchingLabels{
 		mcsv1beta1.LabelSourceCluster: source, mcsv1beta1.LabelServiceName: name, publish.ServiceNamespaceLabel: ns})
 	return list.Items, err
@@ -553,7 +554,7 @@ func TestUpgradeFromWholePublications(t *testing.T) {
 	}
 	procs["west"] = p
 	eventually(ctx, t, "west's marker to say readsParts", func() error {
-		m := &publish.PublishedExport{}
+		m := &v1alpha1.PublishedExport{}
 		if err := hub.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: publish.MarkerName("west")}, m); err != nil {
 			return err
 		}
@@ -573,7 +574,7 @@ func TestUpgradeFromWholePublications(t *testing.T) {
 	for what, w := range watches {
 		w.check(t, "north, "+what)
 	}
-	var all publish.PublishedExportList
+	var all v1alpha1.PublishedExportList
 	if err := hub.List(ctx, &all, client.InNamespace(testbed.HubNamespace)); err != nil {
 		t.Fatal(err)
 	}

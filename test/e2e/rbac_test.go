@@ -28,6 +28,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
@@ -124,11 +125,11 @@ func TestPerClusterModeWithLeastPrivilege(t *testing.T) {
 	// The remote identity reads east's publications and nothing else of
 	// east, and cannot write.
 	remote := clientWithToken(t, bed.Cluster("east"), remoteTokens["east"])
-	var pubs publish.PublishedExportList
+	var pubs v1alpha1.PublishedExportList
 	if err := remote.List(ctx, &pubs, client.InNamespace("mcs-system")); err != nil {
 		t.Errorf("the remote reader cannot list publications: %v", err)
 	}
-	if !slices.ContainsFunc(pubs.Items, func(p publish.PublishedExport) bool { return p.Name == "east" && publish.IsMarker(&p) }) {
+	if !slices.ContainsFunc(pubs.Items, func(p v1alpha1.PublishedExport) bool { return p.Name == "east" && publish.IsMarker(&p) }) {
 		t.Errorf("east's marker is not among its publications %v", pubs.Items)
 	}
 	for _, list := range []client.ObjectList{&mcsv1beta1.ServiceExportList{}, &corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}} {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
@@ -118,7 +119,7 @@ func keepRenewing(ctx context.Context, t *testing.T, hub client.Client, member s
 	t.Helper()
 	go func() {
 		for {
-			marker := &publish.PublishedExport{}
+			marker := &v1alpha1.PublishedExport{}
 			if err := hub.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: member}, marker); err == nil {
 				now := metav1.NowMicro()
 				marker.Spec.RenewTime = &now

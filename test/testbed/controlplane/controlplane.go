@@ -24,7 +24,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
@@ -400,7 +400,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		mcsv1beta1.Install, mcsv1alpha1.Install, publish.AddToScheme,
+		mcsv1beta1.Install, mcsv1alpha1.Install, v1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err) // only fails on conflicting registrations, a programming error
