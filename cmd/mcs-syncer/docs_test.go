@@ -1,12 +1,11 @@
 package main
 
-// The tests of this file keep the docs in step with the code: the
-// README's flag table with the flags, docs/metrics.md with the metrics,
+// The tests of this file keep the docs in step with the code: the flag
+// tables of the README and docs/configuration.md with the flags, docs/metrics.md with the metrics,
 // the README's layout with the tree. Each fails naming what is missing
 // where, so that nothing is added, renamed or removed without its line.
 
 import (
-	"errors"
 	"flag"
 	"io"
 	"os"
@@ -17,63 +16,116 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/syncer"
 )
 
-// TestREADMEListsEveryFlag: the README's flag table and the flags
-// mcs-syncer registers (its --help) name the same flags, so that neither
-// changes without the other. controller-runtime's zap flags are one row.
-func TestREADMEListsEveryFlag(t *testing.T) {
-	var usage strings.Builder
-	if _, err := parseFlags([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("-h: %v, want flag.ErrHelp", err)
-	}
-	registered := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1) {
-		registered[m[1]] = true
-	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, table, ok := strings.Cut(string(readme), "| flag | default | meaning |\n")
-	if !ok {
-		t.Fatal(`README.md: no flag table ("| flag | default | meaning |")`)
-	}
-	documented := map[string]bool{}
-	for _, row := range strings.Split(table, "\n") {
-		if !strings.HasPrefix(row, "|") {
-			break
+// TestFlagTablesMatchTheFlags: the flag tables of README.md and
+// docs/configuration.md name every flag mcs-syncer registers and no other,
+// each with its default, so that no flag or default changes without its
+// docs. controller-runtime's zap flags are one row, without defaults.
+func TestFlagTablesMatchTheFlags(t *testing.T) {
+	fs := newFlagSet(&options{}, io.Discard)
+	for _, doc := range []string{"README.md", filepath.Join("docs", "configuration.md")} {
+		rows := flagTable(t, doc)
+		if len(rows) < 10 {
+			t.Fatalf("%s: read %d rows of its flag table: its format changed", doc, len(rows))
 		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(row, "|"), "|")
-		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
+		documented := map[string]bool{}
+		for _, row := range rows {
+			defaults := splitDefaults(row.defaults, len(row.flags))
+			for i, name := range row.flags {
+				documented[name] = true
+				f := fs.Lookup(name)
+				if f == nil {
+					t.Errorf("%s's flag table names --%s, which mcs-syncer does not have", doc, name)
+					continue
+				}
+				if !strings.HasPrefix(name, "zap-") && !sameDefault(defaults[i], f) {
+					t.Errorf("%s's flag table gives --%s the default %q; the flag's is %q", doc, name, defaults[i], f.DefValue)
+				}
+			}
 		}
-	}
-	if len(registered) < 10 || len(documented) < 10 {
-		t.Fatalf("read %d registered and %d documented flags: the usage or the table's format changed", len(registered), len(documented))
-	}
-	for name := range registered {
-		if !documented[name] && !(strings.HasPrefix(name, "zap-") && documented["zap-log-level"]) {
-			t.Errorf("--%s is a flag of mcs-syncer but not in README.md's flag table", name)
-		}
-	}
-	for name := range documented {
-		if !registered[name] {
-			t.Errorf("README.md's flag table names --%s, which mcs-syncer does not have", name)
-		}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !documented[f.Name] && !(strings.HasPrefix(f.Name, "zap-") && documented["zap-log-level"]) {
+				t.Errorf("--%s is a flag of mcs-syncer but not in %s's flag table", f.Name, doc)
+			}
+		})
 	}
 }
 
+// flagRow is one row of a doc's flag table: the flags of its first column
+// and its default column, backticks removed.
+type flagRow struct {
+	flags    []string
+	defaults string
+}
+
+func flagTable(t *testing.T, doc string) []flagRow {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(raw), "| flag | default | meaning |\n|---|---|---|\n")
+	if !ok {
+		t.Fatalf("%s: no flag table (| flag | default | meaning |)", doc)
+	}
+	var rows []flagRow
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.SplitN(line, "|", 4) // "", flags, default, meaning
+		if !strings.HasPrefix(line, "| ") || len(cells) < 4 {
+			break
+		}
+		row := flagRow{defaults: strings.TrimSpace(strings.ReplaceAll(cells[2], "`", ""))}
+		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(cells[1], -1) {
+			row.flags = append(row.flags, m[1])
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// splitDefaults gives each of n flags of a row its default: the cell's
+// comma-separated values in order, or the one value for all.
+func splitDefaults(cell string, n int) []string {
+	parts := strings.Split(cell, ", ")
+	if len(parts) != n {
+		parts = make([]string, n)
+		for i := range parts {
+			parts[i] = cell
+		}
+	}
+	return parts
+}
+
+// sameDefault reports whether a doc's default (its first word; "empty"
+// and "(required)" for an empty string, "off" for false) is the flag's.
+func sameDefault(doc string, f *flag.Flag) bool {
+	word, _, _ := strings.Cut(strings.TrimSpace(doc), " ")
+	word = strings.TrimSuffix(word, ":")
+	switch {
+	case f.DefValue == "":
+		return word == "empty" || word == "(required)"
+	case f.DefValue == "false":
+		return word == "false" || word == "off"
+	}
+	if want, err := time.ParseDuration(f.DefValue); err == nil {
+		got, err := time.ParseDuration(word)
+		return err == nil && got == want
+	}
+	return word == f.DefValue
+}
+
 // TestMetricsAreDocumented: docs/metrics.md names every metric mcs-syncer
-// registers (syncer.New registers them all), and
-// none that it does not, so that a metric cannot be added, renamed or
+// registers (syncer.New registers them all) with its labels, and none that
+// it does not, so that a metric or a label cannot be added, renamed or
 // removed without its line.
 func TestMetricsAreDocumented(t *testing.T) {
-	reg := &describing{names: map[string]bool{}}
+	reg := &describing{names: map[string]bool{}, labels: map[string]string{}}
 	dir := t.TempDir()
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\n" +
 		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
@@ -99,9 +151,20 @@ func TestMetricsAreDocumented(t *testing.T) {
 		if !strings.HasPrefix(row, "| `mcs_syncer_") {
 			continue
 		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(row, "|"), "|")
-		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(first, -1) {
+		cells := strings.SplitN(row, "|", 5) // "", names, type, labels, meaning
+		if len(cells) < 5 {
+			t.Errorf("docs/metrics.md: row %q lacks a column", row)
+			continue
+		}
+		var labels []string
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(cells[3], -1) {
+			labels = append(labels, m[1])
+		}
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(cells[1], -1) {
 			documented[m[1]] = true
+			if got, ok := reg.labels[m[1]]; ok && got != strings.Join(slices.Sorted(slices.Values(labels)), ",") {
+				t.Errorf("docs/metrics.md gives %s the labels %v; it has {%s}", m[1], labels, got)
+			}
 		}
 	}
 	if len(reg.names) < 10 || len(documented) < 10 {
@@ -117,18 +180,72 @@ func TestMetricsAreDocumented(t *testing.T) {
 			t.Errorf("docs/metrics.md names %s, which mcs-syncer does not register", name)
 		}
 	}
+	// Every other doc, alert and dashboard names only metrics that exist
+	// (a histogram's series by their suffixes, a family by its prefix and *).
+	_, docs := sourcesAndDocs(t, filepath.Join("..", ".."))
+	mentions := regexp.MustCompile(`mcs_syncer_[a-z0-9_]*[a-z0-9](\*)?`)
+	seen := 0
+	for _, path := range docs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mentions.FindAllStringSubmatch(string(raw), -1) {
+			seen++
+			if !metricExists(reg.names, m[0]) {
+				t.Errorf("%s names %s, which mcs-syncer does not register", path, m[0])
+			}
+		}
+	}
+	if seen < 30 {
+		t.Errorf("found %d mentions of metrics in the docs: the walk or the pattern is broken", seen)
+	}
 }
 
-// describing is a Registerer that keeps the names of what it is given.
-type describing struct{ names map[string]bool }
+// metricExists reports whether name is a registered metric, one of a
+// histogram's series (_bucket, _sum, _count), or a prefix* of some.
+func metricExists(registered map[string]bool, name string) bool {
+	if prefix, ok := strings.CutSuffix(name, "*"); ok {
+		for r := range registered {
+			if strings.HasPrefix(r, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok && registered[base] {
+			return true
+		}
+	}
+	return false
+}
+
+// describing is a Registerer that keeps the names of what it is given,
+// and their labels (constant and variable, sorted, comma-separated).
+type describing struct {
+	names  map[string]bool
+	labels map[string]string
+}
 
 func (d *describing) Register(c prometheus.Collector) error {
 	descs := make(chan *prometheus.Desc)
 	go func() { c.Describe(descs); close(descs) }()
 	for desc := range descs {
-		if m := regexp.MustCompile(`fqName: "([^"]+)"`).FindStringSubmatch(desc.String()); m != nil {
-			d.names[m[1]] = true
+		m := regexp.MustCompile(`fqName: "([^"]+)".*constLabels: \{(.*)\}, variableLabels: \{([^}]*)\}`).FindStringSubmatch(desc.String())
+		if m == nil {
+			continue
 		}
+		d.names[m[1]] = true
+		var labels []string
+		for _, c := range regexp.MustCompile(`([a-z_]+)="`).FindAllStringSubmatch(m[2], -1) {
+			labels = append(labels, c[1])
+		}
+		if m[3] != "" {
+			labels = append(labels, strings.Split(m[3], ",")...)
+		}
+		slices.Sort(labels)
+		d.labels[m[1]] = strings.Join(labels, ",")
 	}
 	return nil
 }

@@ -40,11 +40,30 @@ type options struct {
 // parseFlags parses args; every bad value is an error naming its flag.
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
+	fs := newFlagSet(o, stderr)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.printVersion {
+		return o, nil
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all settings are flags)", fs.Arg(0))
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// newFlagSet registers mcs-syncer's flags, bound to o. The docs' flag
+// tables are tested against it (docs_test.go).
+func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcs-syncer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.ClustersetConfig, "clusterset-config", "", "path of the clusterset config file (required; see config/samples/clusterset.yaml)")
 	fs.StringVar(&o.LocalCluster, "local-cluster", "", "per-cluster mode: the ID of the member this mcs-syncer runs in; it imports only into it and writes only its ServiceExports' status (empty: central mode, every member)")
-	fs.StringVar(&o.ManagedBy, "managed-by", "mcs", "value of the endpointslice.kubernetes.io/managed-by label of the imported EndpointSlices")
+	fs.StringVar(&o.ManagedBy, "managed-by", "mcs", "value of the endpointslice.kubernetes.io/managed-by label of the imported EndpointSlices, and of app.kubernetes.io/managed-by on the ServiceImports and derived Services it writes (objects with another value are never touched)")
 	fs.IntVar(&o.MaxEndpointsPerSlice, "max-endpoints-per-slice", 100, "most endpoints in one imported EndpointSlice and, in per-cluster and hub mode, in one part of a publication (1..1000)")
 	fs.DurationVar(&o.UnreachableGrace, "cluster-unreachable-grace", 2*time.Minute, "how long a disconnected member keeps its endpoints in the imports (0: forever)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "elect a leader through a Lease, for several replicas")
@@ -61,19 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", publish.DefaultHeartbeat, "per-cluster mode: how often this member renews its marker where it publishes (the other members count it gone after 3 intervals without a renewal, then withdraw its endpoints after --cluster-unreachable-grace)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and the source revision, then exit")
 	o.zap.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if o.printVersion {
-		return o, nil
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (all settings are flags)", fs.Arg(0))
-	}
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return fs
 }
 
 // validate names every flag whose value mcs-syncer cannot run with, in one

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcs_syncer_member_state",
-			Help: "1 for the member's current state (connecting, config-error, unreachable, missing-crds, forbidden, failed, syncing, engaged), 0 for the others.",
+			Help: "1 for the member's current state (" + stateNames() + "), 0 for the others.",
 		}, []string{"cluster", "state"}),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mcs_syncer_config_last_reload_success",
@@ -97,4 +98,14 @@ func (m *metrics) reloaded(ok bool) {
 		return
 	}
 	m.reloadOK.Set(0)
+}
+
+// stateNames lists every state, in order, for the state metric's Help: it
+// cannot leave one out.
+func stateNames() string {
+	names := make([]string, len(states))
+	for i, s := range states {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
