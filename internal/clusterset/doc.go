@@ -11,6 +11,8 @@
 //     in the type pkg/reconciler takes.
 //   - Store: the exports of every cluster, keyed by namespace/name,
 //     notifying subscribers of the keys that changed.
+//   - Feedback: what the readers of the exports learn of their fate (an
+//     import blocked, an export not published), back to the export side.
 //   - Merge: the pure rules that turn all exports of one namespace/name into
 //     one ServiceImport spec and the conflicts between them (oldest export
 //     wins, ties by cluster ID).

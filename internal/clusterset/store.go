@@ -3,7 +3,6 @@ package clusterset
 import (
 	"cmp"
 	"context"
-	"maps"
 	"slices"
 	"sync"
 
@@ -26,111 +25,21 @@ type Store struct {
 	// export watcher's first pass is done). Until then the Store's view of
 	// a cluster is partial, and nothing may be withdrawn on its account.
 	synced map[ClusterID]bool
-	// blocked[key][consumer] says why the import of key cannot be written
-	// into consumer (an object there that mcs-syncer does not own), so that
-	// the export side can tell the exporters where they look.
-	blocked map[types.NamespacedName]map[ClusterID]string
 	// known holds the clusters that have been synced at least once (and
 	// not removed since): while such a cluster is read anew, the Store
 	// holds its last complete view, which is not partial in the sense of
 	// synced: an export it lacks is one the cluster did not export then.
 	known map[ClusterID]bool
-	// unpublished[key] says why the local member's export of key could
-	// not be published (per-cluster mode), for its Ready condition;
-	// unheard why none of its exports reaches the others (its marker, its
-	// heartbeat, cannot be written).
-	unpublished map[types.NamespacedName]string
-	unheard     string
 }
 
 // NewStore returns an empty Store.
 func NewStore() *Store {
 	return &Store{
-		byKey:       map[types.NamespacedName]map[ClusterID]*ExportedService{},
-		sorted:      map[types.NamespacedName][]*ExportedService{},
-		synced:      map[ClusterID]bool{},
-		known:       map[ClusterID]bool{},
-		blocked:     map[types.NamespacedName]map[ClusterID]string{},
-		unpublished: map[types.NamespacedName]string{},
+		byKey:  map[types.NamespacedName]map[ClusterID]*ExportedService{},
+		sorted: map[types.NamespacedName][]*ExportedService{},
+		synced: map[ClusterID]bool{},
+		known:  map[ClusterID]bool{},
 	}
-}
-
-// SetUnpublished records why the export of key could not be published
-// (the publication server's answer); an empty why clears it. A change is
-// announced like a change of the exports.
-func (s *Store) SetUnpublished(key types.NamespacedName, why string) {
-	s.mu.Lock()
-	if s.unpublished[key] == why {
-		s.mu.Unlock()
-		return
-	}
-	if why == "" {
-		delete(s.unpublished, key)
-	} else {
-		s.unpublished[key] = why
-	}
-	s.mu.Unlock()
-	s.notify(key, "")
-}
-
-// SetUnheard records why the local member's heartbeat does not reach the
-// other members (its marker cannot be written); "" clears it. A change
-// is announced for every key.
-func (s *Store) SetUnheard(why string) {
-	s.mu.Lock()
-	if s.unheard == why {
-		s.mu.Unlock()
-		return
-	}
-	s.unheard = why
-	s.mu.Unlock()
-	s.AnnounceAll()
-}
-
-// Unpublished returns why the export of key does not reach the other
-// members, or "".
-func (s *Store) Unpublished(key types.NamespacedName) string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if why := s.unpublished[key]; why != "" {
-		return why
-	}
-	if s.unheard != "" {
-		return "this member's heartbeat cannot be written: the others keep its endpoints while they cannot read the publication server either, and withdraw them once their grace has run out if they can: " + s.unheard
-	}
-	return ""
-}
-
-// SetImportBlocked records why the import of key cannot be written into
-// consumer; an empty why clears it. A change is announced like a change of
-// the exports.
-func (s *Store) SetImportBlocked(key types.NamespacedName, consumer ClusterID, why string) {
-	s.mu.Lock()
-	if s.blocked[key][consumer] == why {
-		s.mu.Unlock()
-		return
-	}
-	if why == "" {
-		delete(s.blocked[key], consumer)
-		if len(s.blocked[key]) == 0 {
-			delete(s.blocked, key)
-		}
-	} else {
-		if s.blocked[key] == nil {
-			s.blocked[key] = map[ClusterID]string{}
-		}
-		s.blocked[key][consumer] = why
-	}
-	s.mu.Unlock()
-	s.notify(key, "")
-}
-
-// ImportBlocked returns, by consumer, why the import of key cannot be
-// written there (nil when nothing blocks it).
-func (s *Store) ImportBlocked(key types.NamespacedName) map[ClusterID]string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return maps.Clone(s.blocked[key])
 }
 
 // Put stores an export, replacing the same cluster's export of the same
@@ -314,16 +223,7 @@ func (s *Store) RemoveCluster(cluster ClusterID) {
 	s.mu.Lock()
 	delete(s.synced, cluster)
 	delete(s.known, cluster)
-	var unblocked []types.NamespacedName
-	for key, byConsumer := range s.blocked {
-		if _, ok := byConsumer[cluster]; ok {
-			unblocked = append(unblocked, key)
-		}
-	}
 	s.mu.Unlock()
-	for _, key := range unblocked {
-		s.SetImportBlocked(key, cluster, "")
-	}
 }
 
 // Synced reports whether every export of cluster is in the Store.
@@ -400,8 +300,8 @@ type Subscriber struct {
 	// reach is the subscriber's to find.
 	Everything func()
 	// Wants, if set, says which changes Changed hears of: those of
-	// cluster's export of key, or ("") of what the Store says of the key's
-	// import or publication. Every key still comes with the subscription
+	// cluster's export of key (a Feedback asks with cluster "": its notes
+	// are about the key). Every key still comes with the subscription
 	// and with AnnounceAll. Through a hub of 1,000 members, a member's
 	// publisher and export watcher heard of every change of every member
 	// (a queue of 100 keys forever busy, 180,000 reconciles in 8 minutes).
@@ -441,8 +341,7 @@ func (s *Store) subscribers() []*subscription {
 	return slices.Clone(s.subs)
 }
 
-// notify announces a change of key: of cluster's export, or ("") of what
-// the Store says of the key's import or publication.
+// notify announces a change of cluster's export of key.
 func (s *Store) notify(key types.NamespacedName, cluster ClusterID) {
 	for _, sub := range s.subscribers() {
 		if sub.Wants == nil || sub.Wants(key, cluster) {

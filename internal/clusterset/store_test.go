@@ -180,26 +180,6 @@ func TestStoreResync(t *testing.T) {
 	}
 }
 
-// TestStoreImportBlocked: a blocked import is recorded per consumer and
-// announced when it changes; a consumer removed from the clusterset clears
-// its blocks.
-func TestStoreImportBlocked(t *testing.T) {
-	s := NewStore()
-	ch := make(chan types.NamespacedName, 10)
-	s.Subscribe(t.Context(), sendTo(t, ch))
-	key := types.NamespacedName{Namespace: "ns", Name: "web"}
-	s.SetImportBlocked(key, "north", "ServiceImport ns/web is a person's")
-	s.SetImportBlocked(key, "north", "ServiceImport ns/web is a person's") // no change, no announcement
-	if len(ch) != 1 || s.ImportBlocked(key)["north"] == "" {
-		t.Fatalf("%d announcements, blocked %v", len(ch), s.ImportBlocked(key))
-	}
-	<-ch
-	s.RemoveCluster("north")
-	if len(s.ImportBlocked(key)) != 0 || len(ch) != 1 {
-		t.Errorf("after north left: blocked %v, %d announcements", s.ImportBlocked(key), len(ch))
-	}
-}
-
 // TestStoreLateSubscriber: a subscriber that starts after the keys were
 // put and announced (a consumer's controller that starts after the other
 // members' first passes) is told every key the Store holds, and nothing of
@@ -260,8 +240,8 @@ func TestStoreEverything(t *testing.T) {
 }
 
 // TestStoreWants: a subscriber that wants only west's changes hears of
-// west's puts, deletes and withdrawals, not of east's nor of import or
-// publication notes; every key still comes with AnnounceAll.
+// west's puts, deletes and withdrawals, not of east's; every key still
+// comes with AnnounceAll.
 func TestStoreWants(t *testing.T) {
 	s := NewStore()
 	ch := make(chan types.NamespacedName, 100)
@@ -270,8 +250,6 @@ func TestStoreWants(t *testing.T) {
 	s.Subscribe(t.Context(), sub)
 	east, west := export("east", 0), export("west", 1)
 	s.Put(east)
-	s.SetImportBlocked(east.Key, "north", "forbidden")
-	s.SetUnpublished(east.Key, "too large")
 	if len(ch) != 0 {
 		t.Fatalf("heard of %d changes not of west's", len(ch))
 	}

@@ -122,7 +122,7 @@ func run(m *testing.M) int {
 		}, Registerer: registry,
 		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
 		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
-			w, err := export.New(cl, export.Options{Cluster: id, Store: store, WriteStatus: true, Membership: members})
+			w, err := export.New(cl, export.Options{Cluster: id, Store: store, Feedback: clusterset.NewFeedback(), WriteStatus: true, Membership: members})
 			if err != nil {
 				return nil, err
 			}

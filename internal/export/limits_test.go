@@ -48,19 +48,19 @@ func TestUnitKeysTheImportCannotCarry(t *testing.T) {
 }
 
 // TestUnitUnpublishedIsNotReady: an export that could not be published
-// (the Store says why: the hub refused it, it is too large) is Ready=False
+// (the Feedback says why: the hub refused it, it is too large) is Ready=False
 // Failed with the reason; Ready again once it is published.
 func TestUnitUnpublishedIsNotReady(t *testing.T) {
 	h := newUnitHarness(t, serviceExportOf(time.Now()), service(nil))
 	h.sync()
 	key := client.ObjectKeyFromObject(serviceExportOf(time.Now()))
-	h.store.SetUnpublished(key, `Unauthorized`)
+	h.feedback.SetUnpublished(key, `Unauthorized`)
 	h.sync()
 	ready := h.condition(mcsv1beta1.ServiceExportConditionReady)
 	if ready.Status != metav1.ConditionFalse || ready.Reason != string(mcsv1beta1.ServiceExportReasonFailed) || !strings.Contains(ready.Message, "Unauthorized") {
 		t.Errorf("Ready %s/%s %q", ready.Status, ready.Reason, ready.Message)
 	}
-	h.store.SetUnpublished(key, "")
+	h.feedback.SetUnpublished(key, "")
 	h.sync()
 	if ready := h.condition(mcsv1beta1.ServiceExportConditionReady); ready.Status != metav1.ConditionTrue {
 		t.Errorf("Ready %s/%s %q once published", ready.Status, ready.Reason, ready.Message)

@@ -34,7 +34,7 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 	key := client.ObjectKeyFromObject(se)
 	merged := clusterset.Merge(w.store.Get(key))
 	ready := "exported to the clusterset"
-	if blocked := w.store.ImportBlocked(key); len(blocked) > 0 {
+	if blocked := w.feedback.ImportBlocked(key); len(blocked) > 0 {
 		var whys []string
 		for _, consumer := range slices.Sorted(maps.Keys(blocked)) {
 			whys = append(whys, blocked[consumer])
@@ -46,7 +46,7 @@ func (w *Watcher) setExported(ctx context.Context, se *mcsv1beta1.ServiceExport,
 		valid.Reason, valid.Message = string(cav.reason), cav.message
 	}
 	readyCond := mcsv1beta1.NewServiceExportCondition(mcsv1beta1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1beta1.ServiceExportReasonExported, ready)
-	if why := w.store.Unpublished(key); why != "" {
+	if why := w.feedback.Unpublished(key); why != "" {
 		// The other members cannot see it: whatever they hold of it is
 		// what was published before, if anything.
 		readyCond.Status, readyCond.Reason = metav1.ConditionFalse, string(mcsv1beta1.ServiceExportReasonFailed)

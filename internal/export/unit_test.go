@@ -55,6 +55,7 @@ type unitHarness struct {
 	t        *testing.T
 	client   client.Client
 	store    *clusterset.Store
+	feedback *clusterset.Feedback
 	members  *fakeMembers
 	recorder *events.FakeRecorder
 	w        *Watcher
@@ -73,7 +74,7 @@ func newUnitHarness(t *testing.T, objs ...client.Object) *unitHarness {
 		t.Fatal(err)
 	}
 	long := time.Now().Add(-time.Hour)
-	h := &unitHarness{t: t, store: clusterset.NewStore(), recorder: events.NewFakeRecorder(100),
+	h := &unitHarness{t: t, store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), recorder: events.NewFakeRecorder(100),
 		members: &fakeMembers{connected: map[clusterset.ClusterID]time.Time{"east": long, "west": long}}}
 	h.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&mcsv1beta1.ServiceExport{}).
@@ -91,7 +92,7 @@ func newUnitHarness(t *testing.T, objs ...client.Object) *unitHarness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), store: h.store, writeStatus: true, recorder: h.recorder,
+	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), store: h.store, feedback: h.feedback, writeStatus: true, recorder: h.recorder,
 		membership: h.members, triggers: newTriggerLog()}
 	for _, id := range h.members.IDs() {
 		h.store.MarkSynced(id, nil)
@@ -396,7 +397,7 @@ func TestUnitRestartWithMembersNotHeardFromWritesNothing(t *testing.T) {
 
 func TestUnitImportBlocked(t *testing.T) {
 	h := newUnitHarness(t, serviceExportOf(time.Now()), service(nil))
-	h.store.SetImportBlocked(webKey, "north", "ServiceImport ns/web in cluster north is not managed by mcs-syncer")
+	h.feedback.SetImportBlocked(webKey, "north", "ServiceImport ns/web in cluster north is not managed by mcs-syncer")
 	h.sync()
 	ready := h.condition(mcsv1beta1.ServiceExportConditionReady)
 	if ready.Status != metav1.ConditionTrue || !strings.Contains(ready.Message, notImportedEverywhere+": ServiceImport ns/web in cluster north") {
@@ -417,7 +418,7 @@ func TestUnitNotPublishedEvent(t *testing.T) {
 	if ev := h.events(); len(ev) != 0 {
 		t.Fatalf("events of a published export: %v", ev)
 	}
-	h.store.SetUnpublished(webKey, "dial tcp 127.0.0.1:6443: connect: connection refused")
+	h.feedback.SetUnpublished(webKey, "dial tcp 127.0.0.1:6443: connect: connection refused")
 	h.sync()
 	if ready := h.condition(mcsv1beta1.ServiceExportConditionReady); ready.Status != metav1.ConditionFalse {
 		t.Fatalf("Ready %s %q", ready.Status, ready.Message)
@@ -426,14 +427,14 @@ func TestUnitNotPublishedEvent(t *testing.T) {
 	if len(ev) != 1 || !strings.Contains(ev[0], "Warning "+ReasonNotPublished) || !strings.Contains(ev[0], "connection refused") {
 		t.Fatalf("events %v, want one NotPublished Warning with the server's answer", ev)
 	}
-	h.store.SetUnpublished(webKey, "Unauthorized")
+	h.feedback.SetUnpublished(webKey, "Unauthorized")
 	h.sync()
 	if ev := h.events(); len(ev) != 0 {
 		t.Errorf("a new wording of the same failure raised %v", ev)
 	}
-	h.store.SetUnpublished(webKey, "")
+	h.feedback.SetUnpublished(webKey, "")
 	h.sync()
-	h.store.SetUnpublished(webKey, "Unauthorized")
+	h.feedback.SetUnpublished(webKey, "Unauthorized")
 	h.sync()
 	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], "Unauthorized") {
 		t.Errorf("events %v after a recovery and a new failure, want one", ev)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -59,6 +60,10 @@ type Options struct {
 	Cluster clusterset.ClusterID
 	// Store receives the exports. Required.
 	Store *clusterset.Store
+	// Feedback tells what became of the exports in their readers (an
+	// import blocked in a consumer, an export not published): the Ready
+	// condition says so. Required with WriteStatus.
+	Feedback *clusterset.Feedback
 	// WriteStatus makes the watcher write ServiceExport status. Off when
 	// another mcs-syncer (the member's own, in per-cluster mode) owns it.
 	WriteStatus bool
@@ -90,6 +95,7 @@ type Watcher struct {
 	apiReader   client.Reader
 	fetched     *fetched
 	store       *clusterset.Store
+	feedback    *clusterset.Feedback
 	writeStatus bool
 	recorder    events.EventRecorder
 	membership  clusterset.Membership
@@ -98,6 +104,20 @@ type Watcher struct {
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
+
+// enqueueEveryExport enqueues every ServiceExport of the member.
+func (w *Watcher) enqueueEveryExport(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	var list mcsv1beta1.ServiceExportList
+	if err := w.cache.List(ctx, &list); err != nil {
+		if ctx.Err() == nil {
+			log.FromContext(ctx).Error(err, "Could not list the ServiceExports to look at them again", "cluster", w.cluster)
+		}
+		return
+	}
+	for i := range list.Items {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+}
 
 // New returns the watcher of member cl, as an unmanaged controller named
 // "export-<cluster>" that Start runs: it lives as long as the member's
@@ -109,9 +129,12 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	if opts.Cluster == "" || opts.Store == nil || opts.Membership == nil {
 		return nil, fmt.Errorf("export: cluster, store and membership are required")
 	}
+	if opts.WriteStatus && opts.Feedback == nil {
+		return nil, fmt.Errorf("export: a watcher that writes status needs the feedback")
+	}
 	w := &Watcher{
 		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(),
-		store: opts.Store, writeStatus: opts.WriteStatus,
+		store: opts.Store, feedback: opts.Feedback, writeStatus: opts.WriteStatus,
 		recorder: opts.Recorder, membership: opts.Membership, triggers: newTriggerLog(),
 	}
 	// Slices are looked up by their Service: an index, so that a change
@@ -151,6 +174,16 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		}, nil),
 	} {
 		if err := c.Watch(src); err != nil {
+			return nil, err
+		}
+	}
+	if w.writeStatus {
+		// What the readers learn of this member's exports changes their
+		// Ready condition; a note for every key (a heartbeat that cannot
+		// be written) brings every ServiceExport of the member.
+		if err := c.Watch(plumbing.StoreSource(w.feedback, func(key types.NamespacedName, _ clusterset.ClusterID) bool {
+			return w.store.GetFrom(key, w.cluster) != nil
+		}, w.enqueueEveryExport)); err != nil {
 			return nil, err
 		}
 	}

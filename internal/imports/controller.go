@@ -35,14 +35,20 @@ const ManagedByLabel = clusterset.ManagedByLabel
 var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
 
 // Exports is what the controller needs of the Store (clusterset.Store):
-// the exports of a key, whether a member's exports are all known, the
-// changes, and a place to say that an import is blocked.
+// the exports of a key, whether a member's exports are all known, and the
+// changes.
 type Exports interface {
 	ExportsOf(types.NamespacedName, []clusterset.ClusterID) (exports []*clusterset.ExportedService, notSynced, neverSynced []clusterset.ClusterID)
 	GetFrom(types.NamespacedName, clusterset.ClusterID) *clusterset.ExportedService
 	Keys() []types.NamespacedName
 	NotSynced([]clusterset.ClusterID) []clusterset.ClusterID
 	Subscribe(ctx context.Context, sub clusterset.Subscriber)
+}
+
+// Feedback is where the controller says that an import is blocked
+// (clusterset.Feedback): status flows back to the exporters on a channel
+// of its own, not through the Store of the exports.
+type Feedback interface {
 	SetImportBlocked(key types.NamespacedName, consumer clusterset.ClusterID, why string)
 }
 
@@ -60,9 +66,11 @@ type Options struct {
 	// Consumer is the cluster the controller writes into. Required.
 	Consumer clusterset.ClusterID
 	// Store holds the exports; Membership tells who the members are and
-	// whether each answers. Both required.
+	// whether each answers; Feedback hears which imports are blocked. All
+	// required.
 	Store      Exports
 	Membership clusterset.Membership
+	Feedback   Feedback
 	// ManagedBy labels the slices (endpointslice.kubernetes.io/managed-by)
 	// and the ServiceImports and derived Services (ManagedByLabel). Default
 	// "mcs".
@@ -191,8 +199,8 @@ func New(cl cluster.Cluster, opts Options) (*Controller, error) {
 // Reconcile needs. sliceWriter writes the imported slices (the reconciler
 // speaks client-go), sliceReader reads them per import.
 func newController(cl client.Client, sliceReader importedSlices, sliceWriter discoveryclient.EndpointSlicesGetter, recorder events.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Consumer == "" || opts.Store == nil || opts.Membership == nil {
-		return nil, errors.New("import: consumer, store and membership are required")
+	if opts.Consumer == "" || opts.Store == nil || opts.Membership == nil || opts.Feedback == nil {
+		return nil, errors.New("import: consumer, store, membership and feedback are required")
 	}
 	if opts.ManagedBy == "" {
 		opts.ManagedBy = "mcs"

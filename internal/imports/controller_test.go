@@ -303,7 +303,7 @@ func TestNotManagedServiceImport(t *testing.T) {
 	if got := h.takeWrites(); len(got) != 0 {
 		t.Errorf("writes %v", got)
 	}
-	blocked := h.store.ImportBlocked(key)
+	blocked := h.feedback.ImportBlocked(key)
 	if !strings.Contains(blocked["north"], "ServiceImport ns/web in cluster north is not managed by mcs-syncer") {
 		t.Errorf("blocked %v", blocked)
 	}
@@ -315,7 +315,7 @@ func TestNotManagedServiceImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.reconcile()
-	if len(h.store.ImportBlocked(key)) != 0 || ready(h.serviceImport()) != "True/Ready" {
+	if len(h.feedback.ImportBlocked(key)) != 0 || ready(h.serviceImport()) != "True/Ready" {
 		t.Error("still blocked after the ServiceImport was deleted")
 	}
 }

@@ -70,6 +70,7 @@ type harness struct {
 	t        testing.TB
 	client   client.Client
 	store    *clusterset.Store
+	feedback *clusterset.Feedback
 	members  *members
 	recorder *events.FakeRecorder
 	c        *Controller
@@ -92,7 +93,7 @@ func newHarness(t testing.TB, opts Options, objs ...client.Object) *harness {
 	if err := mcsv1beta1.Install(scheme); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, store: clusterset.NewStore(), recorder: events.NewFakeRecorder(100),
+	h := &harness{t: t, store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), recorder: events.NewFakeRecorder(100),
 		members: &members{ids: []clusterset.ClusterID{"east", "north", "west"}, down: map[clusterset.ClusterID]time.Time{}, held: map[clusterset.ClusterID]bool{}, up: map[clusterset.ClusterID]time.Time{}}}
 	objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
 	h.client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
@@ -132,7 +133,7 @@ func newHarness(t testing.TB, opts Options, objs ...client.Object) *harness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	opts.Consumer, opts.Store, opts.Membership = "north", h.store, h.members
+	opts.Consumer, opts.Store, opts.Feedback, opts.Membership = "north", h.store, h.feedback, h.members
 	c, err := newController(h.client, listedSlices{h.client}, sliceWriter{h.client}, h.recorder, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	// blocked says why the import could not be written here, for the
 	// exports' Ready message ("" clears it); set once, at the end.
 	blocked := ""
-	defer func() { c.opts.Store.SetImportBlocked(key, c.opts.Consumer, blocked) }()
+	defer func() { c.opts.Feedback.SetImportBlocked(key, c.opts.Consumer, blocked) }()
 	if len(v.exports) == 0 {
 		return c.withdraw(ctx, key, si, v)
 	}

@@ -134,7 +134,7 @@ func (c *Controller) applyIPs(ctx context.Context, si *mcsv1beta1.ServiceImport,
 func (c *Controller) blockedBy(ctx context.Context, si *mcsv1beta1.ServiceImport, wanted bool) {
 	key := client.ObjectKeyFromObject(si)
 	if !wanted {
-		c.opts.Store.SetImportBlocked(key, c.opts.Consumer, "")
+		c.opts.Feedback.SetImportBlocked(key, c.opts.Consumer, "")
 		c.cleared(reportNotManaged, key)
 		return
 	}
@@ -146,5 +146,5 @@ func (c *Controller) blockedBy(ctx context.Context, si *mcsv1beta1.ServiceImport
 			c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "NotManaged", "Import", "%s", why)
 		}
 	}
-	c.opts.Store.SetImportBlocked(key, c.opts.Consumer, why)
+	c.opts.Feedback.SetImportBlocked(key, c.opts.Consumer, why)
 }

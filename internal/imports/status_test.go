@@ -40,7 +40,7 @@ func TestSlicesNotWrittenIsNotReady(t *testing.T) {
 	if got := ready(si); got != "False/"+string(ReasonEndpointSlicesNotWritten) {
 		t.Errorf("Ready %s, want False/%s", got, ReasonEndpointSlicesNotWritten)
 	}
-	if why := h.store.ImportBlocked(key)["north"]; !strings.Contains(why, "could not be written") || !strings.Contains(why, "forbidden") {
+	if why := h.feedback.ImportBlocked(key)["north"]; !strings.Contains(why, "could not be written") || !strings.Contains(why, "forbidden") {
 		t.Errorf("the exports hear %q, want the slices' refusal", why)
 	}
 	if got := testutil.ToFloat64(m.imported.vec.WithLabelValues("east", "north")); got != 0 {
@@ -52,7 +52,7 @@ func TestSlicesNotWrittenIsNotReady(t *testing.T) {
 	if got := ready(h.serviceImport()); got != "True/Ready" {
 		t.Errorf("Ready %s after the writes went through", got)
 	}
-	if blocked := h.store.ImportBlocked(key); len(blocked) != 0 {
+	if blocked := h.feedback.ImportBlocked(key); len(blocked) != 0 {
 		t.Errorf("still blocked: %v", blocked)
 	}
 	if got := testutil.ToFloat64(m.imported.vec.WithLabelValues("east", "north")); got != 1 {
@@ -125,7 +125,7 @@ func TestRefusedSlicesBackOff(t *testing.T) {
 			t.Fatal("a reconcile whose slices were refused returned no error")
 		}
 		in.q.Done(req)
-		whys = append(whys, h.store.ImportBlocked(key)["north"])
+		whys = append(whys, h.feedback.ImportBlocked(key)["north"])
 		if in.q.Len() != 0 {
 			t.Fatalf("try %d: the key is queued again at once (%d queued): only the backoff may retry it", try, in.q.Len())
 		}

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
@@ -85,14 +84,12 @@ func (c *Controller) zonesSource() source.TypedSource[reconcile.Request] {
 // asks to look at everything again, every ServiceImport the controller
 // manages: one whose exports are all gone is no longer a key of the Store.
 //
-// What the Store says of a key's import or publication (cluster "") is
-// for the exporters' status, not for the imports: an import that failed
-// says so through SetImportBlocked, and hearing its own notice requeued
-// the key at once, past the controller's backoff (a refused slice write
-// was tried 30-50 times a second).
+// The controller does not hear the Feedback it writes: an import that
+// failed says so there (SetImportBlocked), and when that notice came
+// through the Store it requeued the key at once, past the controller's
+// backoff (a refused slice write was tried 30-50 times a second).
 func (c *Controller) storeSource() source.TypedSource[reconcile.Request] {
-	exportsOnly := func(_ types.NamespacedName, cluster clusterset.ClusterID) bool { return cluster != "" }
-	return plumbing.StoreSource(c.opts.Store, exportsOnly, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return plumbing.StoreSource(c.opts.Store, nil, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		var list mcsv1beta1.ServiceImportList
 		if err := c.client.List(ctx, &list, client.MatchingLabels{ManagedByLabel: c.opts.ManagedBy}); err != nil {
 			if ctx.Err() == nil {

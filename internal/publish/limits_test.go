@@ -50,7 +50,7 @@ func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
 
 	store.Put(withEndpoints(12000))
 	reconcileOK(t, p, webKey)
-	why := store.Unpublished(webKey)
+	why := p.opts.Feedback.Unpublished(webKey)
 	if !strings.Contains(why, fmt.Sprint(MaxPublicationBytes)) || !strings.Contains(why, "12001 endpoints") || !strings.Contains(why, "while west reads whole publications only") {
 		t.Errorf("unpublished because %q", why)
 	}
@@ -60,7 +60,7 @@ func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
 
 	store.Put(withEndpoints(3000)) // ~150 bytes each: fits
 	reconcileOK(t, p, webKey)
-	if why := store.Unpublished(webKey); why != "" {
+	if why := p.opts.Feedback.Unpublished(webKey); why != "" {
 		t.Errorf("3,000 endpoints unpublished: %s", why)
 	}
 	if got := publications(t, cl)[ObjectName("east", webKey)]; len(got.Spec.Endpoints[0].Endpoints) != 3000 {
@@ -86,19 +86,19 @@ func TestPublisherRecordsRefusals(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}
 	if !strings.Contains(p.Problem(), "not been read yet") {
 		t.Errorf("a publisher that has not read its server: problem %q", p.Problem())
 	}
 	if _, err := p.Reconcile(context.Background(), reconcile.Request{NamespacedName: webKey}); err == nil {
 		t.Fatal("a refused write is no error")
 	}
-	if why := store.Unpublished(webKey); !strings.Contains(why, "Unauthorized") {
+	if why := p.opts.Feedback.Unpublished(webKey); !strings.Contains(why, "Unauthorized") {
 		t.Errorf("unpublished because %q", why)
 	}
 	refuse = false
 	reconcileOK(t, p, webKey)
-	if why := store.Unpublished(webKey); why != "" {
+	if why := p.opts.Feedback.Unpublished(webKey); why != "" {
 		t.Errorf("still unpublished: %q", why)
 	}
 	refuse = true
@@ -134,7 +134,7 @@ func TestPublisherChecksWhatReadersCheck(t *testing.T) {
 	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
 	p, cl := publisherOf(t, store)
 	reconcileOK(t, p, webKey)
-	if why := store.Unpublished(webKey); !strings.Contains(why, "the other members would refuse its publication: spec.ports") {
+	if why := p.opts.Feedback.Unpublished(webKey); !strings.Contains(why, "the other members would refuse its publication: spec.ports") {
 		t.Errorf("unpublished because %q", why)
 	}
 	if got := publications(t, cl); len(got) != 0 {

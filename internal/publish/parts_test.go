@@ -41,7 +41,7 @@ func countingPublisher(t *testing.T, store *clusterset.Store) (*Publisher, clien
 			return c.Delete(ctx, o, opts...)
 		},
 	}).Build()
-	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}, cl, w
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}, cl, w
 }
 
 // endpointSet is an export's endpoints by first address, failing on one
@@ -76,7 +76,7 @@ func TestPublishedInParts(t *testing.T) {
 	store.Put(es)
 	p, cl, w := countingPublisher(t, store)
 	reconcileOK(t, p, webKey)
-	if why := store.Unpublished(webKey); why != "" {
+	if why := p.opts.Feedback.Unpublished(webKey); why != "" {
 		t.Fatalf("unpublished: %s", why)
 	}
 	pubs := publications(t, cl)

@@ -191,7 +191,7 @@ func fakePublicationServer(t *testing.T) *fake.ClientBuilder {
 // publisherOf returns a publisher of east into a fake publication server.
 func publisherOf(t *testing.T, store *clusterset.Store, objs ...client.Object) (*Publisher, client.Client) {
 	cl := fakePublicationServer(t).WithObjects(objs...).Build()
-	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl}, cl
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}, cl
 }
 
 // readBack returns cluster's export of key as a reader of every
@@ -612,7 +612,7 @@ func TestPublisherCacheBehind(t *testing.T) {
 			return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
 		},
 	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store}, client: cl,
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl,
 		apiReader: fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine.DeepCopy()).Build()}
 	if res := reconcileOK(t, p, webKey); res.RequeueAfter == 0 {
 		t.Error("a publication the cache has not seen is not looked at again")

@@ -55,6 +55,10 @@ type PublisherOptions struct {
 	Namespace string
 	// Store holds the member's exports (its export watcher's).
 	Store *clusterset.Store
+	// Feedback hears which exports could not be published and whether the
+	// heartbeat is written: the export watcher turns that into the
+	// ServiceExports' Ready condition.
+	Feedback *clusterset.Feedback
 	// Workers reconcile that many exports at once (default 1).
 	Workers int
 	// Heartbeat is how often the marker is renewed (0: never, as
@@ -136,8 +140,8 @@ var markerRequest = reconcile.Request{}
 // NewPublisher returns a Publisher that writes through target's client; its
 // cache must be set up with ConfigureCache for opts.Cluster.
 func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, error) {
-	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil {
-		return nil, fmt.Errorf("publish: cluster, namespace and store are required")
+	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil || opts.Feedback == nil {
+		return nil, fmt.Errorf("publish: cluster, namespace, store and feedback are required")
 	}
 	p := &Publisher{opts: opts, client: target.GetClient(), cache: target.GetCache(), apiReader: target.GetAPIReader()}
 	if err := p.cache.IndexField(context.Background(), &v1alpha1.PublishedExport{}, partsIndex, partsOf); err != nil {
@@ -246,9 +250,10 @@ func (p *Publisher) Start(ctx context.Context) error {
 }
 
 // Reconcile publishes, updates or withdraws the publication of one export,
-// or writes the marker. A write that fails for more than a race is recorded: the export's in the
-// Store (its Ready condition says so), the marker's in Problem (/readyz)
-// and in the Store (every export's Ready condition).
+// or writes the marker. A write that fails for more than a race is
+// recorded: the export's in the Feedback (its Ready condition says so),
+// the marker's in Problem (/readyz) and in the Feedback (every export's
+// Ready condition).
 func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if req == markerRequest {
 		res, err := p.syncMarker(ctx)
@@ -257,14 +262,14 @@ func (p *Publisher) Reconcile(ctx context.Context, req reconcile.Request) (recon
 			why = err.Error()
 		}
 		p.problem.Store(&why)
-		p.opts.Store.SetUnheard(why)
+		p.opts.Feedback.SetUnheard(why)
 		return res, err
 	}
 	res, why, err := p.sync(ctx, req.NamespacedName)
 	if err != nil {
 		why = err.Error()
 	}
-	p.opts.Store.SetUnpublished(req.NamespacedName, why)
+	p.opts.Feedback.SetUnpublished(req.NamespacedName, why)
 	return res, err
 }
 

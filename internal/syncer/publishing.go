@@ -140,7 +140,7 @@ func waitChanged(ctx context.Context, hub *membership.Hub, print [32]byte) {
 // own imports.
 func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, error) {
 	cfg, s := sy.cfg, sy.settings
-	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat,
+	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Feedback: sy.feedback, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat,
 		MaxEndpointsPerPart: s.MaxEndpointsPerSlice, Readers: sy.publicationReaders}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)

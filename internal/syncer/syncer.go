@@ -36,6 +36,9 @@ type Syncer struct {
 	local  clusterset.ClusterID
 	scheme *runtime.Scheme
 	store  *clusterset.Store
+	// feedback carries what the import side and the publisher learn of
+	// the exports back to the export watchers (their Ready condition).
+	feedback *clusterset.Feedback
 	// importMetrics are the import controllers' metrics, registered once.
 	importMetrics *imports.Metrics
 	// heartbeats is what the readers see of the other members' markers.
@@ -60,7 +63,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
 	sy := &Syncer{settings: s, cfg: cfg, local: clusterset.ClusterID(s.LocalCluster), scheme: runtime.NewScheme(),
-		store: clusterset.NewStore(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now()}
+		store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now()}
 	if err := checkMode(cfg, sy.local); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
@@ -191,7 +194,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	}
 	s := sy.settings
 	w, err := export.New(cl, export.Options{
-		Cluster: id, Store: sy.store, WriteStatus: sy.writesInto(id), Recorder: plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
+		Cluster: id, Store: sy.store, Feedback: sy.feedback, WriteStatus: sy.writesInto(id), Recorder: plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
 		Membership: sy.set, Workers: s.ExportSyncs,
 	})
 	if err != nil {
@@ -201,7 +204,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 		return []func(context.Context) error{w.Start}, nil
 	}
 	c, err := imports.New(cl, imports.Options{
-		Consumer: id, Store: sy.store, Membership: sy.set, ManagedBy: s.ManagedBy,
+		Consumer: id, Store: sy.store, Feedback: sy.feedback, Membership: sy.set, ManagedBy: s.ManagedBy,
 		MaxEndpointsPerSlice: s.MaxEndpointsPerSlice, UnreachableGrace: s.UnreachableGrace, Metrics: sy.importMetrics,
 		Workers: s.ImportSyncs,
 	})
@@ -225,6 +228,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 // its cluster is (again) a member.
 func (sy *Syncer) departed(d membership.Departure) {
 	sy.store.RemoveCluster(d.ID)
+	sy.feedback.ForgetConsumer(d.ID)
 	sy.heartbeats.Forget(d.ID)
 	if !sy.writesInto(d.ID) || d.Client == nil {
 		return
