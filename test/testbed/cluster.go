@@ -34,12 +34,12 @@ type Cluster struct {
 	bed *Clusterset
 }
 
-func newCluster(cs *Clusterset, index int, name string) *Cluster {
+func newCluster(cs *Clusterset, index int, name string, network realnode.Network) *Cluster {
 	advertise, nsAnnotations := "", map[string]string(nil)
 	if cs.opts.RealNodes {
 		// The real nodes' pods reach the API server on the host's bridge
 		// address, in-cluster clients (mcs-syncer as a Pod) included.
-		advertise = realnode.HostIP
+		advertise = network.HostIP()
 		nsAnnotations = realnode.NamespacePolicy
 	}
 	c := &Cluster{bed: cs, ControlPlane: controlplane.New(controlplane.Spec{
@@ -58,7 +58,7 @@ func newCluster(cs *Clusterset, index int, name string) *Cluster {
 		ControllerManagerFlags:     cs.opts.ControllerManagerFlags,
 	})}
 	if cs.opts.RealNodes {
-		c.RealNode = realnode.New(cs.StateDir, name, index, cs.opts.DualStack)
+		c.RealNode = realnode.New(cs.StateDir, network, name, index, cs.opts.DualStack)
 		if node := cs.opts.RealNodeNames[name]; node != "" {
 			c.RealNode.Name = node
 		}
@@ -76,7 +76,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	spec := coredns.Spec{Name: c.Name, Dir: c.dnsDir(), BinDir: c.bed.BinDir, KubeconfigPath: c.KubeconfigPath, Context: c.Context}
 	if c.RealNode != nil {
-		spec.Bind = []string{realnode.HostIP}
+		spec.Bind = []string{c.RealNode.HostIP}
 	}
 	dns, err := coredns.Start(ctx, spec)
 	if err != nil {
@@ -90,7 +90,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := coredns.CreateService(ctx, kube, c.DNSServiceIP(), realnode.HostIP, dns.Port); err != nil {
+	if err := coredns.CreateService(ctx, kube, c.DNSServiceIP(), c.RealNode.HostIP, dns.Port); err != nil {
 		return err
 	}
 	// A pod is refused until kube-controller-manager has given its

@@ -8,8 +8,6 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/mcs-syncer/mcs-syncer/test/testbed/realnode"
 )
 
 // KubeconfigPath is where Start writes WriteKubeconfig's file.
@@ -45,7 +43,7 @@ func (cs *Clusterset) WriteKubeconfig(path string) error {
 			if err != nil {
 				return fmt.Errorf("testbed: %s: %w", kubeconfigPath, err)
 			}
-			u.Host = net.JoinHostPort(realnode.HostIP, u.Port())
+			u.Host = net.JoinHostPort(cs.Clusters[0].RealNode.HostIP, u.Port())
 			cluster.Server = u.String()
 		}
 		out.Clusters[name], out.AuthInfos[name+"-admin"] = cluster, user

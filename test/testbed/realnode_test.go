@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,11 +34,23 @@ func needRealNodes(t *testing.T) string {
 	return opts.BinDir
 }
 
-// hostState is what a testbed with real nodes must leave as it found it:
-// the host's links, routes, network namespaces, iptables rules, top-level
-// cgroups and mounts.
-func hostState(t *testing.T) string {
+// hostState is what a testbed with real nodes in stateDir must leave as it
+// found it: the host's links, routes, network namespaces, iptables rules,
+// top-level cgroups and mounts, but those of other testbeds with real nodes
+// that may run beside the test (make test beside make e2e): their names
+// carry another state folder's hash, their mounts lie under their nodes.
+func hostState(t *testing.T, stateDir string) string {
 	t.Helper()
+	ours := "mcs" + realnode.NetID(stateDir)
+	others := regexp.MustCompile(`mcs[0-9a-f]{6}`)
+	theirs := func(line string) bool {
+		for _, name := range others.FindAllString(line, -1) {
+			if name != ours {
+				return true
+			}
+		}
+		return strings.Contains(line, "/nodes/") && !strings.Contains(line, stateDir)
+	}
 	var b strings.Builder
 	for _, cmd := range [][]string{
 		{"ip", "-o", "link", "show"},
@@ -56,7 +69,9 @@ func hostState(t *testing.T) string {
 			if i := strings.Index(line, " ["); i >= 0 && cmd[0] == "iptables-save" {
 				line = line[:i] // a chain's packet counters
 			}
-			b.WriteString(line + "\n")
+			if !theirs(line) {
+				b.WriteString(line + "\n")
+			}
 		}
 	}
 	entries, err := os.ReadDir("/sys/fs/cgroup/pids")
@@ -64,7 +79,7 @@ func hostState(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && !theirs(e.Name()) {
 			b.WriteString("cgroup " + e.Name() + "\n")
 		}
 	}
@@ -72,7 +87,11 @@ func hostState(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.Write(mounts)
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if !theirs(line) {
+			b.WriteString(line + "\n")
+		}
+	}
 	return b.String()
 }
 
@@ -109,8 +128,9 @@ func TestRealNodeLeavesHostClean(t *testing.T) {
 	bin := needRealNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	before := hostState(t)
-	cs, err := Start(ctx, Options{Clusters: []string{"solo"}, StateDir: t.TempDir(), BinDir: bin, RealNodes: true, TeardownOnExit: true})
+	state := t.TempDir()
+	before := hostState(t, state)
+	cs, err := Start(ctx, Options{Clusters: []string{"solo"}, StateDir: state, BinDir: bin, RealNodes: true, TeardownOnExit: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +138,7 @@ func TestRealNodeLeavesHostClean(t *testing.T) {
 	// twice is harmless).
 	t.Cleanup(func() { _ = cs.Stop(context.Background()) })
 	runPod(ctx, t, cs.Clusters[0])
-	if hostState(t) == before {
+	if hostState(t, state) == before {
 		t.Error("the host looks the same with a real node running: hostState sees nothing")
 	}
 	stopLeavesHost(ctx, t, cs, before)
@@ -130,8 +150,8 @@ func TestSecondUpCleansLeftovers(t *testing.T) {
 	bin := needRealNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	before := hostState(t)
 	state := t.TempDir()
+	before := hostState(t, state)
 	first, err := Start(ctx, Options{Clusters: []string{"solo"}, StateDir: state, BinDir: bin, RealNodes: true})
 	if err != nil {
 		t.Fatal(err)
@@ -173,12 +193,13 @@ func TestRealNodeFailureIsNamed(t *testing.T) {
 	if err := os.Symlink(filepath.Join(bin, "images"), filepath.Join(bad, "images")); err != nil {
 		t.Fatal(err)
 	}
-	before := hostState(t)
-	_, err = Start(ctx, Options{Clusters: []string{"solo"}, StateDir: t.TempDir(), BinDir: bad, RealNodes: true})
+	state := t.TempDir()
+	before := hostState(t, state)
+	_, err = Start(ctx, Options{Clusters: []string{"solo"}, StateDir: state, BinDir: bad, RealNodes: true})
 	if err == nil || !strings.Contains(err.Error(), "kubelet exited; see ") || !strings.Contains(err.Error(), "kubelet.log") {
 		t.Fatalf("Start with a failing kubelet: %v, want an error naming kubelet and its log", err)
 	}
-	if after := hostState(t); after != before {
+	if after := hostState(t, state); after != before {
 		t.Errorf("the host changed:\n%s", diffLines(before, after))
 	}
 }
@@ -190,7 +211,7 @@ func stopLeavesHost(ctx context.Context, t *testing.T, cs *Clusterset, before st
 	if err := cs.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if after := hostState(t); after != before {
+	if after := hostState(t, cs.StateDir); after != before {
 		t.Errorf("the host changed:\n%s", diffLines(before, after))
 	}
 }

@@ -264,15 +264,22 @@ func Start(ctx context.Context, opts Options) (*Clusterset, error) {
 			return nil, errors.Join(err, Down(ctx, opts.StateDir, opts.BinDir))
 		}
 	}
+	var network realnode.Network
+	if opts.RealNodes {
+		var err error
+		if network, err = realnode.ReserveNetwork(ctx, cs.StateDir, opts.DualStack); err != nil {
+			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
+		}
+	}
 	for i, name := range opts.Clusters {
-		cs.Clusters = append(cs.Clusters, newCluster(cs, i, name))
+		cs.Clusters = append(cs.Clusters, newCluster(cs, i, name, network))
 	}
 	if opts.RealNodes {
 		var nodes []*realnode.Node
 		for _, c := range cs.Clusters {
 			nodes = append(nodes, c.RealNode)
 		}
-		if err := realnode.CreateNetwork(ctx, cs.StateDir, nodes); err != nil {
+		if err := realnode.CreateNetwork(ctx, cs.StateDir, network, nodes); err != nil {
 			return nil, errors.Join(err, cs.Stop(context.WithoutCancel(ctx)))
 		}
 	}

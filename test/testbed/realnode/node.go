@@ -69,6 +69,9 @@ type Node struct {
 	// IP is its address on the nodes' bridge (its InternalIP); PodCIDR the
 	// range its pods get their IPs from, routed from every other node.
 	IP, PodCIDR string
+	// HostIP is the host's address on the bridge, where the node reaches
+	// the API servers and CoreDNS (Network.HostIP).
+	HostIP string
 	// IPv6 and PodCIDRv6 are the same for IPv6 on a dual-stack node.
 	IPv6      string `json:",omitempty"`
 	PodCIDRv6 string `json:",omitempty"`
@@ -99,20 +102,21 @@ func Place(pod *corev1.PodSpec) {
 }
 
 // New describes the real node of cluster number index of the testbed whose
-// state folder is stateDir; Start starts it, once CreateNetwork has made
-// its network namespace.
-func New(stateDir, cluster string, index int, dualStack bool) *Node {
+// state folder is stateDir, on its network; Start starts it, once
+// CreateNetwork has made its network namespace.
+func New(stateDir string, network Network, cluster string, index int, dualStack bool) *Node {
 	n := &Node{
 		Name:    cluster + "-worker",
-		IP:      nodeIP(index),
-		PodCIDR: nodePodCIDR(index),
+		IP:      network.nodeIP(index),
+		PodCIDR: network.nodePodCIDR(index),
+		HostIP:  network.HostIP(),
 		Netns:   bridgeName(stateDir) + "-" + cluster,
 		Dir:     filepath.Join(stateDir, "nodes", cluster),
 		Cgroup:  "/" + bridgeName(stateDir) + "/" + cluster,
 		index:   index,
 	}
 	if dualStack {
-		n.IPv6, n.PodCIDRv6 = nodeIPv6(index), nodePodCIDRv6(index)
+		n.IPv6, n.PodCIDRv6 = network.nodeIPv6(index), network.nodePodCIDRv6(index)
 	}
 	return n
 }
@@ -481,7 +485,7 @@ func (n *Node) writeConfigs(spec Spec) error {
 	// server's certificate names localhost, so TLS checks that name.
 	for _, cluster := range kubeconfig.Clusters {
 		u := cluster.Server[strings.LastIndex(cluster.Server, ":"):]
-		cluster.Server = "https://" + HostIP + u
+		cluster.Server = "https://" + n.HostIP + u
 		cluster.TLSServerName = "localhost"
 	}
 	if err := clientcmd.WriteToFile(*kubeconfig, filepath.Join(n.Dir, "kubeconfig")); err != nil {
