@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -150,4 +151,76 @@ func withoutCodeBlocks(md string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestDocLinksResolve: every relative link between the docs names a file
+// that exists and, with #anchor, a heading of it (GitHub's anchors: lower
+// case, punctuation dropped, spaces as hyphens, repeats numbered), so that
+// a renamed heading or a moved page cannot leave a link pointing nowhere.
+func TestDocLinksResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	_, docs := sourcesAndDocs(t, root)
+	anchors := map[string]map[string]bool{}
+	for _, path := range docs {
+		anchors[filepath.Clean(path)] = headingAnchors(t, path)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	checked := 0
+	for _, path := range docs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, _ := filepath.Rel(root, path)
+		for _, m := range link.FindAllStringSubmatch(withoutCodeBlocks(string(raw)), -1) {
+			target, anchor, _ := strings.Cut(m[1], "#")
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file := filepath.Clean(path)
+			if target != "" {
+				file = filepath.Clean(filepath.Join(filepath.Dir(path), target))
+				if _, err := os.Stat(file); err != nil {
+					t.Errorf("%s links to %s: %v", doc, m[1], err)
+					continue
+				}
+			}
+			if anchor == "" || !strings.HasSuffix(file, ".md") {
+				continue
+			}
+			checked++
+			if !anchors[file][anchor] {
+				t.Errorf("%s links to %s: no heading of %s has the anchor #%s", doc, m[1], filepath.Base(file), anchor)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d anchored links: the docs' or the pattern's format changed", checked)
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a
+// Markdown file.
+func headingAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := regexp.MustCompile(`[^\p{L}\p{N}\- _]`)
+	out, seen := map[string]bool{}, map[string]int{}
+	for _, line := range strings.Split(withoutCodeBlocks(string(raw)), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		heading := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		slug := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(heading), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			out[slug+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
 }
