@@ -9,8 +9,16 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
-// GroupVersion is the API group and version of PublishedExport.
-var GroupVersion = schema.GroupVersion{Group: "mcs-syncer.io", Version: "v1alpha1"}
+// GroupName and Version are mcs-syncer's API group and this package's
+// version.
+const (
+	GroupName = "mcs-syncer.io"
+	Version   = "v1alpha1"
+)
+
+// GroupVersion is the API group and version of PublishedExport and of
+// ClusterSetConfiguration.
+var GroupVersion = schema.GroupVersion{Group: GroupName, Version: Version}
 
 // Resource is PublishedExport's resource name.
 const Resource = "publishedexports"
@@ -117,9 +125,11 @@ type PublishedExportList struct {
 	Items           []PublishedExport `json:"items"`
 }
 
-// AddToScheme registers the types in a scheme.
+// AddToScheme registers the types in a scheme, with the defaults of
+// ClusterSetConfiguration (scheme.Default applies them).
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &PublishedExport{}, &PublishedExportList{})
+	s.AddKnownTypes(GroupVersion, &PublishedExport{}, &PublishedExportList{}, &ClusterSetConfiguration{})
 	metav1.AddToGroupVersion(s, GroupVersion)
+	s.AddTypeDefaultingFunc(&ClusterSetConfiguration{}, func(obj any) { SetDefaults_ClusterSetConfiguration(obj.(*ClusterSetConfiguration)) })
 	return nil
 }

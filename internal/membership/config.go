@@ -8,31 +8,21 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
-// Config is the clusterset membership file:
-//
-//	apiVersion: mcs-syncer.io/v1alpha1
-//	kind: ClusterSetConfiguration
-//	clusterset: prod            # the clusterset's name (DNS-1123 label)
-//	members:
-//	- id: east                  # cluster ID (one or two DNS-1123 labels), unique
-//	  kubeconfig: east.kubeconfig   # relative to this file, or absolute
-//	  context: admin@east       # optional; default: the kubeconfig's current context
-//	- id: west
-//	  inCluster: true           # the cluster mcs-syncer runs in (no kubeconfig)
-//	- id: south                 # hub mode: no connection settings, read through the hub
-//	- kubeconfig: far.kubeconfig    # no id: the cluster's KEP-2149 ClusterProperty names it
-//	hub:                        # optional: hub mode (per-cluster mode only)
-//	  kubeconfig: hub.kubeconfig
-//	  context: admin@hub        # optional
-//	publicationNamespace: mcs-system  # optional (the default): where members publish
+// Config is the clusterset config as mcs-syncer runs it: the file
+// (v1alpha1.ClusterSetConfiguration, whose doc shows it) read strictly,
+// defaulted through its scheme and checked, with the kubeconfig paths made
+// absolute and what each member's entry implies.
 //
 // Unknown fields, bad or duplicate IDs, a member with both kubeconfig and
 // inCluster (or with neither, unless there is a hub), and two members
@@ -47,26 +37,33 @@ import (
 type Config struct {
 	// APIVersion and Kind say which schema the file follows, as in
 	// Kubernetes' component configs: ConfigAPIVersion, ConfigKind.
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Clusterset string   `json:"clusterset"`
-	Members    []Member `json:"members"`
+	APIVersion string
+	Kind       string
+	Clusterset string
+	Members    []Member
 	// Hub, if set, is the API server that members publish their exports
 	// into, and through which the members without connection settings of
 	// their own are read (hub mode).
-	Hub *Hub `json:"hub,omitempty"`
+	Hub *Hub
 	// PublicationNamespace is the namespace of the publications, in the
 	// hub and in every member (default DefaultPublicationNamespace).
-	PublicationNamespace string `json:"publicationNamespace,omitempty"`
+	PublicationNamespace string
 }
 
 // The schema of the clusterset config file. A file of another apiVersion
 // or kind, or without them (as before they were introduced), is refused
 // with what to write.
 const (
-	ConfigAPIVersion = "mcs-syncer.io/v1alpha1"
-	ConfigKind       = "ClusterSetConfiguration"
+	ConfigAPIVersion = v1alpha1.GroupName + "/" + v1alpha1.Version
+	ConfigKind       = v1alpha1.ClusterSetConfigurationKind
 )
+
+// configScheme knows the file's type and its defaults.
+var configScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(s))
+	return s
+}()
 
 // checkSchema reads the file's apiVersion and kind before anything else: a
 // file of another schema is refused for that, not for its fields.
@@ -91,15 +88,14 @@ func checkSchema(raw []byte) error {
 
 // DefaultPublicationNamespace is where members publish by default: the
 // namespace config/ deploys mcs-syncer into.
-const DefaultPublicationNamespace = "mcs-system"
+const DefaultPublicationNamespace = v1alpha1.DefaultPublicationNamespace
 
 // Hub is how the hub API server is reached.
 type Hub struct {
-	// Kubeconfig is the path of a kubeconfig file, relative to the config
-	// file's folder unless absolute.
-	Kubeconfig string `json:"kubeconfig"`
+	// Kubeconfig is the path of the hub's kubeconfig file, absolute.
+	Kubeconfig string
 	// Context selects a context of Kubeconfig; empty means its current one.
-	Context string `json:"context,omitempty"`
+	Context string
 }
 
 // RESTConfig reads the hub's kubeconfig anew.
@@ -117,24 +113,24 @@ func (h *Hub) Fingerprint() [32]byte {
 
 // Member is one cluster of the clusterset.
 type Member struct {
-	ID clusterset.ClusterID `json:"id"`
-	// Kubeconfig is the path of a kubeconfig file, relative to the config
-	// file's folder unless absolute.
-	Kubeconfig string `json:"kubeconfig,omitempty"`
+	ID clusterset.ClusterID
+	// Kubeconfig is the path of a kubeconfig file, absolute (made so
+	// against the config file's folder).
+	Kubeconfig string
 	// Context selects a context of Kubeconfig; empty means its current one.
-	Context string `json:"context,omitempty"`
+	Context string
 	// InCluster uses the service account mcs-syncer runs as, instead of a
 	// kubeconfig.
-	InCluster bool `json:"inCluster,omitempty"`
+	InCluster bool
 	// ThroughHub says the member is read through the hub: Kubeconfig and
 	// Context are the hub's (set by ParseConfig for a member without
 	// connection settings in hub mode).
-	ThroughHub bool `json:"-"`
+	ThroughHub bool
 	// IDFromCluster says the config leaves the member's ID to its cluster
 	// (KEP-2149): ID is the one its ClusterProperty
 	// cluster.clusterset.k8s.io gave, empty until it is read (set by
 	// ParseConfig for an entry without id).
-	IDFromCluster bool `json:"-"`
+	IDFromCluster bool
 }
 
 // name is how messages call the member: its ID, or, while its cluster has
@@ -168,10 +164,12 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	if err := checkSchema(raw); err != nil {
 		return nil, err
 	}
-	var cfg Config
-	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
+	var file v1alpha1.ClusterSetConfiguration
+	if err := yaml.UnmarshalStrict(raw, &file); err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
 	}
+	configScheme.Default(&file)
+	cfg := fromFile(&file)
 	if cfg.Clusterset == "" {
 		return nil, errors.New("clusterset: name is missing")
 	}
@@ -180,9 +178,6 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	}
 	if len(cfg.Members) == 0 {
 		return nil, errors.New("members: no member clusters")
-	}
-	if cfg.PublicationNamespace == "" {
-		cfg.PublicationNamespace = DefaultPublicationNamespace
 	}
 	if errs := validation.IsDNS1123Label(cfg.PublicationNamespace); len(errs) > 0 {
 		return nil, fmt.Errorf("publicationNamespace: %q is not a namespace name: %v", cfg.PublicationNamespace, errs)
@@ -195,10 +190,22 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 			h.Kubeconfig = filepath.Join(dir, h.Kubeconfig)
 		}
 	}
-	if err := checkMembers(&cfg, dir); err != nil {
+	if err := checkMembers(cfg, dir); err != nil {
 		return nil, err
 	}
-	return &cfg, nil
+	return cfg, nil
+}
+
+// fromFile is the Config of a file as written, before its checks.
+func fromFile(file *v1alpha1.ClusterSetConfiguration) *Config {
+	cfg := &Config{APIVersion: file.APIVersion, Kind: file.Kind, Clusterset: file.Clusterset, PublicationNamespace: file.PublicationNamespace}
+	for _, m := range file.Members {
+		cfg.Members = append(cfg.Members, Member{ID: clusterset.ClusterID(m.ID), Kubeconfig: m.Kubeconfig, Context: m.Context, InCluster: m.InCluster})
+	}
+	if file.Hub != nil {
+		cfg.Hub = &Hub{Kubeconfig: file.Hub.Kubeconfig, Context: file.Hub.Context}
+	}
+	return cfg
 }
 
 // checkMembers checks the members' IDs and connection settings: unique IDs,

@@ -9,41 +9,18 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 )
 
-// ClustersetConfig is the clusterset config file the testbed writes: the
-// format that internal/membership reads (one member per cluster: its ID, the
-// path of its kubeconfig and the context to use). It is written with the
-// schema's apiVersion and kind (MarshalJSON).
-type ClustersetConfig struct {
-	Clusterset string       `json:"clusterset"`
-	Members    []Member     `json:"members"`
-	Hub        *HubSettings `json:"hub,omitempty"`
-}
-
-// MarshalJSON writes the config with the schema's apiVersion and kind.
-func (c ClustersetConfig) MarshalJSON() ([]byte, error) {
-	type fields ClustersetConfig // without this method
-	return json.Marshal(struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		fields
-	}{membership.ConfigAPIVersion, membership.ConfigKind, fields(c)})
-}
-
-// Member is one cluster of a ClustersetConfig; without Kubeconfig it is
-// read through the hub.
-type Member struct {
-	ID         string `json:"id"`
-	Kubeconfig string `json:"kubeconfig,omitempty"`
-	Context    string `json:"context,omitempty"`
-}
-
-// HubSettings say how a clusterset config reaches the hub.
-type HubSettings struct {
-	Kubeconfig string `json:"kubeconfig"`
-}
+// ClustersetConfig is the clusterset config file the testbed writes, the
+// API type itself (it marshals with its apiVersion and kind); Member is one
+// of its clusters (without Kubeconfig, read through the hub), HubSettings
+// how it reaches the hub.
+type (
+	ClustersetConfig = v1alpha1.ClusterSetConfiguration
+	Member           = v1alpha1.ClusterSetMember
+	HubSettings      = v1alpha1.HubConnection
+)
 
 func writeClustersetConfig(cs *Clusterset) error {
 	conf := ClustersetConfig{Clusterset: "testbed"}
