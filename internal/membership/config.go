@@ -217,43 +217,15 @@ func checkMembers(cfg *Config, dir string) error {
 	byServer := map[string]string{}
 	for i := range cfg.Members {
 		m := &cfg.Members[i]
-		switch {
-		case m.ID == "" && m.Kubeconfig == "" && !m.InCluster:
-			return fmt.Errorf("members[%d]: id is missing: only a member with kubeconfig or inCluster may leave it to its cluster's ClusterProperty %s", i, clusterIDProperty)
-		case m.ID == "":
-			m.IDFromCluster = true
-		default:
-			if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
-				return fmt.Errorf("members[%d]: %w", i, err)
-			}
-			if byID[m.ID] {
-				return fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
-			}
-			byID[m.ID] = true
+		if err := checkMemberID(i, m, byID); err != nil {
+			return err
 		}
-		server := "in-cluster"
-		switch {
-		case m.InCluster && m.Kubeconfig != "":
-			return fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.name())
-		case m.InCluster && m.Context != "":
-			return fmt.Errorf("member %s: context needs a kubeconfig", m.name())
-		case m.InCluster:
-		case m.Kubeconfig == "" && m.Context != "":
-			return fmt.Errorf("member %s: context needs a kubeconfig", m.name())
-		case m.Kubeconfig == "" && cfg.Hub != nil:
-			m.ThroughHub, m.Kubeconfig, m.Context = true, cfg.Hub.Kubeconfig, cfg.Hub.Context
-			continue // many members are read through the one hub
-		case m.Kubeconfig == "":
-			return fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true, or read it through a hub)", m.ID)
-		default:
-			if !filepath.IsAbs(m.Kubeconfig) {
-				m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
-			}
-			rc, err := m.RESTConfig()
-			if err != nil {
-				continue // this member's own problem, reported when it is engaged
-			}
-			server = rc.Host
+		server, err := memberServer(m, cfg.Hub, dir)
+		if err != nil {
+			return err
+		}
+		if server == "" {
+			continue // read through the hub (many are), or its own problem, reported when it is engaged
 		}
 		if other, ok := byServer[server]; ok {
 			if server == "in-cluster" {
@@ -264,6 +236,55 @@ func checkMembers(cfg *Config, dir string) error {
 		byServer[server] = m.name()
 	}
 	return nil
+}
+
+// checkMemberID checks entry i's ID (one of its own, or left to its
+// cluster when it has connection settings) and records it in byID.
+func checkMemberID(i int, m *Member, byID map[clusterset.ClusterID]bool) error {
+	switch {
+	case m.ID == "" && m.Kubeconfig == "" && !m.InCluster:
+		return fmt.Errorf("members[%d]: id is missing: only a member with kubeconfig or inCluster may leave it to its cluster's ClusterProperty %s", i, clusterIDProperty)
+	case m.ID == "":
+		m.IDFromCluster = true
+		return nil
+	}
+	if _, err := clusterset.ParseClusterID(string(m.ID)); err != nil {
+		return fmt.Errorf("members[%d]: %w", i, err)
+	}
+	if byID[m.ID] {
+		return fmt.Errorf("members[%d]: cluster ID %q appears twice", i, m.ID)
+	}
+	byID[m.ID] = true
+	return nil
+}
+
+// memberServer checks how m is reached and returns the API server it
+// reaches ("in-cluster" for inCluster), or "" when that is not to be
+// compared: a member read through the hub (its settings become the hub's),
+// or one whose kubeconfig cannot be read now. A relative kubeconfig path
+// is made absolute against dir.
+func memberServer(m *Member, hub *Hub, dir string) (string, error) {
+	switch {
+	case m.InCluster && m.Kubeconfig != "":
+		return "", fmt.Errorf("member %s: set kubeconfig or inCluster, not both", m.name())
+	case m.Context != "" && (m.InCluster || m.Kubeconfig == ""):
+		return "", fmt.Errorf("member %s: context needs a kubeconfig", m.name())
+	case m.InCluster:
+		return "in-cluster", nil
+	case m.Kubeconfig == "" && hub != nil:
+		m.ThroughHub, m.Kubeconfig, m.Context = true, hub.Kubeconfig, hub.Context
+		return "", nil
+	case m.Kubeconfig == "":
+		return "", fmt.Errorf("member %s: kubeconfig is missing (or set inCluster: true, or read it through a hub)", m.ID)
+	}
+	if !filepath.IsAbs(m.Kubeconfig) {
+		m.Kubeconfig = filepath.Join(dir, m.Kubeconfig)
+	}
+	rc, err := m.RESTConfig()
+	if err != nil {
+		return "", nil
+	}
+	return rc.Host, nil
 }
 
 // RESTConfig reads the member's kubeconfig (or the in-cluster config) anew:

@@ -211,6 +211,24 @@ func (m *member) address() string {
 	return m.host
 }
 
+// markTimes records, for a change from state was to state at now, when
+// the member came up or went down, and whether it was ever engaged or
+// settled; m.mu is held.
+func (m *member) markTimes(was, state State, now time.Time) {
+	switch {
+	case state == Engaged && was != Engaged:
+		m.upSince = now
+	case was == Engaged && state != Engaged:
+		m.upSince, m.lastUp = time.Time{}, now
+	}
+	if state == Engaged {
+		m.engaged = true
+	}
+	if state != Connecting && state != Syncing {
+		m.settled = true
+	}
+}
+
 // setState records a new state; a change of health is announced.
 func (m *member) setState(ctx context.Context, state State, cause error) {
 	now := time.Now()
@@ -226,31 +244,27 @@ func (m *member) setState(ctx context.Context, state State, cause error) {
 	// What the Set's health reports of the member changes when it starts
 	// or stops answering, or being engaged.
 	flipped := old.State.connected() != state.connected() || (old.State == Engaged) != (state == Engaged)
-	switch {
-	case state == Engaged && old.State != Engaged:
-		m.upSince = now
-	case old.State == Engaged && state != Engaged:
-		m.upSince, m.lastUp = time.Time{}, now
-	}
-	if state == Engaged {
-		m.engaged = true
-	}
-	if state != Connecting && state != Syncing {
-		m.settled = true
-	}
+	m.markTimes(old.State, state, now)
 	m.status = status
 	m.mu.Unlock()
 	if old.State == state && old.Cause == status.Cause {
 		return
 	}
-	logger := log.FromContext(ctx).WithValues("cluster", m.id(), "state", state)
+	m.announce(ctx, old, status, cause != nil, flipped)
+}
+
+// announce tells of a change of the member's status from old: a log line,
+// the state metric, and (flipped: the Set's health of the member changed)
+// the Set's changed hook.
+func (m *member) announce(ctx context.Context, old, status Status, failed, flipped bool) {
+	logger := log.FromContext(ctx).WithValues("cluster", m.id(), "state", status.State)
 	switch {
-	case cause != nil && old.Cause != status.Cause:
+	case failed && old.Cause != status.Cause:
 		logger.Info("Member cannot be engaged; retrying", "cause", status.Cause)
-	case old.State != state:
+	case old.State != status.State:
 		logger.Info("Member state changed", "was", old.State)
 	}
-	m.deps.metrics.setState(m.id(), state)
+	m.deps.metrics.setState(m.id(), status.State)
 	if flipped && m.deps.changed != nil {
 		m.deps.changed()
 	}

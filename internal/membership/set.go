@@ -446,6 +446,25 @@ func (s *Set) checkRequired(cfg *Config) error {
 	return fmt.Errorf("clusterset config %s: member %s (the local cluster) is missing", s.path, s.opts.Required)
 }
 
+// stop stops the members whose settings changed (restarted) and those
+// that left, all at once, and waits for them.
+func (s *Set) stop(ctx context.Context, restarted, left []*member) {
+	logger := log.FromContext(ctx)
+	for _, m := range restarted {
+		logger.Info("Member's settings changed; connecting anew", "cluster", m.id())
+	}
+	for _, m := range left {
+		logger.Info("Member left the clusterset", "cluster", m.id())
+	}
+	stopping := append(slices.Clone(restarted), left...)
+	for _, m := range stopping {
+		m.cancel()
+	}
+	for _, m := range stopping {
+		<-m.done
+	}
+}
+
 // apply engages the members of cfg that are new or whose settings
 // changed, and lets go of those that left. Every member that stops is
 // stopped first, all at once, and waited for; then those that left are
@@ -484,19 +503,7 @@ func (s *Set) apply(ctx context.Context, cfg *Config) {
 	s.ids = sortedIDs(s.members)
 	s.mu.Unlock()
 
-	for _, m := range restarted {
-		logger.Info("Member's settings changed; connecting anew", "cluster", m.id())
-	}
-	for _, m := range left {
-		logger.Info("Member left the clusterset", "cluster", m.id())
-	}
-	stopping := append(slices.Clone(restarted), left...)
-	for _, m := range stopping {
-		m.cancel()
-	}
-	for _, m := range stopping {
-		<-m.done
-	}
+	s.stop(ctx, restarted, left)
 	for _, m := range left {
 		s.metrics.forget(m.id())
 		if s.opts.Departed != nil {

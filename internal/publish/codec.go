@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
@@ -196,7 +197,11 @@ func sourceCluster(p *v1alpha1.PublishedExport) (clusterset.ClusterID, error) {
 
 // checkSpec checks the exported Service's properties.
 func checkSpec(s *v1alpha1.PublishedExportSpec) error {
-	var errs []error
+	return errors.Join(errors.Join(checkTypeAndPorts(s)...), errors.Join(checkTrafficFields(s)...), errors.Join(checkExportedKeys(s)...))
+}
+
+// checkTypeAndPorts checks spec.type and spec.ports.
+func checkTypeAndPorts(s *v1alpha1.PublishedExportSpec) (errs []error) {
 	if s.Type != mcsv1beta1.ClusterSetIP && s.Type != mcsv1beta1.Headless {
 		errs = append(errs, fmt.Errorf("spec.type %q is neither %s nor %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless))
 	}
@@ -208,6 +213,12 @@ func checkSpec(s *v1alpha1.PublishedExportSpec) error {
 			errs = append(errs, fmt.Errorf("spec.ports[%d]: %w", i, err))
 		}
 	}
+	return errs
+}
+
+// checkTrafficFields checks the fields that steer traffic: session
+// affinity, internal traffic policy, IP families.
+func checkTrafficFields(s *v1alpha1.PublishedExportSpec) (errs []error) {
 	switch s.SessionAffinity {
 	case "", corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP:
 	default:
@@ -224,6 +235,13 @@ func checkSpec(s *v1alpha1.PublishedExportSpec) error {
 			errs = append(errs, fmt.Errorf("spec.ipFamilies: %q is unknown", f))
 		}
 	}
+	return errs
+}
+
+// checkExportedKeys checks the exported labels and annotations: keys of
+// their own (never a reserved one), values a label may have, annotations
+// within their size.
+func checkExportedKeys(s *v1alpha1.PublishedExportSpec) (errs []error) {
 	for k, v := range s.ExportedLabels {
 		if bad := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(bad) > 0 || clusterset.Reserved(k) {
 			errs = append(errs, fmt.Errorf("spec.exportedLabels[%q]: not a label of its own (%s)", k, strings.Join(bad, "; ")))
@@ -237,7 +255,7 @@ func checkSpec(s *v1alpha1.PublishedExportSpec) error {
 	if _, refused := clusterset.OversizedAnnotations(s.ExportedAnnotations); len(refused) > 0 {
 		errs = append(errs, fmt.Errorf("spec.exportedAnnotations: %s", refused[0]))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // MaxPorts bounds the ports of a publication: an EndpointSlice carries at
@@ -265,34 +283,43 @@ func checkEndpoints(groups []v1alpha1.EndpointGroup) error {
 			errs = append(errs, fmt.Errorf("spec.endpoints[%d].addressType %q is not IPv4, IPv6 or FQDN", i, g.AddressType))
 			continue
 		}
-		for j, p := range g.Ports {
-			if p.Port == nil || p.Protocol == nil {
-				errs = append(errs, fmt.Errorf("spec.endpoints[%d].ports[%d]: port and protocol are required", i, j))
-				continue
-			}
-			name := ""
-			if p.Name != nil {
-				name = *p.Name
-			}
-			if err := checkPort(name, *p.Port, *p.Protocol); err != nil {
-				errs = append(errs, fmt.Errorf("spec.endpoints[%d].ports[%d]: %w", i, j, err))
-			}
+		errs = append(errs, checkGroupPorts(i, g.Ports)...)
+		errs = append(errs, checkGroupAddresses(i, g, family)...)
+	}
+	return errors.Join(errs...)
+}
+
+// checkGroupPorts checks the ports of group i.
+func checkGroupPorts(i int, ports []discoveryv1.EndpointPort) (errs []error) {
+	for j, p := range ports {
+		if p.Port == nil || p.Protocol == nil {
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d].ports[%d]: port and protocol are required", i, j))
+			continue
 		}
-		for j, e := range g.Endpoints {
-			if len(e.Addresses) == 0 {
-				errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: no address", i, j))
-			}
-			for _, a := range e.Addresses {
-				if family == nil {
-					break
-				}
-				if ip, err := netip.ParseAddr(a); err != nil || !family(ip) || ip.Zone() != "" {
-					errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: %q is not an %s address", i, j, a, g.AddressType))
-				}
+		if err := checkPort(ptr.Deref(p.Name, ""), *p.Port, *p.Protocol); err != nil {
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d].ports[%d]: %w", i, j, err))
+		}
+	}
+	return errs
+}
+
+// checkGroupAddresses checks that every endpoint of group i has an
+// address, and (family set) that each is of the group's family.
+func checkGroupAddresses(i int, g v1alpha1.EndpointGroup, family func(netip.Addr) bool) (errs []error) {
+	for j, e := range g.Endpoints {
+		if len(e.Addresses) == 0 {
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: no address", i, j))
+		}
+		if family == nil {
+			continue
+		}
+		for _, a := range e.Addresses {
+			if ip, err := netip.ParseAddr(a); err != nil || !family(ip) || ip.Zone() != "" {
+				errs = append(errs, fmt.Errorf("spec.endpoints[%d].endpoints[%d]: %q is not an %s address", i, j, a, g.AddressType))
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func checkPort(name string, port int32, protocol corev1.Protocol) error {

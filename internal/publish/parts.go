@@ -189,106 +189,141 @@ func firstAddress(e *discoveryv1.Endpoint) string {
 // created or updated carries trigger (the export's trigger time); a part
 // is not rewritten for its trigger time alone.
 func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) partPlan {
-	wanted := map[endpointKey]*discoveryv1.Endpoint{}
-	groups := map[string]*reconciler.EndpointGroup{}
-	var order []string
+	pp := newPartPlanner(cluster, key, namespace, want, max)
+	existing = slices.Clone(existing)
+	slices.SortFunc(existing, func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+	for _, old := range existing {
+		pp.keep(old)
+	}
+	for _, gk := range pp.order {
+		pp.placeLeft(gk)
+	}
+	for _, part := range append(slices.Clip(pp.plan.create), pp.plan.update...) {
+		part.Spec.LastChangeTriggerTime = trigger
+	}
+	return pp.plan
+}
+
+// partPlanner is planParts' state while it places the endpoints.
+type partPlanner struct {
+	cluster   clusterset.ClusterID
+	key       types.NamespacedName
+	namespace string
+	max       int
+	// wanted are the endpoints to publish, groups their groups (order:
+	// the groups in want's order).
+	wanted map[endpointKey]*discoveryv1.Endpoint
+	groups map[string]*reconciler.EndpointGroup
+	order  []string
+	// placed are the endpoints a part holds in the plan; used the part
+	// IDs taken; kept the parts that stay, by group: they take new
+	// endpoints; updating those already in plan.update.
+	placed   map[endpointKey]bool
+	used     map[string]bool
+	nextID   int
+	kept     map[string][]*v1alpha1.PublishedExport
+	updating map[*v1alpha1.PublishedExport]bool
+	plan     partPlan
+}
+
+func newPartPlanner(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, max int) *partPlanner {
+	pp := &partPlanner{cluster: cluster, key: key, namespace: namespace, max: max,
+		wanted: map[endpointKey]*discoveryv1.Endpoint{}, groups: map[string]*reconciler.EndpointGroup{},
+		placed: map[endpointKey]bool{}, used: map[string]bool{},
+		kept: map[string][]*v1alpha1.PublishedExport{}, updating: map[*v1alpha1.PublishedExport]bool{}}
 	for i := range want {
 		g := &want[i]
 		gk := groupKey((*v1alpha1.EndpointGroup)(g))
-		if groups[gk] == nil {
-			groups[gk] = g
-			order = append(order, gk)
+		if pp.groups[gk] == nil {
+			pp.groups[gk] = g
+			pp.order = append(pp.order, gk)
 		}
 		for j := range g.Endpoints {
 			e := &g.Endpoints[j]
 			k := endpointKey{gk, firstAddress(e)}
-			if wanted[k] == nil {
-				wanted[k] = e
+			if pp.wanted[k] == nil {
+				pp.wanted[k] = e
 			}
 		}
 	}
-	existing = slices.Clone(existing)
-	slices.SortFunc(existing, func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+	return pp
+}
 
-	var plan partPlan
-	updating := map[*v1alpha1.PublishedExport]bool{}
-	placed := map[endpointKey]bool{}
-	used := map[string]bool{}
-	// kept are the parts that stay, by group: they take new endpoints.
-	kept := map[string][]*v1alpha1.PublishedExport{}
-	for _, old := range existing {
-		used[old.Spec.Part] = true
-		if len(old.Spec.Endpoints) != 1 || groups[groupKey(&old.Spec.Endpoints[0])] == nil {
-			plan.remove = append(plan.remove, old)
+// keep plans an existing part: it keeps the wanted endpoints it holds
+// (updated if any changed), or is removed when it holds none or is of a
+// group no longer wanted.
+func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) {
+	pp.used[old.Spec.Part] = true
+	if len(old.Spec.Endpoints) != 1 || pp.groups[groupKey(&old.Spec.Endpoints[0])] == nil {
+		pp.plan.remove = append(pp.plan.remove, old)
+		return
+	}
+	g := &old.Spec.Endpoints[0]
+	gk := groupKey(g)
+	var eps []discoveryv1.Endpoint
+	for j := range g.Endpoints {
+		k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
+		if e := pp.wanted[k]; e != nil && !pp.placed[k] && len(eps) < pp.max {
+			pp.placed[k] = true
+			eps = append(eps, *e)
+		}
+	}
+	if len(eps) == 0 {
+		pp.plan.remove = append(pp.plan.remove, old)
+		return
+	}
+	next := encodePart(pp.cluster, pp.key, pp.namespace, old.Spec.Part, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: pp.groups[gk].Ports, Endpoints: eps}})
+	next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
+	next.Spec.LastChangeTriggerTime = old.Spec.LastChangeTriggerTime
+	pp.kept[gk] = append(pp.kept[gk], next)
+	if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !equality.Semantic.DeepEqual(next.Labels, old.Labels) {
+		pp.plan.update = append(pp.plan.update, next)
+		pp.updating[next] = true
+	}
+}
+
+// placeLeft puts group gk's endpoints that no kept part holds into its
+// kept parts with room, then into new parts.
+func (pp *partPlanner) placeLeft(gk string) {
+	g := pp.groups[gk]
+	var left []discoveryv1.Endpoint
+	for j := range g.Endpoints {
+		k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
+		if !pp.placed[k] {
+			pp.placed[k] = true
+			left = append(left, *pp.wanted[k])
+		}
+	}
+	for _, part := range pp.kept[gk] {
+		if len(left) == 0 {
+			break
+		}
+		pg := &part.Spec.Endpoints[0]
+		room := pp.max - len(pg.Endpoints)
+		if room <= 0 {
 			continue
 		}
-		g := &old.Spec.Endpoints[0]
-		gk := groupKey(g)
-		var eps []discoveryv1.Endpoint
-		for j := range g.Endpoints {
-			k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
-			if e := wanted[k]; e != nil && !placed[k] && len(eps) < max {
-				placed[k] = true
-				eps = append(eps, *e)
-			}
-		}
-		if len(eps) == 0 {
-			plan.remove = append(plan.remove, old)
-			continue
-		}
-		next := encodePart(cluster, key, namespace, old.Spec.Part, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: groups[gk].Ports, Endpoints: eps}})
-		next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
-		next.Spec.LastChangeTriggerTime = old.Spec.LastChangeTriggerTime
-		kept[gk] = append(kept[gk], next)
-		if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !equality.Semantic.DeepEqual(next.Labels, old.Labels) {
-			plan.update = append(plan.update, next)
-			updating[next] = true
+		n := min(room, len(left))
+		pg.Endpoints = append(pg.Endpoints, left[:n]...)
+		left = left[n:]
+		if !pp.updating[part] {
+			pp.plan.update = append(pp.plan.update, part)
+			pp.updating[part] = true
 		}
 	}
-	nextID := 0
-	newID := func() string {
-		for used[strconv.Itoa(nextID)] {
-			nextID++
-		}
-		used[strconv.Itoa(nextID)] = true
-		return strconv.Itoa(nextID)
+	for len(left) > 0 {
+		n := min(pp.max, len(left))
+		pp.plan.create = append(pp.plan.create, encodePart(pp.cluster, pp.key, pp.namespace, pp.newID(),
+			[]v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: left[:n:n]}}))
+		left = left[n:]
 	}
-	for _, gk := range order {
-		g := groups[gk]
-		var left []discoveryv1.Endpoint
-		for j := range g.Endpoints {
-			k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
-			if !placed[k] {
-				placed[k] = true
-				left = append(left, *wanted[k])
-			}
-		}
-		for _, part := range kept[gk] {
-			if len(left) == 0 {
-				break
-			}
-			pg := &part.Spec.Endpoints[0]
-			room := max - len(pg.Endpoints)
-			if room <= 0 {
-				continue
-			}
-			n := min(room, len(left))
-			pg.Endpoints = append(pg.Endpoints, left[:n]...)
-			left = left[n:]
-			if !updating[part] {
-				plan.update = append(plan.update, part)
-				updating[part] = true
-			}
-		}
-		for len(left) > 0 {
-			n := min(max, len(left))
-			plan.create = append(plan.create, encodePart(cluster, key, namespace, newID(),
-				[]v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: left[:n:n]}}))
-			left = left[n:]
-		}
+}
+
+// newID returns the lowest part ID not taken.
+func (pp *partPlanner) newID() string {
+	for pp.used[strconv.Itoa(pp.nextID)] {
+		pp.nextID++
 	}
-	for _, part := range append(slices.Clip(plan.create), plan.update...) {
-		part.Spec.LastChangeTriggerTime = trigger
-	}
-	return plan
+	pp.used[strconv.Itoa(pp.nextID)] = true
+	return strconv.Itoa(pp.nextID)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -320,28 +321,11 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		return reconcile.Result{}, "", err
 	}
 	if mine == nil {
-		if head == nil && len(parts) == 0 {
-			return reconcile.Result{}, "", nil
-		}
-		if !synced {
+		if !synced && (head != nil || len(parts) > 0) {
 			return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil // never withdraw on a partial view
 		}
-		// The head first: a reader withdraws the export with it, and
-		// holds parts that have no head.
-		if head != nil {
-			if err := p.remove(ctx, head); err != nil {
-				res, err := retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
-				return res, "", err
-			}
-		}
-		for _, part := range parts {
-			if err := p.remove(ctx, part); err != nil {
-				res, err := retry(ctx, fmt.Errorf("withdraw part %s: %w", part.Name, err))
-				return res, "", err
-			}
-		}
-		log.FromContext(ctx).V(2).Info("Publication withdrawn", "publication", name, "parts", len(parts))
-		return reconcile.Result{}, "", nil
+		res, err := p.withdraw(ctx, name, head, parts)
+		return res, "", err
 	}
 	if _, err := Decode(Encode(mine, p.opts.Namespace)); err != nil {
 		// The readers check what they read as this does: an export they
@@ -353,49 +337,78 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 	if !ok {
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil
 	}
-	for _, o := range append(append([]*v1alpha1.PublishedExport{want}, plan.create...), plan.update...) {
-		if size := encodedSize(o); size > MaxPublicationBytes {
-			// What was published before, if anything, stays: the others
-			// keep the endpoints they had, and the condition says why
-			// no more.
-			return reconcile.Result{}, fmt.Sprintf("its publication's object %s would take %d bytes (%d endpoints in the export), over the %d bytes that one object may take%s; "+
-				"the other members keep what was published before, if anything", o.Name, size, mine.EndpointCount(), MaxPublicationBytes, whyWhole), nil
+	if why := oversized(mine, want, plan, whyWhole); why != "" {
+		return reconcile.Result{}, why, nil
+	}
+	res, err = p.write(ctx, name, head, want, plan, whyWhole == "")
+	return res, "", err
+}
+
+// withdraw removes a publication (head first: a reader withdraws the
+// export with it, and holds parts that have no head) and its parts.
+func (p *Publisher) withdraw(ctx context.Context, name types.NamespacedName, head *v1alpha1.PublishedExport, parts []*v1alpha1.PublishedExport) (reconcile.Result, error) {
+	if head == nil && len(parts) == 0 {
+		return reconcile.Result{}, nil
+	}
+	if head != nil {
+		if err := p.remove(ctx, head); err != nil {
+			return retry(ctx, fmt.Errorf("withdraw publication %s: %w", name, err))
 		}
 	}
-	// Additions before the head, removals after it: a reader holds every
-	// endpoint that stays at every moment.
+	for _, part := range parts {
+		if err := p.remove(ctx, part); err != nil {
+			return retry(ctx, fmt.Errorf("withdraw part %s: %w", part.Name, err))
+		}
+	}
+	log.FromContext(ctx).V(2).Info("Publication withdrawn", "publication", name, "parts", len(parts))
+	return reconcile.Result{}, nil
+}
+
+// oversized says why a publication cannot be written ("" when every
+// object it writes fits): what was published before, if anything, stays,
+// so the others keep the endpoints they had, and the condition says why
+// no more.
+func oversized(mine *clusterset.ExportedService, want *v1alpha1.PublishedExport, plan partPlan, whyWhole string) string {
+	for _, o := range append(append([]*v1alpha1.PublishedExport{want}, plan.create...), plan.update...) {
+		if size := encodedSize(o); size > MaxPublicationBytes {
+			return fmt.Sprintf("its publication's object %s would take %d bytes (%d endpoints in the export), over the %d bytes that one object may take%s; "+
+				"the other members keep what was published before, if anything", o.Name, size, mine.EndpointCount(), MaxPublicationBytes, whyWhole)
+		}
+	}
+	return ""
+}
+
+// write writes a publication's plan: additions before the head, removals
+// after it, so that a reader holds every endpoint that stays at every
+// moment. inParts says the head carries no endpoints of its own.
+func (p *Publisher) write(ctx context.Context, name types.NamespacedName, head, want *v1alpha1.PublishedExport, plan partPlan, inParts bool) (reconcile.Result, error) {
 	for _, part := range plan.create {
 		if err := p.client.Create(ctx, part); err != nil {
-			res, err := p.createFailed(ctx, part, err)
-			return res, "", err
+			return p.createFailed(ctx, part, err)
 		}
 	}
 	for _, part := range plan.update {
 		if err := p.client.Update(ctx, part); err != nil {
-			res, err := retry(ctx, fmt.Errorf("update part %s: %w", part.Name, err))
-			return res, "", err
+			return retry(ctx, fmt.Errorf("update part %s: %w", part.Name, err))
 		}
 	}
 	switch {
 	case head == nil:
 		if err := p.client.Create(ctx, want); err != nil {
-			res, err := p.createFailed(ctx, want, err)
-			return res, "", err
+			return p.createFailed(ctx, want, err)
 		}
-	case !headCurrent(head, want, plan, whyWhole == ""):
+	case !headCurrent(head, want, plan, inParts):
 		want.ResourceVersion, want.UID = head.ResourceVersion, head.UID
 		if err := p.client.Update(ctx, want); err != nil {
-			res, err := retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
-			return res, "", err
+			return retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
 		}
 	}
 	for _, part := range plan.remove {
 		if err := p.remove(ctx, part); err != nil {
-			res, err := retry(ctx, fmt.Errorf("remove part %s: %w", part.Name, err))
-			return res, "", err
+			return retry(ctx, fmt.Errorf("remove part %s: %w", part.Name, err))
 		}
 	}
-	return reconcile.Result{}, "", nil
+	return reconcile.Result{}, nil
 }
 
 // plan returns the head to publish of mine and what makes its parts
@@ -418,6 +431,28 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.
 	}
 	trigger := formatTriggerTime(mine.LastChangeTriggerTime)
 	return EncodeHead(mine, p.opts.Namespace), planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart()), "", true
+}
+
+// allPublished reports whether heads and parts (the member's publications,
+// parts by export) are every export of the Store as published, and how
+// many exports that is. An export not withdrawn yet, or not written yet,
+// and parts of no export all say no.
+func (p *Publisher) allPublished(heads []*v1alpha1.PublishedExport, parts map[types.NamespacedName][]*v1alpha1.PublishedExport) (published int, all bool) {
+	headless := maps.Clone(parts)
+	for _, head := range heads {
+		key := types.NamespacedName{Namespace: head.Spec.Namespace, Name: head.Spec.Name}
+		mine := p.mine(key)
+		if mine == nil {
+			return published, false
+		}
+		want, plan, whyWhole, ok := p.plan(mine, parts[key])
+		if !ok || !plan.empty() || !headCurrent(head, want, plan, whyWhole == "") {
+			return published, false
+		}
+		delete(headless, key)
+		published++
+	}
+	return published, len(headless) == 0 && published == p.opts.Store.Count(p.opts.Cluster)
 }
 
 // headCurrent reports whether head already says what want says. In parts
@@ -547,25 +582,9 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 			heads = append(heads, pub)
 		}
 	}
-	published := 0
-	for _, head := range heads {
-		key := types.NamespacedName{Namespace: head.Spec.Namespace, Name: head.Spec.Name}
-		mine := p.mine(key)
-		if mine == nil {
-			return reconcile.Result{}, nil // not withdrawn yet: the publication's next event looks again
-		}
-		want, plan, whyWhole, ok := p.plan(mine, parts[key])
-		if !ok || !plan.empty() || !headCurrent(head, want, plan, whyWhole == "") {
-			return reconcile.Result{}, nil // not there yet: the publication's next event looks again
-		}
-		delete(parts, key)
-		published++
-	}
-	if len(parts) > 0 {
-		return reconcile.Result{}, nil // parts of no export left
-	}
-	if published != p.opts.Store.Count(p.opts.Cluster) {
-		return reconcile.Result{}, nil
+	published, all := p.allPublished(heads, parts)
+	if !all {
+		return reconcile.Result{}, nil // not there yet: the publications' next event looks again
 	}
 	now := p.now()
 	if err := p.client.Create(ctx, markerAt(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat, now)); err != nil && !apierrors.IsAlreadyExists(err) {
