@@ -1,6 +1,7 @@
 package imports
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,15 +63,9 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 
 	merged := clusterset.Merge(v.exports)
 	if si != nil && len(v.unsettled) > 0 {
-		// A partial view (right after a start, or a member within its
-		// grace): the ServiceImport stays as it is, so that a restart writes
-		// nothing; the slices of the settled sources follow their exports.
-		merged.Spec.Type, merged.Spec.IPFamilies = si.Spec.Type, si.Spec.IPFamilies
-		_, err := c.applySlices(ctx, si, merged, v)
-		if slicesFailed(ctx, err) {
-			blocked = c.slicesNotWritten(key, err)
-		}
-		return sliceResult(err, v.recheck)
+		res, why, err := c.applyPartial(ctx, si, merged, v)
+		blocked = why
+		return res, err
 	}
 	si, err := c.applyServiceImport(ctx, key, si, merged)
 	if err != nil {
@@ -89,16 +84,35 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		// Never Ready over slices that were not written (a consumer whose
 		// credentials may read but not write EndpointSlices).
 		blocked = c.slicesNotWritten(key, sliceErr)
-		if problem == nil {
-			cond := mcsv1beta1.NewServiceImportCondition(mcsv1beta1.ServiceImportConditionReady, metav1.ConditionFalse,
-				ReasonEndpointSlicesNotWritten, fmt.Sprintf("the imported EndpointSlices could not be written: %v", sliceErr))
-			problem = &cond
-		}
+		problem = cmp.Or(problem, slicesNotWrittenCondition(sliceErr))
 	}
 	if err := c.applyStatus(ctx, si, merged, present, problem); err != nil {
 		return reconcile.Result{}, errors.Join(sliceErr, err)
 	}
 	return sliceResult(sliceErr, minPositive(v.recheck, derived.recheck))
+}
+
+// applyPartial reconciles an import on a partial view (right after a
+// start, or a member within its grace): the ServiceImport stays as it is,
+// so that a restart writes nothing; the slices of the settled sources
+// follow their exports. blocked says why they could not be written ("":
+// they were).
+func (c *Controller) applyPartial(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (res reconcile.Result, blocked string, err error) {
+	merged.Spec.Type, merged.Spec.IPFamilies = si.Spec.Type, si.Spec.IPFamilies
+	_, err = c.applySlices(ctx, si, merged, v)
+	if slicesFailed(ctx, err) {
+		blocked = c.slicesNotWritten(client.ObjectKeyFromObject(si), err)
+	}
+	res, err = sliceResult(err, v.recheck)
+	return res, blocked, err
+}
+
+// slicesNotWrittenCondition is the Ready=False condition of an import
+// whose slices could not be written.
+func slicesNotWrittenCondition(err error) *metav1.Condition {
+	cond := mcsv1beta1.NewServiceImportCondition(mcsv1beta1.ServiceImportConditionReady, metav1.ConditionFalse,
+		ReasonEndpointSlicesNotWritten, fmt.Sprintf("the imported EndpointSlices could not be written: %v", err))
+	return &cond
 }
 
 // slicesFailed reports whether writing the slices failed for more than a

@@ -29,15 +29,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	}
 	// Every member, and every other source that slices name: those of a
 	// cluster that left the clusterset (or was renamed) are withdrawn.
-	bySource := make(map[clusterset.ClusterID][]*discoveryv1.EndpointSlice, len(held))
-	var named []clusterset.ClusterID
-	for _, s := range held {
-		id := sourceOf(s)
-		if _, ok := bySource[id]; !ok {
-			named = append(named, id)
-		}
-		bySource[id] = append(bySource[id], s)
-	}
+	bySource, named := bySourceCluster(held)
 	exportOf := make(map[clusterset.ClusterID]*clusterset.ExportedService, len(v.exports))
 	exporters := make([]clusterset.ClusterID, len(v.exports))
 	for i, es := range v.exports {
@@ -67,18 +59,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 				continue
 			}
 		}
-		in := reconciler.Input{
-			Owner: si, OwnerGVK: serviceImportGVK,
-			AddressTypes: addressTypes,
-			Existing:     existing,
-			Labeler:      c.labeler(si, merged, source),
-			// See hints.go: never the source's hints, the import's own.
-			TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
-		}
-		if localFirst != nil {
-			// Hints from the consumer's own zones: not remembered.
-			in.Hints = localFirst(source)
-		}
+		in := c.sourceInput(si, merged, addressTypes, source, existing, localFirst)
 		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, es)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
@@ -87,6 +68,39 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 		present = present || left > 0
 	}
 	return present, errors.Join(errs...)
+}
+
+// sourceInput is the reconciler's input for source's slices, all but the
+// desired endpoints (applySourceSlices adds them).
+func (c *Controller) sourceInput(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, addressTypes []discoveryv1.AddressType, source clusterset.ClusterID, existing []*discoveryv1.EndpointSlice, localFirst func(clusterset.ClusterID) func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints) reconciler.Input {
+	in := reconciler.Input{
+		Owner: si, OwnerGVK: serviceImportGVK,
+		AddressTypes: addressTypes,
+		Existing:     existing,
+		Labeler:      c.labeler(si, merged, source),
+		// See hints.go: never the source's hints, the import's own.
+		TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
+	}
+	if localFirst != nil {
+		// Hints from the consumer's own zones: not remembered.
+		in.Hints = localFirst(source)
+	}
+	return in
+}
+
+// bySourceCluster groups imported slices by their source cluster, and
+// names the sources in the order they first appear.
+func bySourceCluster(held []*discoveryv1.EndpointSlice) (map[clusterset.ClusterID][]*discoveryv1.EndpointSlice, []clusterset.ClusterID) {
+	bySource := make(map[clusterset.ClusterID][]*discoveryv1.EndpointSlice, len(held))
+	var named []clusterset.ClusterID
+	for _, s := range held {
+		id := sourceOf(s)
+		if _, ok := bySource[id]; !ok {
+			named = append(named, id)
+		}
+		bySource[id] = append(bySource[id], s)
+	}
+	return bySource, named
 }
 
 // applySourceSlices reconciles the slices of one source (es nil: it
