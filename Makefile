@@ -15,6 +15,10 @@ BIN         := $(CURDIR)/bin
 # The EndpointSlice reconciler library, a Go module of its own.
 LIBRARY     := pkg/reconciler
 STATICCHECK := $(CACHE)/lint/staticcheck
+GOCYCLO     := $(CACHE)/lint/gocyclo
+# The most cyclomatic complexity a product function may have (the
+# examples of pkg/reconciler and tests aside).
+MAX_COMPLEXITY := 15
 CONTROLLER_GEN := $(CACHE)/controller-gen/controller-gen
 # What controller-gen generates from the API types (api/v1alpha1).
 GENERATE_ARGS = object paths=./api/... crd:crdVersions=v1 paths=./api/...
@@ -127,7 +131,7 @@ kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down; f
 	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh e2e
 
 .PHONY: lint
-lint: $(STATICCHECK) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, and that the generated files are current.
+lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, no product function over MAX_COMPLEXITY (gocyclo), and that the generated files are current.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
@@ -136,6 +140,8 @@ lint: $(STATICCHECK) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, and that t
 	$(STATICCHECK) -tags reproducibility ./hack/image/
 	cd $(LIBRARY) && go vet ./... && $(STATICCHECK) ./...
 	cd bench && go vet ./... && $(STATICCHECK) ./...
+	@over=$$($(GOCYCLO) -over $(MAX_COMPLEXITY) -ignore '_test\.go|/examples/' cmd internal pkg api || true); \
+	if [ -n "$$over" ]; then echo "functions over cyclomatic complexity $(MAX_COMPLEXITY) (split them):"; echo "$$over"; exit 1; fi
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
 	$(CONTROLLER_GEN) $(GENERATE_ARGS) output:object:dir=$$out output:crd:dir=$$out && \
 	for f in api/v1alpha1/zz_generated.deepcopy.go config/crd/mcs-syncer.io_publishedexports.yaml; do \
@@ -146,6 +152,9 @@ lint: $(STATICCHECK) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, and that t
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum
 	cd hack/tools/lint && go build -o $@ honnef.co/go/tools/cmd/staticcheck
+
+$(GOCYCLO): hack/tools/lint/go.mod hack/tools/lint/go.sum
+	cd hack/tools/lint && go build -o $@ github.com/fzipp/gocyclo/cmd/gocyclo
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## DeepCopy of the API types and PublishedExport's CRD from api/v1alpha1 (controller-gen; make lint checks they are current).

@@ -2,7 +2,10 @@ module github.com/mcs-syncer/mcs-syncer/hack/tools/lint
 
 go 1.26.0
 
-require honnef.co/go/tools v0.8.2
+require (
+	github.com/fzipp/gocyclo v0.6.0
+	honnef.co/go/tools v0.8.2
+)
 
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect

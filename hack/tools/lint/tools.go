@@ -1,6 +1,9 @@
 //go:build tools
 
-// Package tools pins staticcheck for `make lint`.
+// Package tools pins staticcheck and gocyclo for `make lint`.
 package tools
 
-import _ "honnef.co/go/tools/cmd/staticcheck"
+import (
+	_ "github.com/fzipp/gocyclo/cmd/gocyclo"
+	_ "honnef.co/go/tools/cmd/staticcheck"
+)
