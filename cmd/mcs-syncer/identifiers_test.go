@@ -67,12 +67,8 @@ func TestDocsCiteExistingIdentifiers(t *testing.T) {
 	testName := regexp.MustCompile(`^(Test|Benchmark|Fuzz)[A-Z0-9_]`)
 	checked := 0
 	for _, path := range docs {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		doc, _ := filepath.Rel(root, path)
-		for _, m := range cited.FindAllStringSubmatch(withoutCodeBlocks(string(raw)), -1) {
+		for _, m := range cited.FindAllStringSubmatch(docText(t, path), -1) {
 			name := m[1]
 			pkg, rest, qualified := strings.Cut(name, ".")
 			switch {
@@ -136,6 +132,16 @@ func receiverType(e ast.Expr) string {
 
 func isExported(name string) bool { return name != "" && name[0] >= 'A' && name[0] <= 'Z' }
 
+// docText is a Markdown file's text outside its fenced blocks.
+func docText(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withoutCodeBlocks(string(raw))
+}
+
 // withoutCodeBlocks drops fenced blocks: shell sessions and YAML are not
 // citations.
 func withoutCodeBlocks(md string) string {
@@ -167,12 +173,8 @@ func TestDocLinksResolve(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	checked := 0
 	for _, path := range docs {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		doc, _ := filepath.Rel(root, path)
-		for _, m := range link.FindAllStringSubmatch(withoutCodeBlocks(string(raw)), -1) {
+		for _, m := range link.FindAllStringSubmatch(docText(t, path), -1) {
 			target, anchor, _ := strings.Cut(m[1], "#")
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
@@ -203,13 +205,9 @@ func TestDocLinksResolve(t *testing.T) {
 // Markdown file.
 func headingAnchors(t *testing.T, path string) map[string]bool {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	drop := regexp.MustCompile(`[^\p{L}\p{N}\- _]`)
 	out, seen := map[string]bool{}, map[string]int{}
-	for _, line := range strings.Split(withoutCodeBlocks(string(raw)), "\n") {
+	for _, line := range strings.Split(docText(t, path), "\n") {
 		if !strings.HasPrefix(line, "#") {
 			continue
 		}
