@@ -1,20 +1,16 @@
 package imports
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -68,11 +64,11 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 		return derived{}, nil
 	}
 
-	want := c.desiredService(name, si, merged, svc)
+	want, write := planDerivedService(name, si, merged, svc, c.opts.ManagedBy)
 	switch {
 	case svc == nil:
 		err = c.client.Create(ctx, want)
-	case !equality.Semantic.DeepEqual(want.Spec, svc.Spec) || !maps.Equal(want.Labels, svc.Labels) || !equality.Semantic.DeepEqual(want.OwnerReferences, svc.OwnerReferences):
+	case write:
 		err = c.client.Update(ctx, want)
 	default:
 		return derived{ips: svc.Spec.ClusterIPs}, nil
@@ -115,41 +111,6 @@ func (c *Controller) currentService(ctx context.Context, name types.NamespacedNa
 		return nil, false, fmt.Errorf("delete derived Service %s of a deleted ServiceImport: %w", name, err)
 	}
 	return nil, false, nil
-}
-
-// desiredService returns the derived Service as it must be: current (nil
-// for a new one) with mcs-syncer's labels, owner and spec; others' labels
-// and annotations are kept.
-func (c *Controller) desiredService(name types.NamespacedName, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, current *corev1.Service) *corev1.Service {
-	want := &corev1.Service{}
-	if current != nil {
-		want = current.DeepCopy()
-	}
-	want.Name, want.Namespace = name.Name, name.Namespace
-	want.Labels = mergeOwned(want.Labels, nil, map[string]string{ManagedByLabel: c.opts.ManagedBy, mcsv1beta1.LabelServiceName: si.Name})
-	want.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(si, serviceImportGVK)}
-	want.Spec.Type = corev1.ServiceTypeClusterIP
-	want.Spec.Selector = nil
-	want.Spec.Ports = nil
-	for _, p := range merged.Spec.Ports {
-		// Every field the API server would default is set, so that an
-		// unchanged import compares equal and is not rewritten.
-		want.Spec.Ports = append(want.Spec.Ports, corev1.ServicePort{
-			Name: p.Name, Protocol: cmp.Or(p.Protocol, corev1.ProtocolTCP), AppProtocol: p.AppProtocol,
-			Port: p.Port, TargetPort: intstr.FromInt32(p.Port),
-		})
-	}
-	want.Spec.SessionAffinity = cmp.Or(merged.Spec.SessionAffinity, corev1.ServiceAffinityNone)
-	want.Spec.SessionAffinityConfig = merged.Spec.SessionAffinityConfig
-	if len(merged.Spec.IPFamilies) > 0 {
-		want.Spec.IPFamilies = merged.Spec.IPFamilies
-		policy := corev1.IPFamilyPolicySingleStack
-		if len(merged.Spec.IPFamilies) > 1 {
-			policy = corev1.IPFamilyPolicyRequireDualStack
-		}
-		want.Spec.IPFamilyPolicy = &policy
-	}
-	return want
 }
 
 // leftByEarlierImport reports whether a derived Service is mcs-syncer's,

@@ -20,6 +20,12 @@
 //     kube-proxy routes the clusterset IP. Slices not managed by
 //     mcs-syncer are never touched.
 //
+// A reconcile reads, plans and applies: plan.go computes each object as it
+// must be from what was read, with no client (planServiceImport,
+// planDerivedService, the per-source reconciler inputs, planStatus); the
+// apply functions write what differs, in the order the objects depend on
+// each other, and record what they wrote.
+//
 // Members disconnected for longer than the grace period contribute nothing
 // (their endpoints, and the import if they were its only exporter, are
 // withdrawn) until they are back. An unchanged world costs no write.

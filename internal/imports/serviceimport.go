@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -30,27 +29,12 @@ type exportedKeys struct {
 	Annotations []string `json:"annotations,omitempty"`
 }
 
-// applyServiceImport creates the ServiceImport (si nil) or updates its
-// spec and its metadata from the exports, keeping spec.ips (set from the
-// derived Service by applyIPs) and the labels and annotations of others.
+// applyServiceImport creates the ServiceImport (si nil) or updates it
+// where it differs from what planServiceImport says it must be (its spec
+// and metadata from the exports, keeping spec.ips, set from the derived
+// Service by applyIPs, and the labels and annotations of others).
 func (c *Controller) applyServiceImport(ctx context.Context, key types.NamespacedName, si *mcsv1beta1.ServiceImport, merged clusterset.Merged) (*mcsv1beta1.ServiceImport, error) {
-	want := &mcsv1beta1.ServiceImport{}
-	if si != nil {
-		want = si.DeepCopy()
-	}
-	want.Name, want.Namespace = key.Name, key.Namespace
-	c.setMetadata(want, merged)
-	s := merged.Spec
-	want.Spec = mcsv1beta1.ServiceImportSpec{
-		Type: s.Type, Ports: s.Ports, SessionAffinity: s.SessionAffinity, SessionAffinityConfig: s.SessionAffinityConfig,
-		IPFamilies: s.IPFamilies, InternalTrafficPolicy: s.InternalTrafficPolicy, TrafficDistribution: s.TrafficDistribution,
-	}
-	if want.Spec.Ports == nil {
-		want.Spec.Ports = []mcsv1beta1.ServicePort{} // required by the CRD
-	}
-	if si != nil && s.Type == mcsv1beta1.ClusterSetIP {
-		want.Spec.IPs = si.Spec.IPs
-	}
+	want, write := planServiceImport(key, si, merged, c.opts.ManagedBy)
 	if si == nil {
 		if err := c.client.Create(ctx, want); err != nil {
 			return nil, fmt.Errorf("create ServiceImport %s: %w", key, err)
@@ -58,7 +42,7 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 		c.own.wrote(want)
 		return want, nil
 	}
-	if equality.Semantic.DeepEqual(want.Spec, si.Spec) && maps.Equal(want.Labels, si.Labels) && maps.Equal(want.Annotations, si.Annotations) {
+	if !write {
 		return si, nil
 	}
 	if err := c.client.Update(ctx, want); err != nil {
@@ -70,16 +54,15 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 
 // setMetadata gives si the labels and annotations of the merged exports
 // and mcs-syncer's own (managed-by, derived-service, local-cluster-first),
-// removes those that
-// the exports carried before and no longer do, and leaves every other key
-// alone.
-func (c *Controller) setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset.Merged) {
+// removes those that the exports carried before and no longer do, and
+// leaves every other key alone.
+func setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, managedBy string) {
 	var before exportedKeys
 	_ = json.Unmarshal([]byte(si.Annotations[ExportedKeysAnnotation]), &before) // unreadable: nothing was ours
 	si.Labels = mergeOwned(si.Labels, before.Labels, merged.Spec.Labels)
 	si.Annotations = mergeOwned(si.Annotations, before.Annotations, merged.Spec.Annotations)
 
-	si.Labels[ManagedByLabel] = c.opts.ManagedBy
+	si.Labels[ManagedByLabel] = managedBy
 	delete(si.Annotations, DerivedServiceAnnotation)
 	if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
 		si.Annotations[DerivedServiceAnnotation] = DerivedServiceName(client.ObjectKeyFromObject(si))
