@@ -34,7 +34,7 @@ var specialAddresses = []string{"0.0.0.0", "127.0.0.1", "169.254.169.254", "224.
 // of specialAddresses in an EndpointSlice (what the import side's rules
 // say it does). East's mcs-syncer is stopped; its hub identity publishes
 // web with those four endpoints beside a valid one, and keeps east's
-// marker renewed. North imports the valid endpoint, counts the other four
+// marker (written before it stopped) renewed. North imports the valid endpoint, counts the other four
 // (mcs_syncer_unimportable_endpoints), and then writes nothing more for
 // 20 s (before: 1,862 ServiceImport writes and 1,971 events in 65 s, and
 // the valid endpoint never imported).
@@ -53,10 +53,17 @@ func TestSpecialAddressesLeftOut(t *testing.T) {
 		}
 	}
 
+	// East's marker must be there before east stops: keepRenewing renews
+	// it, and a member that never wrote one counts for the grace only
+	// (east once stopped within its first second, and north withdrew its
+	// endpoints 20 s after importing them).
+	hubEast := hubClient(t, "east")
+	eventually(ctx, t, "east's marker in the hub", func() error {
+		return hubEast.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: "east"}, &v1alpha1.PublishedExport{})
+	})
 	if err := procs["east"].stop(); err != nil {
 		t.Fatal(err)
 	}
-	hubEast := hubClient(t, "east")
 	keepRenewing(ctx, t, hubEast, "east")
 	http := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}
 	group := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4, Ports: http}
