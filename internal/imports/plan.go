@@ -121,7 +121,6 @@ func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPr
 		equality.Semantic.DeepEqual(conditions, si.Status.Conditions) {
 		return si.Status, false
 	}
-	status = *si.Status.DeepCopy()
-	status.Clusters, status.EndpointSliceObjects, status.Conditions = clusters, objects, conditions
-	return status, true
+	// Every field is new: nothing of si's status is copied.
+	return mcsv1beta1.ServiceImportStatus{Clusters: clusters, EndpointSliceObjects: objects, Conditions: conditions}, true
 }
