@@ -151,15 +151,9 @@ func (f *Feedback) Subscribe(ctx context.Context, sub Subscriber) {
 		}
 	}
 	f.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.subs = slices.DeleteFunc(f.subs, func(x *subscription) bool { return x == entry })
-	})
+	unsubscribeWhenDone(ctx, &f.mu, &f.subs, entry)
 	for _, key := range keys {
-		if sub.Wants == nil || sub.Wants(key, "") {
-			sub.Changed(key)
-		}
+		entry.tell(key, "")
 	}
 }
 
@@ -168,8 +162,6 @@ func (f *Feedback) notify(key types.NamespacedName) {
 	subs := slices.Clone(f.subs)
 	f.mu.RUnlock()
 	for _, sub := range subs {
-		if sub.Wants == nil || sub.Wants(key, "") {
-			sub.Changed(key)
-		}
+		sub.tell(key, "")
 	}
 }

@@ -319,11 +319,7 @@ func (s *Store) Subscribe(ctx context.Context, sub Subscriber) {
 	// (some keys may be both; a workqueue merges them).
 	keys := s.keysLocked()
 	s.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.subs = slices.DeleteFunc(s.subs, func(x *subscription) bool { return x == entry })
-	})
+	unsubscribeWhenDone(ctx, &s.mu, &s.subs, entry)
 	for _, key := range keys {
 		sub.Changed(key)
 	}
@@ -335,6 +331,24 @@ type subscription struct {
 	Subscriber
 }
 
+// tell calls Changed with key if the subscriber wants cluster's change of
+// it ("" for a Feedback's note).
+func (s *subscription) tell(key types.NamespacedName, cluster ClusterID) {
+	if s.Wants == nil || s.Wants(key, cluster) {
+		s.Changed(key)
+	}
+}
+
+// unsubscribeWhenDone removes entry from *subs, under mu, once ctx ends:
+// the Store's and the Feedback's subscriptions end alike.
+func unsubscribeWhenDone(ctx context.Context, mu *sync.RWMutex, subs *[]*subscription, entry *subscription) {
+	context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		*subs = slices.DeleteFunc(*subs, func(x *subscription) bool { return x == entry })
+	})
+}
+
 func (s *Store) subscribers() []*subscription {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -344,9 +358,7 @@ func (s *Store) subscribers() []*subscription {
 // notify announces a change of cluster's export of key.
 func (s *Store) notify(key types.NamespacedName, cluster ClusterID) {
 	for _, sub := range s.subscribers() {
-		if sub.Wants == nil || sub.Wants(key, cluster) {
-			sub.Changed(key)
-		}
+		sub.tell(key, cluster)
 	}
 }
 
