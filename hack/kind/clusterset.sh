@@ -144,7 +144,22 @@ kind_binary() {
 	fi
 }
 
+# create makes the member's kind cluster, trying three times: kind gives a
+# new node container a fixed 30 seconds to print its first line (the
+# entrypoint's "detected cgroup v1"), and on a loaded machine the third
+# node of a CI run once took longer ("could not find a log line that
+# matches"); kind deletes the half-made node itself before it fails.
 create() {
+	local c=$1 attempt
+	for attempt in 1 2 3; do
+		create_once "$c" && return 0
+		echo "kind could not create mcs-$c (attempt $attempt of 3); load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+		"$kind" delete cluster --name "mcs-$c" >/dev/null 2>&1 || true
+	done
+	return 1
+}
+
+create_once() {
 	local c=$1
 	if "$kind" get clusters 2>/dev/null | grep -qx "mcs-$c"; then
 		return 0
