@@ -43,17 +43,21 @@ type derived struct {
 }
 
 // applyDerivedService keeps the derived Service of a ClusterSetIP import
-// (and removes it from a Headless one).
-func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged) (derived, error) {
+// (and removes it from a Headless one); svc is the Service of its name as
+// read (readDerivedService), whoever's.
+func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, svc *corev1.Service) (derived, error) {
 	name := types.NamespacedName{Namespace: si.Namespace, Name: DerivedServiceName(client.ObjectKeyFromObject(si))}
-	svc, foreign, err := c.currentService(ctx, name, si)
-	if err != nil || foreign {
-		if foreign {
-			msg := fmt.Sprintf("Service %s, the name of this import's derived Service, is not mcs-syncer's; delete or rename it to get a clusterset IP", name)
-			cond := mcsv1beta1.NewServiceImportCondition(mcsv1beta1.ServiceImportConditionReady, metav1.ConditionFalse, ReasonDerivedServiceNotOwned, msg)
-			return derived{problem: &cond, recheck: foreignServiceRecheck}, nil
+	switch derivedStateOf(svc, si, c.opts.ManagedBy) {
+	case derivedForeign:
+		msg := fmt.Sprintf("Service %s, the name of this import's derived Service, is not mcs-syncer's; delete or rename it to get a clusterset IP", name)
+		cond := mcsv1beta1.NewServiceImportCondition(mcsv1beta1.ServiceImportConditionReady, metav1.ConditionFalse, ReasonDerivedServiceNotOwned, msg)
+		return derived{problem: &cond, recheck: foreignServiceRecheck}, nil
+	case derivedLeftBehind:
+		// Deleted now rather than left to the garbage collector.
+		if err := c.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+			return derived{}, fmt.Errorf("delete derived Service %s of a deleted ServiceImport: %w", name, err)
 		}
-		return derived{}, err
+		svc = nil
 	}
 	if merged.Spec.Type != mcsv1beta1.ClusterSetIP {
 		if svc != nil {
@@ -63,8 +67,8 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 		}
 		return derived{}, nil
 	}
-
 	want, write := planDerivedService(name, si, merged, svc, c.opts.ManagedBy)
+	var err error
 	switch {
 	case svc == nil:
 		err = c.client.Create(ctx, want)
@@ -88,39 +92,46 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 	return derived{ips: want.Spec.ClusterIPs}, nil
 }
 
-// currentService returns the derived Service of si as it is (nil if
-// there is none), or foreign when a Service of that name is not
-// mcs-syncer's. One left by an earlier ServiceImport of the same name (deleted
-// and created again) is deleted now rather than left to the garbage
-// collector.
-func (c *Controller) currentService(ctx context.Context, name types.NamespacedName, si *mcsv1beta1.ServiceImport) (svc *corev1.Service, foreign bool, err error) {
-	svc = &corev1.Service{}
+// readDerivedService returns the Service named as key's derived Service,
+// whoever's (nil if there is none).
+func (c *Controller) readDerivedService(ctx context.Context, key types.NamespacedName) (*corev1.Service, error) {
+	name := types.NamespacedName{Namespace: key.Namespace, Name: DerivedServiceName(key)}
+	svc := &corev1.Service{}
 	if err := c.client.Get(ctx, name, svc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, false, nil
+			return nil, nil
 		}
-		return nil, false, fmt.Errorf("get derived Service %s: %w", name, err)
+		return nil, fmt.Errorf("get derived Service %s: %w", name, err)
 	}
-	if metav1.IsControlledBy(svc, si) {
-		return svc, false, nil
-	}
-	if !c.leftByEarlierImport(svc, si) {
-		return nil, true, nil
-	}
-	if err := c.client.Delete(ctx, svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
-		return nil, false, fmt.Errorf("delete derived Service %s of a deleted ServiceImport: %w", name, err)
-	}
-	return nil, false, nil
+	return svc, nil
 }
 
-// leftByEarlierImport reports whether a derived Service is mcs-syncer's,
-// controlled by an earlier ServiceImport of the same name (one that was
-// deleted and created again).
-func (c *Controller) leftByEarlierImport(svc *corev1.Service, si *mcsv1beta1.ServiceImport) bool {
+// derivedState says whose the Service of an import's derived Service name
+// is.
+type derivedState int
+
+const (
+	derivedNone       derivedState = iota // there is none
+	derivedOurs                           // the import's own
+	derivedLeftBehind                     // mcs-syncer's, of an earlier ServiceImport of the same name (deleted and created again)
+	derivedForeign                        // not mcs-syncer's
+)
+
+// derivedStateOf says whose svc is, for ServiceImport si.
+func derivedStateOf(svc *corev1.Service, si *mcsv1beta1.ServiceImport, managedBy string) derivedState {
+	if svc == nil {
+		return derivedNone
+	}
+	if metav1.IsControlledBy(svc, si) {
+		return derivedOurs
+	}
 	ref := metav1.GetControllerOfNoCopy(svc)
-	return svc.Labels[ManagedByLabel] == c.opts.ManagedBy && ref != nil &&
+	if svc.Labels[ManagedByLabel] == managedBy && ref != nil &&
 		ref.Kind == serviceImportGVK.Kind && ref.APIVersion == serviceImportGVK.GroupVersion().String() &&
-		ref.Name == si.Name && ref.UID != si.UID
+		ref.Name == si.Name && ref.UID != si.UID {
+		return derivedLeftBehind
+	}
+	return derivedForeign
 }
 
 // ipFamilyRefused reports whether the API server refused a Service for

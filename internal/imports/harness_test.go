@@ -189,9 +189,14 @@ func (h *harness) reconcile() reconcile.Result {
 	return res
 }
 
-// export puts cluster's export of key into the Store: port http tcp/80,
-// IPv4, the given ready endpoint IPs, created age minutes after t0.
+// export is exportFrom; the Store is filled by put.
 func (h *harness) export(cluster string, age int, ips ...string) *clusterset.ExportedService {
+	return exportFrom(cluster, age, ips...)
+}
+
+// exportFrom is cluster's export of key: port http tcp/80, IPv4, the given
+// ready endpoint IPs, created age minutes after t0.
+func exportFrom(cluster string, age int, ips ...string) *clusterset.ExportedService {
 	es := &clusterset.ExportedService{
 		Cluster: clusterset.ClusterID(cluster), Key: key,
 		ExportCreated: metav1.NewTime(t0.Add(time.Duration(age) * time.Minute)),

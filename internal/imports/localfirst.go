@@ -47,13 +47,10 @@ const maxZoneHints = 8
 // localFirstHints returns the hint rule of each source cluster's
 // endpoints, or nil when the import does not put the local cluster first
 // now: it does not ask to, the consumer has no ready endpoint of its own
-// among those imported (local), or the zones of its nodes are not known.
-func (c *Controller) localFirstHints(ctx context.Context, merged clusterset.Merged, local []reconciler.EndpointGroup) func(source clusterset.ClusterID) func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints {
-	if !merged.Spec.LocalClusterFirst || c.zones == nil || !anyReady(local) {
-		return nil
-	}
-	zones, known := c.zones.Zones(ctx)
-	if !known || len(zones) == 0 {
+// among those imported (local), or the zones of its nodes (sorted) are not
+// known.
+func localFirstHints(merged clusterset.Merged, local []reconciler.EndpointGroup, zones []string, consumer clusterset.ClusterID) func(source clusterset.ClusterID) func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints {
+	if !merged.Spec.LocalClusterFirst || len(zones) == 0 || !anyReady(local) {
 		return nil
 	}
 	own := make([]discoveryv1.ForZone, 0, min(len(zones), maxZoneHints))
@@ -62,7 +59,7 @@ func (c *Controller) localFirstHints(ctx context.Context, merged clusterset.Merg
 	}
 	return func(source clusterset.ClusterID) func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints {
 		forZones := []discoveryv1.ForZone{{Name: otherClusterZone}}
-		if source == c.opts.Consumer {
+		if source == consumer {
 			forZones = own
 		}
 		return func(ep *discoveryv1.Endpoint) *discoveryv1.EndpointHints {
@@ -72,6 +69,20 @@ func (c *Controller) localFirstHints(ctx context.Context, merged clusterset.Merg
 			return &discoveryv1.EndpointHints{ForZones: slices.Clone(forZones)}
 		}
 	}
+}
+
+// zonesFor returns the zones of the consumer's nodes when merged asks for
+// the local cluster first and they are known (nil otherwise): the slices'
+// plan needs them for nothing else.
+func (c *Controller) zonesFor(ctx context.Context, merged clusterset.Merged) []string {
+	if !merged.Spec.LocalClusterFirst || c.zones == nil {
+		return nil
+	}
+	zones, known := c.zones.Zones(ctx)
+	if !known {
+		return nil
+	}
+	return zones
 }
 
 func anyReady(groups []reconciler.EndpointGroup) bool {

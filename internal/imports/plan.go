@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,16 +15,17 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // The import's plan, stage by stage: what must exist in the consumer,
-// computed from what was read (the merged exports, the objects as they
-// are, the settings) with no client. The apply functions write what these
-// return, in the order their inputs need: the ServiceImport, then its
-// derived Service (owned by it: it needs its UID), then spec.ips (the
-// Service's allocated ClusterIPs), the slices (one reconciler.Input per
-// source: sourceInput, desiredGroups), then the status (whether slices
-// are present, what failed).
+// computed with no client from what reconcile read (the merged exports,
+// the objects as they are: observed, the settings). The apply functions
+// write what these return, in the order their inputs need: the
+// ServiceImport, then its derived Service (owned by it: it needs its UID),
+// then spec.ips (the Service's allocated ClusterIPs), the slices (one
+// reconciler.Input per source: planSlices), then the status (whether
+// slices are present, what failed).
 
 // planServiceImport returns the ServiceImport of key as it must be:
 // current (nil for a new one) with the merged exports' spec, metadata
@@ -123,4 +125,99 @@ func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPr
 	}
 	// Every field is new: nothing of si's status is copied.
 	return mcsv1beta1.ServiceImportStatus{Clusters: clusters, EndpointSliceObjects: objects, Conditions: conditions}, true
+}
+
+// sliceInputs is what the slices' plan is made from: the import (its
+// owner), its merged and per-cluster exports, which members are not all
+// known yet, the members, the imported slices the consumer holds, the
+// zones of the consumer's nodes (local-first imports; nil: unknown or not
+// asked for) and the inputs under which each source was last found up to
+// date (settled.go; read only).
+type sliceInputs struct {
+	si        *mcsv1beta1.ServiceImport
+	merged    clusterset.Merged
+	exports   []*clusterset.ExportedService
+	unsettled map[clusterset.ClusterID]bool
+	members   []clusterset.ClusterID
+	held      []*discoveryv1.EndpointSlice
+	consumer  clusterset.ClusterID
+	zones     []string
+	settled   settledSources
+}
+
+// slicesPlan is what the slices' stage does.
+type slicesPlan struct {
+	// sources are every member, every cluster the held slices name (those
+	// of a cluster that left the clusterset, or was renamed, are
+	// withdrawn) and every exporter, each once.
+	sources []clusterset.ClusterID
+	// planned are the sources whose slices are reconciled, in that order.
+	planned []sourcePlan
+	// present says that a source left as it is holds slices.
+	present bool
+}
+
+// sourcePlan is the reconciler's input for one source's slices and what
+// applying it records.
+type sourcePlan struct {
+	source clusterset.ClusterID
+	export *clusterset.ExportedService // nil: the source exports nothing
+	input  reconciler.Input
+	// endpoints counts the desired endpoints; leftOut those left out.
+	endpoints int
+	leftOut   leftOut
+	// settled is recorded once the source's slices are found up to date;
+	// never under local-first hints, which follow the consumer's zones,
+	// not the inputs settled compares.
+	settled  settledInputs
+	remember bool
+}
+
+// planSlices returns the slices' plan: one reconciler.Input per source
+// whose slices may differ from its export. A source is left as it is when
+// it neither exports nor holds slices, when its exports are not all known
+// yet (unsettled: absence proves nothing), or when nothing it is planned
+// from changed since its slices were last up to date.
+func planSlices(in sliceInputs) slicesPlan {
+	bySource, named := bySourceCluster(in.held)
+	exportOf := make(map[clusterset.ClusterID]*clusterset.ExportedService, len(in.exports))
+	exporters := make([]clusterset.ClusterID, len(in.exports))
+	for i, es := range in.exports {
+		exportOf[es.Cluster] = es
+		exporters[i] = es.Cluster
+	}
+	plan := slicesPlan{sources: membersAnd(in.members, named, exporters)}
+	addressTypes := addressTypesOf(in.merged.Spec.IPFamilies)
+	local, _ := desiredGroups(in.merged, exportOf[in.consumer], addressTypes)
+	hints := localFirstHints(in.merged, local, in.zones, in.consumer)
+	shared := sharedInputs(in.si, in.merged, addressTypes)
+	for _, source := range plan.sources {
+		existing, es := bySource[source], exportOf[source]
+		settled := settledInputs{export: es, shared: shared, slices: heldSlices(existing)}
+		if (es == nil && len(existing) == 0) || in.unsettled[source] || (hints == nil && in.settled.same(source, settled)) {
+			plan.present = plan.present || len(existing) > 0
+			continue
+		}
+		p := sourcePlan{source: source, export: es, settled: settled, remember: hints == nil}
+		p.input = reconciler.Input{
+			Owner: in.si, OwnerGVK: serviceImportGVK,
+			AddressTypes: addressTypes,
+			Existing:     existing,
+			Labeler:      sliceLabeler(in.si, in.merged, source),
+			// See hints.go: never the source's hints, the import's own.
+			TrafficDistribution: importTrafficDistribution(in.merged.Spec.TrafficDistribution),
+		}
+		if hints != nil {
+			p.input.Hints = hints(source)
+		}
+		if es != nil {
+			p.input.TriggerTime = es.LastChangeTriggerTime
+			p.input.Desired, p.leftOut = desiredGroups(in.merged, es, addressTypes)
+		}
+		for _, g := range p.input.Desired {
+			p.endpoints += len(g.Endpoints)
+		}
+		plan.planned = append(plan.planned, p)
+	}
+	return plan
 }

@@ -2,10 +2,12 @@ package imports
 
 import (
 	"cmp"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,6 +15,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // The plan's stages are pure: these tables run them on objects as they
@@ -162,3 +165,163 @@ func TestPlanStatus(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+func TestPlanSlices(t *testing.T) {
+	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: "uid-1"}}
+	east, west := exportFrom("east", 0, "10.1.0.1", "10.1.0.2"), exportFrom("west", 1, "10.2.0.1")
+	merged := clusterset.Merge([]*clusterset.ExportedService{east, west})
+	heldFrom := func(source string, ips ...string) *discoveryv1.EndpointSlice {
+		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-" + source, Namespace: key.Namespace, ResourceVersion: "7",
+			Labels: map[string]string{mcsv1beta1.LabelServiceName: key.Name, mcsv1beta1.LabelSourceCluster: source}}}
+		for _, ip := range ips {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+		}
+		return s
+	}
+	members := []clusterset.ClusterID{"east", "west", "north"}
+	base := func() sliceInputs {
+		return sliceInputs{si: si, merged: merged, exports: []*clusterset.ExportedService{east, west}, members: members, consumer: "north", settled: settledSources{}}
+	}
+	// upToDate is east's slices held and recorded as up to date.
+	upToDate := base()
+	upToDate.held = []*discoveryv1.EndpointSlice{heldFrom("east", "10.1.0.1", "10.1.0.2")}
+	eastPlan := planSlices(upToDate).planned[0]
+	upToDate.settled.record(eastPlan.source, eastPlan.settled, eastPlan.remember)
+	// An IPv6 endpoint group in an IPv4 import is left out.
+	dual := exportFrom("west", 1, "10.2.0.1")
+	dual.Endpoints = append(dual.Endpoints, reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv6,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}}})
+	// The consumer exports too and asks for its own cluster first.
+	own := exportFrom("north", 2, "10.3.0.1")
+	localFirst := clusterset.Merge([]*clusterset.ExportedService{east, own})
+	localFirst.Spec.LocalClusterFirst = true
+
+	for _, tc := range []struct {
+		name    string
+		in      func(sliceInputs) sliceInputs
+		planned string // source:desired endpoints, in order
+		present bool
+		check   func(slicesPlan) string
+	}{
+		{name: "a new import: each exporter's endpoints; a member that exports nothing and holds nothing is left alone",
+			planned: "east:2 west:1",
+			check: func(p slicesPlan) string {
+				labels, _ := p.planned[0].input.Labeler.SliceMetadata()
+				if labels[mcsv1beta1.LabelSourceCluster] != "east" || labels[discoveryv1.LabelServiceName] != DerivedServiceName(key) ||
+					p.planned[0].input.Owner != si || !p.planned[0].remember || fmt.Sprint(p.sources) != "[east west north]" {
+					return fmt.Sprintf("labels %v, sources %v", labels, p.sources)
+				}
+				return ""
+			}},
+		{name: "a headless import's slices name no Service",
+			in: func(in sliceInputs) sliceInputs {
+				in.merged.Spec.Type = mcsv1beta1.Headless
+				return in
+			},
+			planned: "east:2 west:1",
+			check: func(p slicesPlan) string {
+				if labels, _ := p.planned[1].input.Labeler.SliceMetadata(); labels[discoveryv1.LabelServiceName] != "" {
+					return "kubernetes.io/service-name on a headless import's slice"
+				}
+				return ""
+			}},
+		{name: "a source whose exports are not all known keeps its slices",
+			in: func(in sliceInputs) sliceInputs {
+				in.unsettled = map[clusterset.ClusterID]bool{"east": true}
+				in.held = []*discoveryv1.EndpointSlice{heldFrom("east", "10.1.0.9")}
+				return in
+			},
+			planned: "west:1", present: true},
+		{name: "the slices of a cluster that left are withdrawn",
+			in: func(in sliceInputs) sliceInputs {
+				in.held = []*discoveryv1.EndpointSlice{heldFrom("gone", "10.9.0.1")}
+				return in
+			},
+			planned: "east:2 west:1 gone:0",
+			check: func(p slicesPlan) string {
+				if gone := p.planned[2]; gone.export != nil || len(gone.input.Existing) != 1 || fmt.Sprint(p.sources) != "[east west north gone]" {
+					return fmt.Sprintf("gone planned from %v, sources %v", gone.input.Existing, p.sources)
+				}
+				return ""
+			}},
+		{name: "a source up to date under the same inputs is not planned again",
+			in:      func(sliceInputs) sliceInputs { return upToDate },
+			planned: "west:1", present: true},
+		{name: "a new export of a source up to date is planned",
+			in: func(sliceInputs) sliceInputs {
+				in := upToDate
+				in.exports = []*clusterset.ExportedService{exportFrom("east", 0, "10.1.0.1"), west}
+				return in
+			},
+			planned: "east:1 west:1"},
+		{name: "the slices held changed (someone's write) under a source up to date",
+			in: func(sliceInputs) sliceInputs {
+				in := upToDate
+				changed := heldFrom("east", "10.1.0.1", "10.1.0.2")
+				changed.ResourceVersion = "8"
+				in.held = []*discoveryv1.EndpointSlice{changed}
+				return in
+			},
+			planned: "east:2 west:1"},
+		{name: "endpoints of another address type are left out and counted",
+			in: func(in sliceInputs) sliceInputs {
+				in.exports = []*clusterset.ExportedService{east, dual}
+				return in
+			},
+			planned: "east:2 west:1",
+			check: func(p slicesPlan) string {
+				if p.planned[1].leftOut.otherType != 1 {
+					return fmt.Sprintf("left out %+v", p.planned[1].leftOut)
+				}
+				return ""
+			}},
+		{name: "local cluster first: the consumer's ready endpoints hinted for its zones, the others' for none, never remembered",
+			in: func(in sliceInputs) sliceInputs {
+				in.merged, in.exports, in.zones = localFirst, []*clusterset.ExportedService{east, own}, []string{"z1"}
+				in.settled = upToDate.settled // east up to date: planned anyway, the hints follow the zones
+				in.held = upToDate.held
+				return in
+			},
+			planned: "east:2 north:1",
+			check: func(p slicesPlan) string {
+				ep := p.planned[1].input.Desired[0].Endpoints[0]
+				if p.planned[0].remember || p.planned[1].input.Hints == nil || p.planned[1].input.Hints(&ep).ForZones[0].Name != "z1" ||
+					p.planned[0].input.Hints(&ep).ForZones[0].Name != otherClusterZone {
+					return "not the local-first hints"
+				}
+				return ""
+			}},
+		{name: "local cluster first with the zones unknown: no hints",
+			in: func(in sliceInputs) sliceInputs {
+				in.merged, in.exports = localFirst, []*clusterset.ExportedService{east, own}
+				return in
+			},
+			planned: "east:2 north:1",
+			check: func(p slicesPlan) string {
+				if p.planned[1].input.Hints != nil || !p.planned[1].remember {
+					return "hints without zones"
+				}
+				return ""
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base()
+			if tc.in != nil {
+				in = tc.in(in)
+			}
+			plan := planSlices(in)
+			var got []string
+			for _, p := range plan.planned {
+				got = append(got, fmt.Sprintf("%s:%d", p.source, p.endpoints))
+			}
+			if strings.Join(got, " ") != tc.planned || plan.present != tc.present {
+				t.Fatalf("planned %v, present %v; want %s, present %v", got, plan.present, tc.planned, tc.present)
+			}
+			if tc.check != nil {
+				if problem := tc.check(plan); problem != "" {
+					t.Error(problem)
+				}
+			}
+		})
+	}
+}

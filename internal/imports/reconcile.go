@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,8 +35,46 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, err
 }
 
-// reconcile writes, in this order, the ServiceImport, its derived Service,
-// its spec.ips, its slices and its status, each only where it differs.
+// observed is what a reconcile reads of the consumer besides the
+// ServiceImport, all of it before anything is planned or written: the
+// Service of the derived Service's name (whoever's; nil: none), the
+// imported slices, and the zones of the consumer's nodes (local-first
+// imports only).
+type observed struct {
+	service *corev1.Service
+	slices  []*discoveryv1.EndpointSlice
+	zones   []string
+}
+
+// observe reads what the plan of key's import compares against.
+func (c *Controller) observe(ctx context.Context, key types.NamespacedName, merged clusterset.Merged) (observed, error) {
+	svc, err := c.readDerivedService(ctx, key)
+	if err != nil {
+		return observed{}, err
+	}
+	held, err := c.slices.of(ctx, key)
+	if err != nil {
+		return observed{}, fmt.Errorf("list imported EndpointSlices of %s: %w", key, err)
+	}
+	return observed{service: svc, slices: held, zones: c.zonesFor(ctx, merged)}, nil
+}
+
+// applySlices plans the slices of si's sources (planSlices) and applies
+// the plan (applySlicesPlan).
+func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view, seen observed) (present bool, err error) {
+	known := c.settled.of(client.ObjectKeyFromObject(si))
+	plan := planSlices(sliceInputs{
+		si: si, merged: merged, exports: v.exports, unsettled: v.unsettled,
+		members: c.opts.Membership.IDs(), held: seen.slices, consumer: c.opts.Consumer,
+		zones: seen.zones, settled: known,
+	})
+	return c.applySlicesPlan(ctx, si, v.exports, plan, known)
+}
+
+// reconcile reads what is (the view of the exports, the namespace, the
+// ServiceImport, then observe) and leaves the rest to apply, which writes
+// the ServiceImport, its derived Service, its spec.ips, its slices and its
+// status, each only where its plan (plan.go) says it differs.
 func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
 	v := c.viewOf(key)
 	if ok, err := c.namespaceReady(ctx, key, len(v.exports) > 0); !ok || err != nil {
@@ -62,23 +101,36 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 	}
 
 	merged := clusterset.Merge(v.exports)
+	seen, err := c.observe(ctx, key, merged)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var res reconcile.Result
+	res, blocked, err = c.apply(ctx, key, si, merged, v, seen)
+	return res, err
+}
+
+// apply plans and writes the import of key from what reconcile read (si:
+// the ServiceImport, nil for none), each stage in the order its inputs
+// need: the ServiceImport first (the derived Service and the slices are
+// owned by it: they need its UID), spec.ips once the derived Service has
+// them, the status last (whether slices are present, what failed).
+// blocked says why the import could not be written here ("": it was).
+func (c *Controller) apply(ctx context.Context, key types.NamespacedName, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view, seen observed) (res reconcile.Result, blocked string, err error) {
 	if si != nil && len(v.unsettled) > 0 {
-		res, why, err := c.applyPartial(ctx, si, merged, v)
-		blocked = why
-		return res, err
+		return c.applyPartial(ctx, si, merged, v, seen)
 	}
-	si, err := c.applyServiceImport(ctx, key, si, merged)
-	if err != nil {
-		return reconcile.Result{}, err
+	if si, err = c.applyServiceImport(ctx, key, si, merged); err != nil {
+		return reconcile.Result{}, "", err
 	}
-	derived, err := c.applyDerivedService(ctx, si, merged)
+	derived, err := c.applyDerivedService(ctx, si, merged, seen.service)
 	if err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, "", err
 	}
 	if si, err = c.applyIPs(ctx, si, derived.ips); err != nil {
-		return reconcile.Result{}, err
+		return reconcile.Result{}, "", err
 	}
-	present, sliceErr := c.applySlices(ctx, si, merged, v)
+	present, sliceErr := c.applySlices(ctx, si, merged, v, seen)
 	problem := derived.problem
 	if slicesFailed(ctx, sliceErr) {
 		// Never Ready over slices that were not written (a consumer whose
@@ -87,9 +139,10 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		problem = cmp.Or(problem, slicesNotWrittenCondition(sliceErr))
 	}
 	if err := c.applyStatus(ctx, si, merged, present, problem); err != nil {
-		return reconcile.Result{}, errors.Join(sliceErr, err)
+		return reconcile.Result{}, blocked, errors.Join(sliceErr, err)
 	}
-	return sliceResult(sliceErr, minPositive(v.recheck, derived.recheck))
+	res, err = sliceResult(sliceErr, minPositive(v.recheck, derived.recheck))
+	return res, blocked, err
 }
 
 // applyPartial reconciles an import on a partial view (right after a
@@ -97,9 +150,9 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 // so that a restart writes nothing; the slices of the settled sources
 // follow their exports. blocked says why they could not be written ("":
 // they were).
-func (c *Controller) applyPartial(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (res reconcile.Result, blocked string, err error) {
+func (c *Controller) applyPartial(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view, seen observed) (res reconcile.Result, blocked string, err error) {
 	merged.Spec.Type, merged.Spec.IPFamilies = si.Spec.Type, si.Spec.IPFamilies
-	_, err = c.applySlices(ctx, si, merged, v)
+	_, err = c.applySlices(ctx, si, merged, v, seen)
 	if slicesFailed(ctx, err) {
 		blocked = c.slicesNotWritten(client.ObjectKeyFromObject(si), err)
 	}

@@ -18,74 +18,22 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
-// applySlices reconciles the slices of every source cluster: the
-// endpoints of those exporting, nothing for the others; the slices of an
-// unsettled source stay as they are. It reports whether the import has any
-// slice once done.
-func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view) (present bool, err error) {
-	held, err := c.slices.of(ctx, client.ObjectKeyFromObject(si))
-	if err != nil {
-		return false, fmt.Errorf("list imported EndpointSlices of %s/%s: %w", si.Namespace, si.Name, err)
-	}
-	// Every member, and every other source that slices name: those of a
-	// cluster that left the clusterset (or was renamed) are withdrawn.
-	bySource, named := bySourceCluster(held)
-	exportOf := make(map[clusterset.ClusterID]*clusterset.ExportedService, len(v.exports))
-	exporters := make([]clusterset.ClusterID, len(v.exports))
-	for i, es := range v.exports {
-		exportOf[es.Cluster] = es
-		exporters[i] = es.Cluster
-	}
-	sources := membersAnd(c.opts.Membership.IDs(), named, exporters)
-	c.reportDuplicates(si, v.exports, sources)
-	addressTypes := addressTypesOf(merged.Spec.IPFamilies)
-	local, _ := desiredGroups(merged, exportOf[c.opts.Consumer], addressTypes)
-	localFirst := c.localFirstHints(ctx, merged, local)
-	key := client.ObjectKeyFromObject(si)
-	shared := sharedInputs(si, merged, addressTypes)
-	known := c.settled.of(key)
+// applySlicesPlan applies the slices' plan (planSlices) source by source,
+// records which sources are up to date (known) and reports whether the
+// import has any slice once done.
+func (c *Controller) applySlicesPlan(ctx context.Context, si *mcsv1beta1.ServiceImport, exports []*clusterset.ExportedService, plan slicesPlan, known settledSources) (present bool, err error) {
+	c.reportDuplicates(si, exports, plan.sources)
+	present = plan.present
 	var errs []error
-	for _, source := range sources {
-		existing, es := bySource[source], exportOf[source]
-		if (es == nil && len(existing) == 0) || v.unsettled[source] {
-			present = present || len(existing) > 0 // nothing to do, or not all known yet
-			continue
-		}
-		var inputs settledInputs
-		if localFirst == nil {
-			inputs = settledInputs{export: es, shared: shared, slices: heldSlices(existing)}
-			if known.same(source, inputs) {
-				present = present || len(existing) > 0
-				continue
-			}
-		}
-		in := c.sourceInput(si, merged, addressTypes, source, existing, localFirst)
-		left, wrote, err := c.applySourceSlices(ctx, si, in, merged, source, es)
+	for _, p := range plan.planned {
+		left, wrote, err := c.applySourceSlices(ctx, si, p)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", source, err))
+			errs = append(errs, fmt.Errorf("EndpointSlices from %s: %w", p.source, err))
 		}
-		known.record(source, inputs, err == nil && !wrote && localFirst == nil)
+		known.record(p.source, p.settled, p.remember && err == nil && !wrote)
 		present = present || left > 0
 	}
 	return present, errors.Join(errs...)
-}
-
-// sourceInput is the reconciler's input for source's slices, all but the
-// desired endpoints (applySourceSlices adds them).
-func (c *Controller) sourceInput(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, addressTypes []discoveryv1.AddressType, source clusterset.ClusterID, existing []*discoveryv1.EndpointSlice, localFirst func(clusterset.ClusterID) func(*discoveryv1.Endpoint) *discoveryv1.EndpointHints) reconciler.Input {
-	in := reconciler.Input{
-		Owner: si, OwnerGVK: serviceImportGVK,
-		AddressTypes: addressTypes,
-		Existing:     existing,
-		Labeler:      c.labeler(si, merged, source),
-		// See hints.go: never the source's hints, the import's own.
-		TrafficDistribution: importTrafficDistribution(merged.Spec.TrafficDistribution),
-	}
-	if localFirst != nil {
-		// Hints from the consumer's own zones: not remembered.
-		in.Hints = localFirst(source)
-	}
-	return in
 }
 
 // bySourceCluster groups imported slices by their source cluster, and
@@ -103,34 +51,25 @@ func bySourceCluster(held []*discoveryv1.EndpointSlice) (map[clusterset.ClusterI
 	return bySource, named
 }
 
-// applySourceSlices reconciles the slices of one source (es nil: it
-// exports nothing) from in, which has everything but the desired
-// endpoints, and returns how many slices the import then has from it and
-// whether it wrote any.
-func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, in reconciler.Input, merged clusterset.Merged, source clusterset.ClusterID, es *clusterset.ExportedService) (left int, wrote bool, err error) {
-	existing := in.Existing
+// applySourceSlices reconciles the slices of one source as p says, and
+// returns how many slices the import then has from it and whether it
+// wrote any.
+func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, p sourcePlan) (left int, wrote bool, err error) {
+	existing := p.input.Existing
 	key := client.ObjectKeyFromObject(si)
-	var skipped leftOut
-	if es != nil {
-		in.TriggerTime = es.LastChangeTriggerTime
-		in.Desired, skipped = desiredGroups(merged, es, in.AddressTypes)
-	}
-	endpoints := 0
-	for _, g := range in.Desired {
-		endpoints += len(g.Endpoints)
-	}
-	if c.opts.Metrics.setUnimportable(source, c.opts.Consumer, key, skipped.total()) && skipped.total() > 0 && c.recorder != nil {
+	skipped := p.leftOut.total()
+	if c.opts.Metrics.setUnimportable(p.source, c.opts.Consumer, key, skipped) && skipped > 0 && c.recorder != nil {
 		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
-			"%d endpoints from %s are not imported: %s", skipped.total(), source, skipped)
+			"%d endpoints from %s are not imported: %s", skipped, p.source, p.leftOut)
 	}
-	r := c.reconcilerFor(source)
-	plan, err := r.Plan(in)
+	r := c.reconcilerFor(p.source)
+	plan, err := r.Plan(p.input)
 	wrote = err == nil && !plan.Empty()
 	if wrote {
 		// What an importer writes, and from what: a write that no change
 		// explains (an importer's restart) is found with -v=2.
-		log.FromContext(ctx).V(2).Info("Imported EndpointSlices written", "serviceImport", key, "source", source,
-			"exported", es != nil, "endpoints", endpoints, "held", len(existing), "plan", plan.String())
+		log.FromContext(ctx).V(2).Info("Imported EndpointSlices written", "serviceImport", key, "source", p.source,
+			"exported", p.export != nil, "endpoints", p.endpoints, "held", len(existing), "plan", plan.String())
 	}
 	if err == nil {
 		// Applied even when empty: it writes nothing then, but keeps the
@@ -140,11 +79,11 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 	if err != nil {
 		// The gauge counts what the consumer holds, not what was meant to
 		// be written: what was there before (the next reconcile recounts).
-		c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpointsIn(existing))
+		c.opts.Metrics.setImported(p.source, c.opts.Consumer, key, endpointsIn(existing))
 		return len(existing), wrote, err
 	}
-	c.opts.Metrics.setImported(source, c.opts.Consumer, key, endpoints)
-	c.opts.Metrics.propagated(source, c.opts.Consumer, key, es, !plan.Empty())
+	c.opts.Metrics.setImported(p.source, c.opts.Consumer, key, p.endpoints)
+	c.opts.Metrics.propagated(p.source, c.opts.Consumer, key, p.export, !plan.Empty())
 	return len(existing) + len(plan.Create) - len(plan.Delete), wrote, nil
 }
 
@@ -194,7 +133,9 @@ func onExposedPorts(g reconciler.EndpointGroup, exposed map[string]bool) (reconc
 	return g, true
 }
 
-func (c *Controller) labeler(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID) reconciler.Labeler {
+// sliceLabeler labels the slices of source: the import's name, the source
+// cluster and, for a ClusterSetIP import, the derived Service's name.
+func sliceLabeler(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, source clusterset.ClusterID) reconciler.Labeler {
 	return reconciler.LabelerFunc(func() (map[string]string, map[string]string) {
 		l := map[string]string{
 			mcsv1beta1.LabelServiceName:   si.Name,
