@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -105,20 +104,6 @@ type Watcher struct {
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
 
-// enqueueEveryExport enqueues every ServiceExport of the member.
-func (w *Watcher) enqueueEveryExport(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	var list mcsv1beta1.ServiceExportList
-	if err := w.cache.List(ctx, &list); err != nil {
-		if ctx.Err() == nil {
-			log.FromContext(ctx).Error(err, "Could not list the ServiceExports to look at them again", "cluster", w.cluster)
-		}
-		return
-	}
-	for i := range list.Items {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-}
-
 // New returns the watcher of member cl, as an unmanaged controller named
 // "export-<cluster>" that Start runs: it lives as long as the member's
 // connection, and a member that returns gets a new one. It registers the
@@ -183,7 +168,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		// be written) brings every ServiceExport of the member.
 		if err := c.Watch(plumbing.StoreSource(w.feedback, func(key types.NamespacedName, _ clusterset.ClusterID) bool {
 			return w.store.GetFrom(key, w.cluster) != nil
-		}, w.enqueueEveryExport)); err != nil {
+		}, plumbing.EnqueueEvery(w.cache, &mcsv1beta1.ServiceExportList{}, "ServiceExports", w.cluster))); err != nil {
 			return nil, err
 		}
 	}

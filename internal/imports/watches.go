@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -89,18 +88,8 @@ func (c *Controller) zonesSource() source.TypedSource[reconcile.Request] {
 // through the Store it requeued the key at once, past the controller's
 // backoff (a refused slice write was tried 30-50 times a second).
 func (c *Controller) storeSource() source.TypedSource[reconcile.Request] {
-	return plumbing.StoreSource(c.opts.Store, nil, func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		var list mcsv1beta1.ServiceImportList
-		if err := c.client.List(ctx, &list, client.MatchingLabels{ManagedByLabel: c.opts.ManagedBy}); err != nil {
-			if ctx.Err() == nil {
-				log.FromContext(ctx).Error(err, "Could not list the ServiceImports to look at them again", "cluster", c.opts.Consumer)
-			}
-			return
-		}
-		for i := range list.Items {
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	})
+	return plumbing.StoreSource(c.opts.Store, nil, plumbing.EnqueueEvery(c.client, &mcsv1beta1.ServiceImportList{}, "ServiceImports", c.opts.Consumer,
+		client.MatchingLabels{ManagedByLabel: c.opts.ManagedBy}))
 }
 
 // notEcho lets through every event but the create and update events that

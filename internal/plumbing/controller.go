@@ -5,10 +5,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -60,4 +64,27 @@ func StoreSource(store Subscribable, wants func(types.NamespacedName, clusterset
 		store.Subscribe(ctx, sub)
 		return nil
 	})
+}
+
+// EnqueueEvery returns the everything of StoreSource that enqueues every
+// object that reader lists into list (with opts): a ServiceExport of the
+// member, a ServiceImport of the consumer. A list that fails is logged
+// (what names the objects, cluster the member) unless the controller is
+// stopping.
+func EnqueueEvery(reader client.Reader, list client.ObjectList, what string, cluster clusterset.ClusterID, opts ...client.ListOption) func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		list := list.DeepCopyObject().(client.ObjectList) // each call lists into a list of its own
+		if err := reader.List(ctx, list, opts...); err != nil {
+			if ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "Could not list the "+what+" to look at them again", "cluster", cluster)
+			}
+			return
+		}
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			if obj, ok := o.(client.Object); ok {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+			return nil
+		})
+	}
 }

@@ -75,7 +75,7 @@ func NetID(stateDir string) string {
 func bridgeName(stateDir string) string { return "mcs" + NetID(stateDir) }
 
 func hostVeth(stateDir string, index int) string {
-	return fmt.Sprintf("mcs%sv%d", NetID(stateDir), index)
+	return fmt.Sprintf("%sv%d", bridgeName(stateDir), index)
 }
 
 // ReserveNetwork takes the first of the Slots networks that no other
