@@ -1,6 +1,8 @@
 package export
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -8,9 +10,10 @@ import (
 
 // RegisterMetrics registers mcs_syncer_exported_services{cluster}: the
 // number of Services each member exports, read from the Store when scraped
-// (members come and go while mcs-syncer runs).
+// (members come and go while mcs-syncer runs); and
+// mcs_syncer_service_exports_by_condition (conditions.go).
 func RegisterMetrics(reg prometheus.Registerer, store *clusterset.Store) error {
-	return reg.Register(&exportedServices{store: store})
+	return errors.Join(reg.Register(&exportedServices{store: store}), reg.Register(exportConditions))
 }
 
 var exportedServicesDesc = prometheus.NewDesc("mcs_syncer_exported_services",

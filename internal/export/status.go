@@ -113,13 +113,13 @@ func (w *Watcher) writeConditions(ctx context.Context, se *mcsv1beta1.ServiceExp
 	for _, t := range remove {
 		changed = meta.RemoveStatusCondition(&updated.Status.Conditions, t) || changed
 	}
-	if !changed {
-		return nil
+	if changed {
+		if err := w.client.Status().Update(ctx, updated); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("update status of ServiceExport %s: %w", klogRef(se), err)
+		}
+		w.recordProblems(se, updated)
 	}
-	if err := w.client.Status().Update(ctx, updated); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("update status of ServiceExport %s: %w", klogRef(se), err)
-	}
-	w.recordProblems(se, updated)
+	w.conditions.set(w, client.ObjectKeyFromObject(se), updated.Status.Conditions)
 	return nil
 }
 

@@ -28,6 +28,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		if apierrors.IsNotFound(err) {
 			w.triggers.forget(key)
 			w.fetched.forget(key)
+			w.conditions.forget(w, key)
 			if w.store.Delete(w.cluster, key) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}

@@ -2,7 +2,11 @@ package export
 
 import (
 	"context"
+	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,7 +97,7 @@ func newUnitHarness(t *testing.T, objs ...client.Object) *unitHarness {
 			},
 		}).Build()
 	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), store: h.store, feedback: h.feedback, writeStatus: true, recorder: h.recorder,
-		membership: h.members, triggers: newTriggerLog()}
+		membership: h.members, triggers: newTriggerLog(), conditions: newConditionCounts()}
 	for _, id := range h.members.IDs() {
 		h.store.MarkSynced(id, nil)
 	}
@@ -538,5 +542,62 @@ func TestUnitClearStatus(t *testing.T) {
 	}
 	if got := h.conditions(); !maps.Equal(got, map[string]string{"SomeoneElses": "True/X"}) {
 		t.Errorf("conditions after ClearStatus %v", got)
+	}
+}
+
+// TestUnitConditionsGauge: mcs_syncer_service_exports_by_condition counts
+// the member's ServiceExports by the conditions written (zeros included),
+// drops a deleted one, and the member's series go when its watcher stops.
+func TestUnitConditionsGauge(t *testing.T) {
+	t0 := time.Now().Add(-time.Minute)
+	se := serviceExportOf(t0.Add(time.Second))
+	h := newUnitHarness(t, se, service(nil))
+	defer h.w.conditions.stopped(h.w)
+	gauge := func() string {
+		var b strings.Builder
+		ch := make(chan prometheus.Metric, 100)
+		h.w.conditions.Collect(ch)
+		close(ch)
+		var rows []string
+		for m := range ch {
+			var out dto.Metric
+			if err := m.Write(&out); err != nil {
+				t.Fatal(err)
+			}
+			labels := map[string]string{}
+			for _, l := range out.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster"] == "east" && out.GetGauge().GetValue() > 0 {
+				rows = append(rows, fmt.Sprintf("%s=%s:%v", labels["condition"], labels["status"], out.GetGauge().GetValue()))
+			}
+			if labels["cluster"] == "east" && labels["condition"] == "Conflict" && labels["status"] == "True" && out.GetGauge() != nil {
+				b.WriteString("conflict-series ")
+			}
+		}
+		slices.Sort(rows)
+		return b.String() + strings.Join(rows, " ")
+	}
+	h.sync()
+	if got := gauge(); got != "conflict-series Conflict=False:1 Ready=True:1 Valid=True:1" {
+		t.Errorf("a valid export: %q", got)
+	}
+	h.store.Put(&clusterset.ExportedService{Cluster: "west", Key: webKey, ExportCreated: metav1.NewTime(t0),
+		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+			Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 8080}}}})
+	h.sync()
+	if got := gauge(); got != "conflict-series Conflict=True:1 Ready=True:1 Valid=True:1" {
+		t.Errorf("in conflict: %q", got)
+	}
+	if err := h.client.Delete(t.Context(), se); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if got := gauge(); got != "conflict-series " {
+		t.Errorf("deleted: %q, want zeros only", got)
+	}
+	h.w.conditions.stopped(h.w)
+	if got := gauge(); got != "" {
+		t.Errorf("stopped: %q, want no series of east", got)
 	}
 }

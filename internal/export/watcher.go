@@ -99,7 +99,10 @@ type Watcher struct {
 	recorder    events.EventRecorder
 	membership  clusterset.Membership
 	triggers    *triggerLog
-	controller  controller.TypedController[reconcile.Request]
+	// conditions counts the ServiceExports by their conditions
+	// (exportConditions, but in a unit test).
+	conditions *conditionCounts
+	controller controller.TypedController[reconcile.Request]
 }
 
 var _ reconcile.Reconciler = (*Watcher)(nil)
@@ -120,7 +123,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(),
 		store: opts.Store, feedback: opts.Feedback, writeStatus: opts.WriteStatus,
-		recorder: opts.Recorder, membership: opts.Membership, triggers: newTriggerLog(),
+		recorder: opts.Recorder, membership: opts.Membership, triggers: newTriggerLog(), conditions: exportConditions,
 	}
 	// Slices are looked up by their Service: an index, so that a change
 	// costs the same however many slices the namespace holds.
@@ -179,6 +182,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 
 // Start runs the first pass and the controller until ctx ends.
 func (w *Watcher) Start(ctx context.Context) error {
+	defer w.conditions.stopped(w)
 	go w.initialSync(ctx, w.cache)
 	return w.controller.Start(ctx)
 }
