@@ -68,8 +68,9 @@ INTEGRATION_PKGS = $(shell go list -f '{{.ImportPath}} {{join .TestImports " "}}
 	awk '$$1 ~ /\/test\/e2e/ { next } $$1 ~ /\/test\/testbed$$/ || / github.com\/mcs-syncer\/mcs-syncer\/test\/testbed( |$$)/ { print $$1 }')
 
 .PHONY: test
-test: unit tools ## make unit, then the integration tests on real API servers and real nodes (the race detector on).
+test: unit tools ## make unit, then the integration tests on real API servers and real nodes (the race detector on), and the alerting rules' unit tests (promtool).
 	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $(INTEGRATION_PKGS)
+	$(GO_TEST) -run TestAlertRules ./cmd/mcs-syncer/
 
 # A cold build of mcs-syncer and its dependencies takes minutes on 2 cores,
 # more beside other work: go test's default 10 minutes is no bound for it.
