@@ -232,3 +232,35 @@ func TestHubNotSaidUnreadableWhileStarting(t *testing.T) {
 		t.Error("the hub is still said to be out of reach with west engaged through it")
 	}
 }
+
+// TestNoHubNoHubGauge: without a member read through a hub,
+// mcs_syncer_hub_connected has no series (it reported 0 in central mode,
+// which an alert on the hub would read as a hub out of reach).
+func TestNoHubNoHubGauge(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:1")
+	path := filepath.Join(dir, "clusterset.yaml")
+	if err := os.WriteFile(path, []byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(path, cfg, Options{
+		Scheme: runtime.NewScheme(), Registerer: prometheus.NewRegistry(),
+		Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) { return nil, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, state := range []State{Engaged, Unreachable} {
+		set.members["east"].setState(context.Background(), state, errors.New(string(state)))
+		if n := testutil.CollectAndCount(set.metrics.hubConnected); n != 0 {
+			t.Errorf("east %s, no hub: %d hub_connected series", state, n)
+		}
+		if v := testutil.ToFloat64(set.metrics.up.WithLabelValues("east")); v != gauge(state == Engaged) {
+			t.Errorf("east %s: member_up %v", state, v)
+		}
+	}
+}

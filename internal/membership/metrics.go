@@ -13,7 +13,10 @@ import (
 type metrics struct {
 	connected    *prometheus.GaugeVec
 	up           *prometheus.GaugeVec
-	hubConnected prometheus.Gauge
+	// hubConnected has no labels: a vector only so that it has no series
+	// until a member is read through a hub (a plain Gauge reported 0 in
+	// central mode, a hub never reached).
+	hubConnected *prometheus.GaugeVec
 	state        *prometheus.GaugeVec
 	reloadOK     prometheus.Gauge
 	reloadOKTime prometheus.Gauge
@@ -29,10 +32,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "mcs_syncer_member_up",
 			Help: "1 while the member is up: engaged and, when read through its publications, heard from (its mcs-syncer renews its heartbeat); 0 while it is down or held (read through a hub that cannot be read). Its endpoints leave the imports once it has been down for --cluster-unreachable-grace.",
 		}, []string{"cluster"}),
-		hubConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+		hubConnected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcs_syncer_hub_connected",
 			Help: "1 while the hub can be read, 0 while it cannot (the members read through it keep their exports as they are meanwhile); absent without a hub.",
-		}),
+		}, nil),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcs_syncer_member_state",
 			Help: "1 for the member's current state (" + stateNames() + "), 0 for the others.",
@@ -75,7 +78,15 @@ func (m *metrics) setUp(id clusterset.ClusterID, up bool) {
 	m.up.WithLabelValues(string(id)).Set(gauge(up))
 }
 
-func (m *metrics) setHubConnected(connected bool) { m.hubConnected.Set(gauge(connected)) }
+// setHubConnected sets the hub's gauge, or (throughHub false: no member
+// is read through a hub, or no more) removes it.
+func (m *metrics) setHubConnected(throughHub, connected bool) {
+	if !throughHub {
+		m.hubConnected.Reset()
+		return
+	}
+	m.hubConnected.WithLabelValues().Set(gauge(connected))
+}
 
 func gauge(b bool) float64 {
 	if b {

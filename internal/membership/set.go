@@ -294,9 +294,7 @@ func (s *Set) announceHealth() {
 		s.hubHeld = hubHeld
 	}
 	s.mu.Unlock()
-	if throughHub {
-		s.metrics.setHubConnected(!hubHeld)
-	}
+	s.metrics.setHubConnected(throughHub, !hubHeld)
 	if hubFlipped {
 		logger := log.Log.WithName("membership")
 		if hubHeld {
