@@ -46,9 +46,10 @@ VERSION_PKG := github.com/mcs-syncer/mcs-syncer/internal/version
 LDFLAGS     := -s -w -buildid= -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
 
 .PHONY: build
-build: ## Build every package; mcs-syncer (as the image has it, version stamped) and the testbed CLI into bin/.
+build: ## Build every package; mcs-syncer (as the image has it, version stamped), the kubectl plugin kubectl-mcs and the testbed CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath ./...
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(BIN)/mcs-syncer ./cmd/mcs-syncer
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-mcs ./cmd/kubectl-mcs
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/testbed ./test/testbed/cmd/testbed
 
 .PHONY: image

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcs-syncer/mcs-syncer/config/monitoring"
 )
 
 // monitoringDir holds the alerting rules (config/monitoring).
@@ -142,40 +143,23 @@ func TestAlertRules(t *testing.T) {
 // metrics that mcs-syncer registers. (The e2e test of the alerts has a
 // real Prometheus run each query.)
 func TestDashboard(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(monitoringDir, "dashboard.json"))
+	queries, bad, err := monitoring.DashboardQueries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		UID    string `json:"uid"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		t.Fatal(err)
-	}
-	if dash.UID == "" || len(dash.Panels) < 10 {
-		t.Fatalf("uid %q, %d panels: not the dashboard", dash.UID, len(dash.Panels))
+	if bad > 0 || len(queries) < 10 {
+		t.Fatalf("%d queries, %d panels without a title or a query", len(queries), bad)
 	}
 	registered := registeredMetrics(t).names
 	metric := regexp.MustCompile(`mcs_syncer_[a-z0-9_]*[a-z0-9]`)
-	for _, p := range dash.Panels {
-		if p.Title == "" || len(p.Targets) == 0 {
-			t.Errorf("panel %q has no title or no query", p.Title)
+	for _, q := range queries {
+		names := metric.FindAllString(q.Expr, -1)
+		if len(names) == 0 {
+			t.Errorf("panel %q: %s reads no metric of mcs-syncer", q.Panel, q.Expr)
 		}
-		for _, target := range p.Targets {
-			names := metric.FindAllString(target.Expr, -1)
-			if len(names) == 0 {
-				t.Errorf("panel %q: %s reads no metric of mcs-syncer", p.Title, target.Expr)
-			}
-			for _, name := range names {
-				if !metricExists(registered, name) {
-					t.Errorf("panel %q reads %s, which mcs-syncer does not register", p.Title, name)
-				}
+		for _, name := range names {
+			if !metricExists(registered, name) {
+				t.Errorf("panel %q reads %s, which mcs-syncer does not register", q.Panel, name)
 			}
 		}
 	}

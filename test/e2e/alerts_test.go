@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcs-syncer/mcs-syncer/config/monitoring"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
@@ -80,11 +81,11 @@ func startPrometheus(ctx context.Context, t *testing.T, target string) *promethe
 	if err != nil {
 		t.Fatalf("prometheus: %v (Debian's prometheus package: .ci/run installs it)", err)
 	}
-	rules, err := filepath.Abs(filepath.Join("..", "..", "config", "monitoring", "rules.yaml"))
-	if err != nil {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(rules, monitoring.Rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	config := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\nrule_files: [%q]\n"+
 		"scrape_configs:\n- job_name: mcs-syncer\n  static_configs: [{targets: [%q]}]\n", rules, target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
@@ -193,33 +194,20 @@ func (p *prometheus) firing(ctx context.Context, alert, cluster string) func() e
 // panel must have data.
 func (p *prometheus) runsTheDashboard(ctx context.Context, t *testing.T) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "monitoring", "dashboard.json"))
+	queries, _, err := monitoring.DashboardQueries()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(raw, &dash); err != nil {
-		t.Fatal(err)
-	}
 	grafana := strings.NewReplacer("$__rate_interval", "1m", "$cluster", ".*")
-	for _, panel := range dash.Panels {
-		for _, target := range panel.Targets {
-			var data struct {
-				Result []any `json:"result"`
-			}
-			if err := p.get(ctx, "/api/v1/query?query="+url.QueryEscape(grafana.Replace(target.Expr)), &data); err != nil {
-				t.Errorf("panel %q: %v", panel.Title, err)
-			}
-			if panel.Title == "Members up" && len(data.Result) != 3 {
-				t.Errorf("panel %q: %d series, want one per member", panel.Title, len(data.Result))
-			}
+	for _, q := range queries {
+		var data struct {
+			Result []any `json:"result"`
+		}
+		if err := p.get(ctx, "/api/v1/query?query="+url.QueryEscape(grafana.Replace(q.Expr)), &data); err != nil {
+			t.Errorf("panel %q: %v", q.Panel, err)
+		}
+		if q.Panel == "Members up" && len(data.Result) != 3 {
+			t.Errorf("panel %q: %d series, want one per member", q.Panel, len(data.Result))
 		}
 	}
 }

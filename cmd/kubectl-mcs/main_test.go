@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUsageErrors: what the command cannot run with exits 2 and says why.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.kubeconfig")
+	if err := os.WriteFile(empty, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{nil, "Usage:"},
+		{[]string{"statuses"}, "Usage:"},
+		{[]string{"status", "web"}, `"web": want namespace/name`},
+		{[]string{"status", "a/b", "c/d"}, "one namespace/name at most"},
+		{[]string{"status", "-o", "table", "--kubeconfig", empty}, `-o "table": want text, json or yaml`},
+		{[]string{"status", "--kubeconfig", empty}, "no context"},
+		{[]string{"status", "--kubeconfig", empty, "--contexts", "east"}, `no context "east"`},
+		{[]string{"status", "--clusterset-config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"status", "--clusterset-config", "c.yaml", "--kubeconfig", empty}, "not both"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), tc.args, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tc.says) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, stderr.String(), exitUsage, tc.says)
+		}
+	}
+}
+
+// TestUnreachableMemberIsNotConverged: a member whose API server does not
+// answer makes the report not converged (exit 1), named.
+func TestUnreachableMemberIsNotConverged(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "https://127.0.0.1:1"}
+contexts:
+- name: east
+  context: {cluster: c, user: u}
+users:
+- name: u
+  user: {token: t}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, &stdout, &stderr)
+	if code != exitNotConverged || !strings.Contains(stderr.String(), "member east cannot be read") || !strings.Contains(stdout.String(), `"id": "east"`) {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
+	}
+}

@@ -1,0 +1,142 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+var web = types.NamespacedName{Namespace: "demo", Name: "web"}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), mcsv1beta1.Install(s)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func export(ready metav1.ConditionStatus, conflict string) *mcsv1beta1.ServiceExport {
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: web.Namespace, Name: web.Name}}
+	se.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: ready, Reason: "Exported", Message: "ok"}}
+	if conflict != "" {
+		se.Status.Conditions = append(se.Status.Conditions, metav1.Condition{Type: "Conflict", Status: metav1.ConditionTrue, Reason: "PortConflict", Message: conflict})
+	}
+	return se
+}
+
+func serviceImport(clusters ...string) *mcsv1beta1.ServiceImport {
+	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: web.Namespace, Name: web.Name},
+		Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.ClusterSetIP, IPs: []string{"10.96.0.10"}}}
+	for _, c := range clusters {
+		si.Status.Clusters = append(si.Status.Clusters, mcsv1beta1.ClusterStatus{Cluster: c})
+	}
+	si.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready"}}
+	return si
+}
+
+// slice is a slice of web with ips: its own (source "") or imported from
+// source.
+func slice(name, source string, ips ...string) *discoveryv1.EndpointSlice {
+	s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: web.Namespace, Name: name,
+		Labels: map[string]string{discoveryv1.LabelServiceName: web.Name}}, AddressType: discoveryv1.AddressTypeIPv4}
+	if source != "" {
+		s.Labels = map[string]string{mcsv1beta1.LabelServiceName: web.Name, mcsv1beta1.LabelSourceCluster: source,
+			discoveryv1.LabelServiceName: "derived-web"}
+	}
+	for _, ip := range ips {
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}})
+	}
+	return s
+}
+
+func member(t *testing.T, id string, objs ...client.Object) Member {
+	return Member{ID: id, Client: fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()}
+}
+
+// converged is east exporting web (two endpoints) into itself and north.
+func converged(t *testing.T) []client.Object {
+	return []client.Object{export(metav1.ConditionTrue, ""), slice("web-own", "", "10.1.0.1", "10.1.0.2"), serviceImport("east"), slice("web-east", "east", "10.1.0.1", "10.1.0.2")}
+}
+
+func TestGather(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		members  func(t *testing.T) []Member
+		problems []string // each a part of one problem, in order
+	}{
+		{name: "converged", members: func(t *testing.T) []Member {
+			return []Member{member(t, "east", converged(t)...), member(t, "north", serviceImport("east"), slice("web-east", "east", "10.1.0.1", "10.1.0.2"))}
+		}},
+		{name: "an endpoint not imported yet, and a member without the import", members: func(t *testing.T) []Member {
+			return []Member{member(t, "east", converged(t)...), member(t, "north", serviceImport("east"), slice("web-east", "east", "10.1.0.1")), member(t, "west")}
+		}, problems: []string{"north holds 1 endpoints imported from east, which exports 2", "demo/web: not imported into west"}},
+		{name: "an export not Ready and in conflict; status.clusters behind", members: func(t *testing.T) []Member {
+			return []Member{member(t, "east", export(metav1.ConditionFalse, "port http differs"), slice("web-own", "", "10.1.0.1"), serviceImport(), slice("web-east", "east", "10.1.0.1"))}
+		}, problems: []string{"the export of east is not Ready", "imported into east from []; exported by [east]"}},
+		{name: "an import nobody exports", members: func(t *testing.T) []Member {
+			return []Member{member(t, "north", serviceImport("east"))}
+		}, problems: []string{"imported into north, but no member exports it"}},
+		{name: "a member that cannot be read; one read through the hub is left out", members: func(t *testing.T) []Member {
+			broken := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+				List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+					return errors.New("connection refused")
+				}}).Build()
+			return []Member{member(t, "east", converged(t)...), {ID: "west", Client: broken}, {ID: "south"}}
+		}, problems: []string{"member west cannot be read: connection refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Gather(t.Context(), tc.members(t), nil)
+			if len(r.Problems) != len(tc.problems) {
+				t.Fatalf("problems %q, want %d:\n%s", r.Problems, len(tc.problems), r.Text())
+			}
+			for i, want := range tc.problems {
+				if !strings.Contains(r.Problems[i], want) {
+					t.Errorf("problem %d is %q, want it to say %q", i, r.Problems[i], want)
+				}
+			}
+			if r.Converged() != (len(tc.problems) == 0) {
+				t.Errorf("converged %v with problems %v", r.Converged(), r.Problems)
+			}
+		})
+	}
+}
+
+func TestGatherReportsTheCounts(t *testing.T) {
+	r := Gather(t.Context(), []Member{
+		member(t, "east", converged(t)...),
+		member(t, "north", serviceImport("east"), slice("web-east", "east", "10.1.0.1", "10.1.0.2")),
+		{ID: "south"},
+	}, &web)
+	if len(r.Services) != 1 || len(r.Services[0].Imports) != 2 {
+		t.Fatalf("services %+v", r.Services)
+	}
+	north := r.Services[0].Imports[1]
+	if got := fmt.Sprintf("%s %v %v %+v", north.Consumer, north.Imported, north.IPs, north.Endpoints); got != "north true [10.96.0.10] [{Source:east Imported:2 Exported:2}]" {
+		t.Errorf("north's import: %s", got)
+	}
+	if r.Members[2].Read || !strings.Contains(r.Members[2].Error, "through the hub") {
+		t.Errorf("south: %+v", r.Members[2])
+	}
+	text := r.Text()
+	for _, want := range []string{"demo/web", "east 2/2", "converged: every import"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the text lacks %q:\n%s", want, text)
+		}
+	}
+	if other := Gather(t.Context(), []Member{member(t, "east", converged(t)...)}, &types.NamespacedName{Namespace: "demo", Name: "api"}); len(other.Services) != 0 {
+		t.Errorf("limited to demo/api: %+v", other.Services)
+	}
+}

@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/status"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
+)
+
+// TestKubectlMCSStatus: kubectl mcs status, built as a user builds it,
+// reads the testbed's clusterset from mcs-syncer's config: with web of
+// east and west imported everywhere it exits 0 and reports each member's
+// import with each source's endpoints, as many as the source holds; with
+// west's API server stopped it exits 1 and names west.
+func TestKubectlMCSStatus(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ns := "kubectl-mcs-status"
+	bed.Namespace(ctx, t, ns)
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	workloads.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
+	eventually(ctx, t, "north to import web", readyImported(ctx, north, ns, map[string]int{"east": 2, "west": 1}))
+
+	bin := filepath.Join(t.TempDir(), "kubectl-mcs")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/kubectl-mcs").CombinedOutput(); err != nil {
+		t.Fatalf("go build kubectl-mcs: %v\n%s", err, out)
+	}
+	statusOf := func(args ...string) (status.Report, int, string) {
+		cmd := exec.CommandContext(ctx, bin, append([]string{"status", "--clusterset-config", bed.ConfigPath, "-o", "json"}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		code := 0
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatal(err)
+			}
+			code = exit.ExitCode()
+		}
+		var r status.Report
+		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil && code != 2 {
+			t.Fatalf("exit %d, not a report: %v\n%s\n%s", code, err, stdout.String(), stderr.String())
+		}
+		return r, code, stderr.String()
+	}
+
+	var r status.Report
+	eventually(ctx, t, "kubectl mcs status to report web converged", func() error {
+		var code int
+		var stderr string
+		r, code, stderr = statusOf(ns + "/web")
+		if code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		return nil
+	})
+	if len(r.Services) != 1 || len(r.Services[0].Imports) != 3 || strings.Join(r.Services[0].ExportedBy, ",") != "east,west" {
+		t.Fatalf("services %+v", r.Services)
+	}
+	for _, imp := range r.Services[0].Imports {
+		got := fmt.Sprintf("%v %d %+v", imp.Imported, len(imp.IPs), imp.Endpoints)
+		if want := "true 1 [{Source:east Imported:2 Exported:2} {Source:west Imported:1 Exported:1}]"; got != want {
+			t.Errorf("%s's import: %s, want %s", imp.Consumer, got, want)
+		}
+	}
+
+	westBed := bed.Cluster("west")
+	if err := westBed.StopAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = westBed.StartAPIServer(context.Background()) })
+	r, code, stderr := statusOf(ns + "/web")
+	if code != 1 || !strings.Contains(stderr, "member west cannot be read") {
+		t.Errorf("west down: exit %d, %s", code, stderr)
+	}
+	for _, m := range r.Members {
+		if m.ID == "west" && (m.Read || m.Error == "") {
+			t.Errorf("west down, reported %+v", m)
+		}
+	}
+}
