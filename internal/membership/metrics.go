@@ -11,8 +11,8 @@ import (
 
 // metrics are the membership's Prometheus metrics.
 type metrics struct {
-	connected    *prometheus.GaugeVec
-	up           *prometheus.GaugeVec
+	connected *prometheus.GaugeVec
+	up        *prometheus.GaugeVec
 	// hubConnected has no labels: a vector only so that it has no series
 	// until a member is read through a hub (a plain Gauge reported 0 in
 	// central mode, a hub never reached).
