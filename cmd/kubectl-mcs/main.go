@@ -44,6 +44,12 @@ const usage = `kubectl mcs: the clusterset of mcs-syncer, seen from its members.
 
 Usage:
   kubectl mcs status [namespace/name] [flags]
+  kubectl mcs export <service> [-n namespace] [--exported-labels k=v,...] [--exported-annotations k=v,...]
+  kubectl mcs unexport <service> [-n namespace]
+
+export creates (or updates) the ServiceExport of a Service of the current
+context's cluster (--kubeconfig, --context), as subctl export does;
+unexport deletes it.
 
 status lists each member, each exported Service with the clusters that
 export it, its conflicts, and per member its ServiceImport (clusterset IP,
@@ -54,8 +60,6 @@ source holds now. It exits 0 when every import is converged, 1 when not
 The clusterset: --clusterset-config (mcs-syncer's config file), or the
 contexts of --kubeconfig (default $KUBECONFIG or ~/.kube/config), one per
 member, named after its cluster ID (--contexts: which; default all).
-
-Flags:
 `
 
 func main() {
@@ -71,21 +75,31 @@ type options struct {
 	timeout    time.Duration
 }
 
+// run runs the command line args (without the program's name) and
+// returns the exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubectl-mcs", flag.ContinueOnError)
+	switch {
+	case len(args) > 0 && (args[0] == "export" || args[0] == "unexport"):
+		return runExport(ctx, args[0], args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "status":
+		return runStatus(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprint(stderr, usage)
+	return exitUsage
+}
+
+// runStatus runs status with args.
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kubectl-mcs status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of status:\n"); fs.PrintDefaults() }
 	var o options
 	fs.StringVar(&o.config, "clusterset-config", "", "mcs-syncer's clusterset config file: its members, as mcs-syncer reads them")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "a kubeconfig with a context per member, named after its cluster ID (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.contexts, "contexts", "", "comma-separated contexts of --kubeconfig, the members (default every context)")
 	fs.StringVar(&o.output, "o", "text", "output: text, json or yaml")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the members' API servers, in all")
-	if len(args) == 0 || args[0] != "status" {
-		fs.Usage()
-		return exitUsage
-	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
 	only, err := onlyService(fs.Args())

@@ -16,9 +16,9 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
-// TestKubectlMCSStatus: kubectl mcs status, built as a user builds it,
-// reads the testbed's clusterset from mcs-syncer's config: with web of
-// east and west imported everywhere it exits 0 and reports each member's
+// TestKubectlMCSStatus: kubectl mcs, built as a user builds it, exports
+// west's web (kubectl mcs export); status reads the testbed's clusterset
+// from mcs-syncer's config: with web of east and west imported everywhere it exits 0 and reports each member's
 // import with each source's endpoints, as many as the source holds; with
 // west's API server stopped it exits 1 and names west.
 func TestKubectlMCSStatus(t *testing.T) {
@@ -29,13 +29,17 @@ func TestKubectlMCSStatus(t *testing.T) {
 	bed.Namespace(ctx, t, ns)
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
-	workloads.CreateApp(ctx, t, west, ns, 1, 80, true, nil)
-	eventually(ctx, t, "north to import web", readyImported(ctx, north, ns, map[string]int{"east": 2, "west": 1}))
-
+	workloads.CreateApp(ctx, t, west, ns, 1, 80, false, nil)
 	bin := filepath.Join(t.TempDir(), "kubectl-mcs")
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/kubectl-mcs").CombinedOutput(); err != nil {
 		t.Fatalf("go build kubectl-mcs: %v\n%s", err, out)
 	}
+	// West's web exported by kubectl mcs export, on its real API server.
+	if out, err := exec.CommandContext(ctx, bin, "export", "web", "-n", ns, "--exported-labels", "tier=web",
+		"--kubeconfig", bed.Cluster("west").KubeconfigPath).CombinedOutput(); err != nil || !strings.Contains(string(out), "created") {
+		t.Fatalf("kubectl mcs export: %v\n%s", err, out)
+	}
+	eventually(ctx, t, "north to import web", readyImported(ctx, north, ns, map[string]int{"east": 2, "west": 1}))
 	statusOf := func(args ...string) (status.Report, int, string) {
 		cmd := exec.CommandContext(ctx, bin, append([]string{"status", "--clusterset-config", bed.ConfigPath, "-o", "json"}, args...)...)
 		var stdout, stderr bytes.Buffer
