@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
@@ -30,10 +34,7 @@ func TestKubectlMCSStatus(t *testing.T) {
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 	workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
 	workloads.CreateApp(ctx, t, west, ns, 1, 80, false, nil)
-	bin := filepath.Join(t.TempDir(), "kubectl-mcs")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/kubectl-mcs").CombinedOutput(); err != nil {
-		t.Fatalf("go build kubectl-mcs: %v\n%s", err, out)
-	}
+	bin := buildKubectlMCS(ctx, t)
 	// West's web exported by kubectl mcs export, on its real API server.
 	if out, err := exec.CommandContext(ctx, bin, "export", "web", "-n", ns, "--exported-labels", "tier=web",
 		"--kubeconfig", bed.Cluster("west").KubeconfigPath).CombinedOutput(); err != nil || !strings.Contains(string(out), "created") {
@@ -92,5 +93,104 @@ func TestKubectlMCSStatus(t *testing.T) {
 		if m.ID == "west" && (m.Read || m.Error == "") {
 			t.Errorf("west down, reported %+v", m)
 		}
+	}
+}
+
+// buildKubectlMCS builds kubectl-mcs as a user does, into the test's
+// folder.
+func buildKubectlMCS(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kubectl-mcs")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/kubectl-mcs").CombinedOutput(); err != nil {
+		t.Fatalf("go build kubectl-mcs: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestKubectlMCSDiagnose: kubectl mcs diagnose passes on the testbed (its
+// DNS and mcs-syncer run outside the clusters: those checks are skipped),
+// fails on a member whose CoreDNS (kube-system/coredns, as kubeadm and
+// kind run it) has no multicluster plugin, and on a node of west whose pod
+// CIDR is a range of east, naming both.
+func TestKubectlMCSDiagnose(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := buildKubectlMCS(ctx, t)
+	diagnoseOf := func() ([]diagnose.Check, int) {
+		cmd := exec.CommandContext(ctx, bin, "diagnose", "--clusterset-config", bed.ConfigPath, "-o", "json")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		code := 0
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatal(err)
+			}
+			code = exit.ExitCode()
+		}
+		var checks []diagnose.Check
+		if err := json.Unmarshal(stdout.Bytes(), &checks); err != nil {
+			t.Fatalf("exit %d, not checks: %v\n%s\n%s", code, err, stdout.String(), stderr.String())
+		}
+		return checks, code
+	}
+	failed := func(checks []diagnose.Check) []string {
+		var out []string
+		for _, c := range checks {
+			if c.Result == diagnose.Fail {
+				out = append(out, c.Name+"/"+c.Member+": "+c.Detail)
+			}
+		}
+		return out
+	}
+	checks, code := diagnoseOf()
+	if code != 0 {
+		t.Fatalf("the healthy testbed: exit %d, failed %q", code, failed(checks))
+	}
+	passed := map[string]int{}
+	for _, c := range checks {
+		if c.Result == diagnose.Pass {
+			passed[c.Name]++
+		}
+	}
+	if passed["MCS CRDs"] != 3 || passed["pod and service CIDRs do not overlap between members"] != 1 || passed["members' clocks agree"] != 1 {
+		t.Errorf("the healthy testbed: passed %v; want the CRDs of 3 members, the CIDRs and the clocks", passed)
+	}
+
+	west := bed.ClientOf(t, "west")
+	corefile := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"},
+		Data: map[string]string{"Corefile": ".:53 {\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . /etc/resolv.conf\n}\n"}}
+	if err := west.Create(ctx, corefile); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = west.Delete(context.Background(), corefile) })
+	// A range of east's: a node's pod CIDR, or its service range.
+	east := bed.ClientOf(t, "east")
+	var eastRange string
+	var nodes corev1.NodeList
+	if err := east.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if len(n.Spec.PodCIDRs) > 0 {
+			eastRange = n.Spec.PodCIDRs[0]
+			break
+		}
+	}
+	if eastRange == "" {
+		t.Fatal("no node of east has a pod CIDR")
+	}
+	overlap := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "overlaps-east"}, Spec: corev1.NodeSpec{PodCIDR: eastRange, PodCIDRs: []string{eastRange}}}
+	if err := west.Create(ctx, overlap); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = west.Delete(context.Background(), overlap) })
+
+	checks, code = diagnoseOf()
+	got := strings.Join(failed(checks), "\n")
+	if code != 1 || !strings.Contains(got, "CoreDNS answers clusterset.local/west: the Corefile of kube-system/coredns has no multicluster plugin") ||
+		!strings.Contains(got, "west's pod CIDR (node overlaps-east) "+eastRange) {
+		t.Errorf("exit %d, failed:\n%s", code, got)
 	}
 }

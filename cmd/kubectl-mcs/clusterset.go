@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/status"
+)
+
+// clustersetFlags say where the members are: mcs-syncer's config, or the
+// contexts of a kubeconfig.
+type clustersetFlags struct {
+	config, kubeconfig, contexts string
+}
+
+func (f *clustersetFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "clusterset-config", "", "mcs-syncer's clusterset config file: its members, as mcs-syncer reads them")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "a kubeconfig with a context per member, named after its cluster ID (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.contexts, "contexts", "", "comma-separated contexts of --kubeconfig, the members (default every context)")
+}
+
+// memberConn is a member and how to reach its API server (nil: it is read
+// through the hub, and not reached here).
+type memberConn struct {
+	id   string
+	rest *rest.Config
+}
+
+// members returns the clusterset's members.
+func (f clustersetFlags) members() ([]memberConn, error) {
+	if f.config != "" {
+		if f.kubeconfig != "" || f.contexts != "" {
+			return nil, errors.New("--clusterset-config or --kubeconfig, not both")
+		}
+		return fromConfig(f.config)
+	}
+	return fromKubeconfig(f.kubeconfig, f.contexts)
+}
+
+// fromConfig reads mcs-syncer's config: each member with connection
+// settings of its own; one read through the hub has none here.
+func fromConfig(path string) ([]memberConn, error) {
+	cfg, err := membership.LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	var members []memberConn
+	for i := range cfg.Members {
+		m := &cfg.Members[i]
+		if m.ID == "" {
+			return nil, fmt.Errorf("member %d has no id (its cluster names itself): kubectl mcs needs the IDs in the config", i+1)
+		}
+		if m.ThroughHub {
+			members = append(members, memberConn{id: string(m.ID)})
+			continue
+		}
+		rc, err := m.RESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", m.ID, err)
+		}
+		members = append(members, memberConn{id: string(m.ID), rest: rc})
+	}
+	return members, nil
+}
+
+// fromKubeconfig reads each context of a kubeconfig as a member.
+func fromKubeconfig(path, contexts string) ([]memberConn, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if contexts != "" {
+		names = strings.Split(contexts, ",")
+	} else {
+		for name := range raw.Contexts {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, errors.New("no context: give --clusterset-config, or a kubeconfig with a context per member")
+	}
+	var members []memberConn
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		if _, ok := raw.Contexts[name]; !ok {
+			return nil, fmt.Errorf("--contexts: the kubeconfig has no context %q", name)
+		}
+		rc, err := clientcmd.NewNonInteractiveClientConfig(*raw, name, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("context %s: %w", name, err)
+		}
+		members = append(members, memberConn{id: name, rest: rc})
+	}
+	return members, nil
+}
+
+// requestTimeout bounds each request: one member that does not answer
+// holds a report for this long at most per request.
+const requestTimeout = 10 * time.Second
+
+func newClient(rc *rest.Config) (client.Client, error) {
+	rc = rest.CopyConfig(rc)
+	rc.Timeout = requestTimeout
+	return client.New(rc, client.Options{Scheme: scheme})
+}
+
+// statusMembers returns the members as status reads them.
+func statusMembers(conns []memberConn) ([]status.Member, error) {
+	var members []status.Member
+	for _, m := range conns {
+		if m.rest == nil {
+			members = append(members, status.Member{ID: m.id})
+			continue
+		}
+		c, err := newClient(m.rest)
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", m.id, err)
+		}
+		members = append(members, status.Member{ID: m.id, Client: c})
+	}
+	return members, nil
+}
+
+// diagnoseMembers returns the members diagnose can reach, and the IDs of
+// those it cannot (read through the hub).
+func diagnoseMembers(conns []memberConn) ([]diagnose.Member, []string, error) {
+	var members []diagnose.Member
+	var throughHub []string
+	for _, m := range conns {
+		if m.rest == nil {
+			throughHub = append(throughHub, m.id)
+			continue
+		}
+		c, err := newClient(m.rest)
+		if err != nil {
+			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
+		}
+		rc := rest.CopyConfig(m.rest)
+		rc.Timeout = requestTimeout
+		dc, err := discovery.NewDiscoveryClientForConfig(rc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
+		}
+		members = append(members, diagnose.Member{ID: m.id, Client: c, Discovery: dc, ServerTime: serverTime(rc)})
+	}
+	return members, throughHub, nil
+}
+
+// serverTime returns the clock of rc's API server: the Date header of its
+// /version.
+func serverTime(rc *rest.Config) func(context.Context) (time.Time, error) {
+	return func(ctx context.Context) (time.Time, error) {
+		hc, err := rest.HTTPClientFor(rc)
+		if err != nil {
+			return time.Time{}, err
+		}
+		host := rc.Host
+		if !strings.Contains(host, "://") {
+			host = "https://" + host
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(host, "/")+rc.APIPath+"/version", nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return time.Time{}, err
+		}
+		_ = resp.Body.Close()
+		return http.ParseTime(resp.Header.Get("Date"))
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
+)
+
+// runDiagnose runs diagnose with args.
+func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kubectl-mcs diagnose", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of diagnose:\n"); fs.PrintDefaults() }
+	var o options
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "kubectl mcs diagnose:", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return fail(fmt.Errorf("no arguments, not %q", fs.Args()))
+	}
+	conns, err := o.members()
+	if err != nil {
+		return fail(err)
+	}
+	members, throughHub, err := diagnoseMembers(conns)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	checks := diagnose.Run(ctx, members, time.Now)
+	for _, id := range throughHub {
+		checks = append(checks, diagnose.Check{Name: "reachable", Member: id, Result: diagnose.Skip,
+			Detail: "read through the hub: give a kubeconfig with a context per member to check it"})
+	}
+	if err := write(stdout, o.output, checks, func() string { return checksText(checks) }); err != nil {
+		return fail(err)
+	}
+	if diagnose.Failed(checks) {
+		return exitNotConverged
+	}
+	return exitConverged
+}
+
+// checksText renders checks as a table, then what to do about each
+// failure.
+func checksText(checks []diagnose.Check) string {
+	var out strings.Builder
+	w := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "RESULT\tCHECK\tMEMBER\tDETAIL")
+	var fixes []string
+	for _, c := range checks {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Result, c.Name, orDash(c.Member), c.Detail)
+		if c.Result == diagnose.Fail && c.Fix != "" {
+			fixes = append(fixes, fmt.Sprintf("%s (%s): %s", c.Name, orDash(c.Member), c.Fix))
+		}
+	}
+	_ = w.Flush()
+	if len(fixes) > 0 {
+		out.WriteString("\nwhat to do:\n")
+		for _, f := range fixes {
+			out.WriteString("  " + f + "\n")
+		}
+	}
+	return out.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
