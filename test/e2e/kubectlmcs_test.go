@@ -42,22 +42,9 @@ func TestKubectlMCSStatus(t *testing.T) {
 	}
 	eventually(ctx, t, "north to import web", readyImported(ctx, north, ns, map[string]int{"east": 2, "west": 1}))
 	statusOf := func(args ...string) (status.Report, int, string) {
-		cmd := exec.CommandContext(ctx, bin, append([]string{"status", "--clusterset-config", bed.ConfigPath, "-o", "json"}, args...)...)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		code := 0
-		if err := cmd.Run(); err != nil {
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatal(err)
-			}
-			code = exit.ExitCode()
-		}
 		var r status.Report
-		if err := json.Unmarshal(stdout.Bytes(), &r); err != nil && code != 2 {
-			t.Fatalf("exit %d, not a report: %v\n%s\n%s", code, err, stdout.String(), stderr.String())
-		}
-		return r, code, stderr.String()
+		code, stderr := runJSON(ctx, t, &r, bin, append([]string{"status", "--clusterset-config", bed.ConfigPath, "-o", "json"}, args...)...)
+		return r, code, stderr
 	}
 
 	var r status.Report
@@ -96,6 +83,28 @@ func TestKubectlMCSStatus(t *testing.T) {
 	}
 }
 
+// runJSON runs bin with args and decodes its standard output into out;
+// it returns the exit code and the standard error. An exit code of 2 (the
+// command could not run) prints no report.
+func runJSON(ctx context.Context, t *testing.T, out any, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		code = exit.ExitCode()
+	}
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil && code != 2 {
+		t.Fatalf("%v: exit %d, not JSON: %v\n%s\n%s", args, code, err, stdout.String(), stderr.String())
+	}
+	return code, stderr.String()
+}
+
 // buildKubectlMCS builds kubectl-mcs as a user does, into the test's
 // folder.
 func buildKubectlMCS(ctx context.Context, t *testing.T) string {
@@ -118,21 +127,8 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 	defer cancel()
 	bin := buildKubectlMCS(ctx, t)
 	diagnoseOf := func() ([]diagnose.Check, int) {
-		cmd := exec.CommandContext(ctx, bin, "diagnose", "--clusterset-config", bed.ConfigPath, "-o", "json")
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		code := 0
-		if err := cmd.Run(); err != nil {
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) {
-				t.Fatal(err)
-			}
-			code = exit.ExitCode()
-		}
 		var checks []diagnose.Check
-		if err := json.Unmarshal(stdout.Bytes(), &checks); err != nil {
-			t.Fatalf("exit %d, not checks: %v\n%s\n%s", code, err, stdout.String(), stderr.String())
-		}
+		code, _ := runJSON(ctx, t, &checks, bin, "diagnose", "--clusterset-config", bed.ConfigPath, "-o", "json")
 		return checks, code
 	}
 	failed := func(checks []diagnose.Check) []string {
