@@ -121,7 +121,7 @@ func coreDNS(ctx context.Context, m Member) Check {
 		return c
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: "system:serviceaccount:kube-system:coredns",
+		User:               "system:serviceaccount:kube-system:coredns",
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: mcsGroup, Resource: "serviceimports", Verb: "list"}}}
 	if err := m.Client.Create(ctx, sar); err != nil {
 		c.Result, c.Detail, c.Fix = Fail, fmt.Sprintf("ask whether CoreDNS may list ServiceImports: %v", err), unreadable+" (and create SubjectAccessReviews)"
@@ -300,7 +300,7 @@ func clocks(ctx context.Context, members []Member, now func() time.Time) Check {
 	case len(errs) > 0:
 		c.Result, c.Detail, c.Fix = Fail, errors.Join(errs...).Error(), unreadable
 	case latest-earliest > maxClockSkew:
-		c.Result, c.Detail = Fail, fmt.Sprintf("%s's clock is %s ahead of %s's", lateID, (latest - earliest).Round(time.Second), earlyID)
+		c.Result, c.Detail = Fail, fmt.Sprintf("%s's clock is %s ahead of %s's", lateID, (latest-earliest).Round(time.Second), earlyID)
 		c.Fix = "run NTP (chrony, systemd-timesyncd) on every member's nodes: certificates and tokens are checked against them"
 	default:
 		c.Result, c.Detail = Pass, fmt.Sprintf("within %s of each other", maxClockSkew)

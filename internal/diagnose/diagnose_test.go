@@ -58,7 +58,7 @@ func (s memberSpec) member(t *testing.T) Member {
 	}
 	if s.image != "" {
 		objs = append(objs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: "mcs-syncer", Labels: map[string]string{"app.kubernetes.io/name": "mcs-syncer"}},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcs-syncer", Image: s.image}}}}},
+			Spec:   appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcs-syncer", Image: s.image}}}}},
 			Status: appsv1.DeploymentStatus{ReadyReplicas: s.ready}})
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&appsv1.Deployment{}).
