@@ -19,15 +19,16 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of diagnose:\n"); fs.PrintDefaults() }
 	var o options
 	o.register(fs)
-	if err := fs.Parse(args); err != nil {
+	positional, err := parse(fs, args)
+	if err != nil {
 		return exitUsage
 	}
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "kubectl mcs diagnose:", err)
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		return fail(fmt.Errorf("no arguments, not %q", fs.Args()))
+	if len(positional) > 0 {
+		return fail(fmt.Errorf("no arguments, not %q", positional))
 	}
 	conns, err := o.members()
 	if err != nil {

@@ -39,18 +39,13 @@ func runExport(ctx context.Context, verb string, args []string, stdout, stderr i
 		fs.StringVar(&o.labels, "exported-labels", "", "labels the ServiceImports carry (spec.exportedLabels): k=v,...")
 		fs.StringVar(&o.annotations, "exported-annotations", "", "annotations the ServiceImports carry (spec.exportedAnnotations): k=v,...")
 	}
-	// The Service's name may come before the flags, as kubectl's do.
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
+	args, err := parse(fs, args)
+	if err != nil {
 		return exitUsage
 	}
-	if name == "" && fs.NArg() > 0 {
-		name, args = fs.Arg(0), fs.Args()[1:]
-	} else {
-		args = fs.Args()
+	var name string
+	if len(args) > 0 {
+		name, args = args[0], args[1:]
 	}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "kubectl mcs %s: %v\n", verb, err)

@@ -40,6 +40,7 @@ const usage = `kubectl mcs: the clusterset of mcs-syncer, seen from its members.
 Usage:
   kubectl mcs status [namespace/name] [flags]
   kubectl mcs diagnose [flags]
+  kubectl mcs gather [-f bundle.tar.gz] [flags]
   kubectl mcs export <service> [-n namespace] [--exported-labels k=v,...] [--exported-annotations k=v,...]
   kubectl mcs unexport <service> [-n namespace]
 
@@ -59,7 +60,12 @@ CIDRs that do not overlap, mcs-syncer ready at one version, clocks that
 agree. Each check passes, fails (saying what to do) or is skipped (saying
 why); it exits 1 when one fails.
 
-The clusterset (status, diagnose): --clusterset-config (mcs-syncer's
+gather writes a support bundle: each member's ServiceExports,
+ServiceImports, imported EndpointSlices and their events, and each
+mcs-syncer Pod's log, /metrics and /readyz?verbose (through the API
+server's pods/proxy), with the status and diagnose reports.
+
+The clusterset (status, diagnose, gather): --clusterset-config (mcs-syncer's
 config file), or the contexts of --kubeconfig (default $KUBECONFIG or
 ~/.kube/config), one per member, named after its cluster ID (--contexts:
 which; default all).
@@ -99,6 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runStatus(ctx, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "diagnose":
 		return runDiagnose(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "gather":
+		return runGather(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return exitUsage
@@ -111,10 +119,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of status:\n"); fs.PrintDefaults() }
 	var o options
 	o.register(fs)
-	if err := fs.Parse(args); err != nil {
+	positional, err := parse(fs, args)
+	if err != nil {
 		return exitUsage
 	}
-	only, err := onlyService(fs.Args())
+	only, err := onlyService(positional)
 	var members []status.Member
 	if err == nil {
 		var conns []memberConn
@@ -187,3 +196,27 @@ var scheme = func() *runtime.Scheme {
 	}
 	return s
 }()
+
+// parse parses args with fs, flags before, between and after the
+// positional arguments, as kubectl takes them ("status demo/web -o
+// json"), and returns the positional ones. After "--", everything is
+// positional.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		// flag stops at the first non-flag, or after "--" (then the
+		// argument before rest is "--").
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"statuses"}, "Usage:"},
 		{[]string{"status", "web"}, `"web": want namespace/name`},
 		{[]string{"status", "a/b", "c/d"}, "one namespace/name at most"},
+		{[]string{"status", "a/b", "-o", "json", "c/d"}, "one namespace/name at most"},
 		{[]string{"status", "-o", "table", "--kubeconfig", empty}, `invalid value "table" for flag -o: want text, json or yaml`},
 		{[]string{"diagnose", "extra"}, "no arguments"},
 		{[]string{"diagnose", "--kubeconfig", empty}, "no context"},
@@ -61,5 +63,29 @@ users:
 	code := run(t.Context(), []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, &stdout, &stderr)
 	if code != exitNotConverged || !strings.Contains(stderr.String(), "member east cannot be read") || !strings.Contains(stdout.String(), `"id": "east"`) {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestParseFlagsAnywhere: flags may come after the positional arguments,
+// as kubectl takes them; after "--" everything is positional.
+func TestParseFlagsAnywhere(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		positional string
+		output     string
+	}{
+		{[]string{"demo/web", "-o", "json"}, "demo/web", "json"},
+		{[]string{"-o", "yaml", "demo/web"}, "demo/web", "yaml"},
+		{[]string{"a", "-o", "json", "b"}, "a b", "json"},
+		{[]string{"-o", "json", "--", "-x", "y"}, "-x y", "json"},
+		{nil, "", "text"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		var o options
+		o.register(fs)
+		got, err := parse(fs, tc.args)
+		if err != nil || strings.Join(got, " ") != tc.positional || o.output != tc.output {
+			t.Errorf("%q: positional %q, -o %s, %v; want %q and %s", tc.args, got, o.output, err, tc.positional, tc.output)
+		}
 	}
 }

@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bufio"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/status"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/audit"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
@@ -242,6 +248,7 @@ func TestInstalledFromTheDocs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	buildAndLoadImage(ctx, t)
+	kubectlMCS := buildKubectlMCS(ctx, t)
 
 	t.Run("central", func(t *testing.T) {
 		dir, kubeconfig := installFolder(t)
@@ -249,6 +256,7 @@ func TestInstalledFromTheDocs(t *testing.T) {
 		runDoc(ctx, t, dir, kubeconfig, "install-central")
 		ns := "installed-central"
 		dp := checkTraffic(ctx, t, ns)
+		operatorSees(ctx, t, kubectlMCS, kubeconfig, ns, "north")
 		leaderPodDeleted(ctx, t, ns, dp)
 		upgradeUnderTraffic(ctx, t, kubeconfig, ns, dp)
 		memberOutage(ctx, t, kubeconfig, ns)
@@ -261,8 +269,91 @@ func TestInstalledFromTheDocs(t *testing.T) {
 			runDoc(ctx, t, dir, kubeconfig, "install-"+mode)
 			ns := "installed-" + mode
 			checkTraffic(ctx, t, ns)
+			operatorSees(ctx, t, kubectlMCS, kubeconfig, ns, "east", "west", "north")
 			unexport(ctx, t, ns)
 		})
+	}
+}
+
+// operatorSees runs kubectl mcs on the installed clusterset, over a
+// kubeconfig with a context per member: status reports web of ns
+// converged, imported into every member with one endpoint from each of
+// east and west; gather's bundle holds the log, /metrics and /readyz of
+// the mcs-syncer Pods of each of runsIn.
+func operatorSees(ctx context.Context, t *testing.T, kubectlMCS, kubeconfig, ns string, runsIn ...string) {
+	t.Helper()
+	members := []string{"--kubeconfig", kubeconfig, "--contexts", "east,west,north"}
+	var r status.Report
+	eventually(ctx, t, "kubectl mcs status to report web converged", func() error {
+		if code, stderr := runJSON(ctx, t, &r, kubectlMCS, append([]string{"status", ns + "/web", "-o", "json"}, members...)...); code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		return nil
+	})
+	if len(r.Services) != 1 || len(r.Services[0].Imports) != 3 {
+		t.Fatalf("kubectl mcs status: %+v", r.Services)
+	}
+	for _, imp := range r.Services[0].Imports {
+		if got := fmt.Sprintf("%+v", imp.Endpoints); got != "[{Source:east Imported:1 Exported:1} {Source:west Imported:1 Exported:1}]" {
+			t.Errorf("kubectl mcs status: %s's import %s", imp.Consumer, got)
+		}
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	if out, err := exec.CommandContext(ctx, kubectlMCS, append([]string{"gather", "-f", bundle}, members...)...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl mcs gather: %v\n%s", err, out)
+	}
+	files := readTarGz(t, bundle)
+	for _, member := range runsIn {
+		logs, metrics, readyz := 0, 0, 0
+		for name, content := range files {
+			if !strings.HasPrefix(name, member+"/mcs-syncer/") {
+				continue
+			}
+			switch {
+			case strings.HasSuffix(name, ".log") && len(content) > 0:
+				logs++
+			case strings.HasSuffix(name, ".metrics") && strings.Contains(content, "mcs_syncer_build_info"):
+				metrics++
+			case strings.HasSuffix(name, ".readyz") && strings.Contains(content, "readyz check passed"):
+				readyz++
+			}
+		}
+		if logs == 0 || metrics == 0 || readyz == 0 || metrics != logs {
+			t.Errorf("gather's bundle, %s: %d logs, %d metrics, %d readyz of mcs-syncer Pods; errors: %s", member, logs, metrics, readyz, files[member+"/errors.txt"])
+		}
+	}
+	if !strings.Contains(files["status.txt"], "converged") || !strings.Contains(files["north/serviceimports.yaml"], "name: web") {
+		t.Errorf("gather's bundle lacks the status or north's ServiceImports: %v", slices.Sorted(maps.Keys(files)))
+	}
+}
+
+// readTarGz returns the files of a gzipped tar.
+func readTarGz(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	files := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = string(raw)
 	}
 }
 
