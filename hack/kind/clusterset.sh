@@ -375,6 +375,26 @@ check() {
 	kn exec client -- nslookup web.demo.svc.clusterset.local | sed -n '/^Name:/,$p'
 	say "Requests from north to web.demo.svc.clusterset.local"
 	both_answer kn
+	mcs_status
+}
+
+# mcs_status runs kubectl mcs status on the demo's Service, over a context
+# per member, until it reports every import converged (a minute at most:
+# the exports' Ready conditions may follow the traffic by some seconds).
+mcs_status() {
+	say "kubectl mcs status demo/web"
+	(cd "$root" && go build -o "$state/kubectl-mcs" ./cmd/kubectl-mcs)
+	local i
+	for i in $(seq 1 30); do
+		if "$state/kubectl-mcs" status demo/web --kubeconfig "$state/kubeconfig" --contexts east,west,north >"$state/mcs-status.txt" 2>&1; then
+			cat "$state/mcs-status.txt"
+			return 0
+		fi
+		sleep 2
+	done
+	cat "$state/mcs-status.txt"
+	echo "FAILED: kubectl mcs status did not report demo/web converged after $i tries" >&2
+	return 1
 }
 
 # remove_kind_network removes the network kind made for the nodes: the
