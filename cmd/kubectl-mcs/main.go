@@ -1,7 +1,10 @@
 // Command kubectl-mcs is a kubectl plugin for a clusterset of
-// mcs-syncer: copied onto the PATH, `kubectl mcs status` reports every
+// mcs-syncer, copied onto the PATH: `kubectl mcs status` reports every
 // member, every exported Service and its import into each member, and
-// exits non-zero when anything is not converged (see internal/status).
+// exits non-zero when anything is not converged (internal/status);
+// `diagnose` checks what the clusterset needs of its members
+// (internal/diagnose); `gather` writes a support bundle; `export` and
+// `unexport` write and delete a ServiceExport.
 //
 // The clusterset is read as mcs-syncer's own config names it
 // (--clusterset-config), or as the contexts of a kubeconfig, one per
@@ -44,10 +47,6 @@ Usage:
   kubectl mcs export <service> [-n namespace] [--exported-labels k=v,...] [--exported-annotations k=v,...]
   kubectl mcs unexport <service> [-n namespace]
 
-export creates (or updates) the ServiceExport of a Service of the current
-context's cluster (--kubeconfig, --context), as subctl export does;
-unexport deletes it.
-
 status lists each member, each exported Service with the clusters that
 export it, its conflicts, and per member its ServiceImport (clusterset IP,
 Ready) and the endpoints imported from each source against those the
@@ -69,6 +68,10 @@ The clusterset (status, diagnose, gather): --clusterset-config (mcs-syncer's
 config file), or the contexts of --kubeconfig (default $KUBECONFIG or
 ~/.kube/config), one per member, named after its cluster ID (--contexts:
 which; default all).
+
+export creates (or updates) the ServiceExport of a Service of the current
+context's cluster (--kubeconfig, --context), as subctl export does;
+unexport deletes it.
 `
 
 func main() {
