@@ -237,13 +237,13 @@ func importInto(key types.NamespacedName, consumer string, h *held, exporters []
 	if !slices.Equal(slices.Sorted(slices.Values(ir.Clusters)), slices.Sorted(slices.Values(exporters))) {
 		*problems = append(*problems, fmt.Sprintf("%s: imported into %s from %v; exported by %v", key, consumer, ir.Clusters, exporters))
 	}
-	types := reconciler.AddressTypesForIPFamilies(si.Spec.IPFamilies)
+	addressTypes := reconciler.AddressTypesForIPFamilies(si.Spec.IPFamilies)
 	for _, source := range exporters {
 		src := holds[source]
 		if !src.readable || src.err != nil {
 			continue
 		}
-		e := SourceEndpoints{Source: source, Imported: importedFrom(h.slices, key, source), Exported: exportedBy(src.slices, key, types)}
+		e := SourceEndpoints{Source: source, Imported: importedFrom(h.slices, key, source), Exported: exportedBy(src.slices, key, addressTypes)}
 		ir.Endpoints = append(ir.Endpoints, e)
 		if e.Imported != e.Exported {
 			*problems = append(*problems, fmt.Sprintf("%s: %s holds %d endpoints imported from %s, which exports %d", key, consumer, e.Imported, source, e.Exported))
