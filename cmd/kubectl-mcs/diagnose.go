@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -14,9 +13,7 @@ import (
 
 // runDiagnose runs diagnose with args.
 func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubectl-mcs diagnose", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of diagnose:\n"); fs.PrintDefaults() }
+	fs := newFlagSet("diagnose", stderr)
 	var o options
 	o.register(fs)
 	positional, err := parse(fs, args)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -28,9 +27,7 @@ type exportOptions struct {
 // runExport runs export or unexport (verb) of the Service args name, in
 // the cluster of the kubeconfig's context.
 func runExport(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubectl-mcs "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of "+verb+":\n"); fs.PrintDefaults() }
+	fs := newFlagSet(verb, stderr)
 	var o exportOptions
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig's context: the cluster that exports (default its current one)")

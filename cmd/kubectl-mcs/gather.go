@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -29,9 +28,7 @@ import (
 
 // runGather runs gather with args: a support bundle of the clusterset.
 func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubectl-mcs gather", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of gather:\n"); fs.PrintDefaults() }
+	fs := newFlagSet("gather", stderr)
 	var o options
 	o.register(fs)
 	out := fs.String("f", "mcs-gather-"+time.Now().UTC().Format("20060102-150405")+".tar.gz", "the archive to write")

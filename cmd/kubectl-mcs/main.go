@@ -117,9 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runStatus runs status with args.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("kubectl-mcs status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of status:\n"); fs.PrintDefaults() }
+	fs := newFlagSet("status", stderr)
 	var o options
 	o.register(fs)
 	positional, err := parse(fs, args)
@@ -199,6 +197,15 @@ var scheme = func() *runtime.Scheme {
 	}
 	return s
 }()
+
+// newFlagSet returns the flag set of command verb: its errors and usage
+// (the command's, then its flags) go to stderr.
+func newFlagSet(verb string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("kubectl-mcs "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage+"\nFlags of "+verb+":\n"); fs.PrintDefaults() }
+	return fs
+}
 
 // parse parses args with fs, flags before, between and after the
 // positional arguments, as kubectl takes them ("status demo/web -o
