@@ -46,9 +46,9 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return fail(err)
 	}
 	if diagnose.Failed(checks) {
-		return exitNotConverged
+		return exitFailed
 	}
-	return exitConverged
+	return exitOK
 }
 
 // checksText renders checks as a table, then what to do about each

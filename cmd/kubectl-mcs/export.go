@@ -48,7 +48,10 @@ func runExport(ctx context.Context, verb string, args []string, stdout, stderr i
 		fmt.Fprintf(stderr, "kubectl mcs %s: %v\n", verb, err)
 		return exitUsage
 	}
-	if name == "" || len(args) > 0 {
+	switch {
+	case name == "":
+		return fail(fmt.Errorf("which Service? kubectl mcs %s <service> [-n namespace]", verb))
+	case len(args) > 0:
 		return fail(fmt.Errorf("one Service name, not %q", append([]string{name}, args...)))
 	}
 	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
@@ -74,9 +77,9 @@ func runExport(ctx context.Context, verb string, args []string, stdout, stderr i
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl mcs %s: %v\n", verb, err)
-		return exitNotConverged
+		return exitFailed
 	}
-	return exitConverged
+	return exitOK
 }
 
 // keyValues reads k=v,... (empty: none).

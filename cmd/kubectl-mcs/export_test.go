@@ -57,7 +57,7 @@ func TestExportUsageErrors(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"export"}, "one Service name"},
+		{[]string{"export"}, "which Service?"},
 		{[]string{"export", "web", "api"}, "one Service name"},
 		{[]string{"export", "Web"}, "is no Service name"},
 		{[]string{"export", "web", "--exported-labels", "tier"}, `"tier" is not key=value`},

@@ -63,7 +63,7 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(err)
 	}
 	fmt.Fprintf(stdout, "%s: %d files of %d members\n", *out, len(b.files), len(conns))
-	return exitConverged
+	return exitOK
 }
 
 // bundle is the archive's files by path.

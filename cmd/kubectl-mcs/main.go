@@ -31,11 +31,13 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
 
-// Exit codes: converged, not converged, the command could not run.
+// Exit codes: done (converged, every check passed, written); not done
+// (not converged, a check failed, a write refused), naming why; the
+// command could not run (bad input, no clusterset).
 const (
-	exitConverged    = 0
-	exitNotConverged = 1
-	exitUsage        = 2
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
 )
 
 const usage = `kubectl mcs: the clusterset of mcs-syncer, seen from its members.
@@ -147,9 +149,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if o.output != "text" {
 			fmt.Fprintf(stderr, "not converged: %s\n", strings.Join(report.Problems, "; "))
 		}
-		return exitNotConverged
+		return exitFailed
 	}
-	return exitConverged
+	return exitOK
 }
 
 // onlyService reads the optional namespace/name argument.

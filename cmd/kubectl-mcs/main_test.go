@@ -61,7 +61,7 @@ users:
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"status", "--kubeconfig", kubeconfig, "-o", "json"}, &stdout, &stderr)
-	if code != exitNotConverged || !strings.Contains(stderr.String(), "member east cannot be read") || !strings.Contains(stdout.String(), `"id": "east"`) {
+	if code != exitFailed || !strings.Contains(stderr.String(), "member east cannot be read") || !strings.Contains(stdout.String(), `"id": "east"`) {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, stdout.String(), stderr.String())
 	}
 }
