@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"golang.org/x/sync/errgroup"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,13 +91,18 @@ type held struct {
 	readable bool
 }
 
+// parallelReads is how many members Gather reads at once: a member that
+// does not answer costs its timeout once, not once per member after it.
+const parallelReads = 16
+
 // Gather reads every member and reports; only (non-nil) limits it to one
 // Service.
 func Gather(ctx context.Context, members []Member, only *types.NamespacedName) Report {
 	r := Report{Members: []MemberReport{}, Services: []ServiceReport{}, Problems: []string{}}
+	reads := readAll(ctx, members, only)
 	holds := map[string]*held{}
-	for _, m := range members {
-		h := read(ctx, m, only)
+	for i, m := range members {
+		h := reads[i]
 		holds[m.ID] = h
 		mr := MemberReport{ID: m.ID, Read: h.err == nil && h.readable, ServiceExports: len(h.exports), ServiceImports: len(h.imports)}
 		switch {
@@ -116,6 +122,22 @@ func Gather(ctx context.Context, members []Member, only *types.NamespacedName) R
 
 // Converged reports whether r has no problem.
 func (r Report) Converged() bool { return len(r.Problems) == 0 }
+
+// readAll reads every member, parallelReads at a time, into the slice in
+// members' order.
+func readAll(ctx context.Context, members []Member, only *types.NamespacedName) []*held {
+	out := make([]*held, len(members))
+	var g errgroup.Group
+	g.SetLimit(parallelReads)
+	for i, m := range members {
+		g.Go(func() error {
+			out[i] = read(ctx, m, only)
+			return nil
+		})
+	}
+	_ = g.Wait() // read keeps each member's error in its held
+	return out
+}
 
 // read lists what member m holds: its ServiceExports, ServiceImports and
 // the EndpointSlices of their namespaces.

@@ -140,3 +140,22 @@ func TestGatherReportsTheCounts(t *testing.T) {
 		t.Errorf("limited to demo/api: %+v", other.Services)
 	}
 }
+
+// TestGatherKeepsEachMemberItsOwn: members read at once (more than
+// parallelReads) are reported in their order, each with what it holds.
+func TestGatherKeepsEachMemberItsOwn(t *testing.T) {
+	var members []Member
+	for i := range 2*parallelReads + 3 {
+		var objs []client.Object
+		for j := range i % 4 {
+			objs = append(objs, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: fmt.Sprintf("svc-%d", j)}})
+		}
+		members = append(members, member(t, fmt.Sprintf("m%02d", i), objs...))
+	}
+	r := Gather(t.Context(), members, nil)
+	for i, m := range r.Members {
+		if m.ID != fmt.Sprintf("m%02d", i) || m.ServiceExports != i%4 {
+			t.Errorf("member %d reported as %s with %d ServiceExports, want m%02d with %d", i, m.ID, m.ServiceExports, i, i%4)
+		}
+	}
+}
