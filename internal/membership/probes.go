@@ -21,11 +21,8 @@ import (
 func (s *Set) Readiness() (ready bool, lines []string) {
 	s.mu.Lock()
 	started, reload, path, left := s.run != nil, s.reload, s.path, s.unresolved
-	members := make([]*member, 0, len(s.ids))
-	for _, id := range s.ids {
-		members = append(members, s.members[id])
-	}
 	s.mu.Unlock()
+	members := s.snapshot()
 	ready = started
 	if !started {
 		lines = append(lines, "[-]members failed: not started yet")
@@ -44,13 +41,13 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 		if st.Cause != "" {
 			detail += ": " + st.Cause
 		}
-		switch h := s.Health(m.id()); {
-		case h.Held:
+		switch h := s.Health(m.id()); healthName(h, st.State) {
+		case HealthHeld:
 			detail = "held: the hub it is read through cannot be read, so its exports are kept as they are; the hub is " + detail
-		case h.Up:
-		case st.State == Engaged:
+		case HealthUp:
+		case HealthSilent:
 			detail = fmt.Sprintf("silent since %s: engaged, but its mcs-syncer has not renewed its heartbeat; its exports are withdrawn once the grace after that has run out", stamp(h.Since))
-		default:
+		case HealthDown:
 			detail += fmt.Sprintf("; down since %s, its exports are withdrawn once the grace after that has run out", stamp(h.Since))
 		}
 		if (st.State == Connecting || st.State == Syncing) && m.firstSync() {
@@ -65,13 +62,17 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// ProbeServer serves /healthz and /readyz on Addr. Unlike
+// ProbeServer serves /healthz, /readyz and /members (the View, as JSON)
+// on Addr. Unlike
 // controller-runtime's, its /readyz?verbose says why a check fails; a
 // replica that does not lead (Leading false) is ready as a standby. Add it
 // to the manager: it runs whether or not this replica leads.
 type ProbeServer struct {
-	Addr    string
-	Set     *Set
+	Addr string
+	Set  *Set
+	// Cluster is the member this process runs for, "" in central mode:
+	// what /members says it is.
+	Cluster string
 	Leading func() bool
 	// Publishing, if set, says why the local member's publications do not
 	// reach the others ("" when they do): a failed check of its own.
@@ -86,6 +87,7 @@ func (p *ProbeServer) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "ok") })
 	mux.HandleFunc("/readyz", p.readyz)
+	mux.HandleFunc("/members", p.members)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ln, err := net.Listen("tcp", p.Addr)
 	if err != nil {

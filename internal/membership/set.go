@@ -233,6 +233,17 @@ func (s *Set) IDs() []clusterset.ClusterID {
 	return s.ids
 }
 
+// snapshot returns the current members, in their order.
+func (s *Set) snapshot() []*member {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	members := make([]*member, 0, len(s.ids))
+	for _, id := range s.ids {
+		members = append(members, s.members[id])
+	}
+	return members
+}
+
 // Health reports a member's health: its own state's, and for an engaged
 // member read through its publications, its heartbeat's.
 func (s *Set) Health(id clusterset.ClusterID) clusterset.Health {
@@ -264,12 +275,7 @@ func (s *Set) Health(id clusterset.ClusterID) clusterset.Health {
 // silent or resumed), and keeps the health metrics and the hub's log
 // line up to date.
 func (s *Set) announceHealth() {
-	s.mu.Lock()
-	members := make([]*member, 0, len(s.ids))
-	for _, id := range s.ids {
-		members = append(members, s.members[id])
-	}
-	s.mu.Unlock()
+	members := s.snapshot()
 	next := make(map[clusterset.ClusterID]healthClass, len(members))
 	throughHub, hubHeld, starting := false, true, false
 	for _, m := range members {

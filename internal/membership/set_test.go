@@ -2,6 +2,7 @@ package membership
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -244,5 +245,69 @@ func TestReadyzSaysWhy(t *testing.T) {
 	}
 	if code, body := get("/readyz?verbose"); code != http.StatusOK || !strings.Contains(body, "[+]leader-election ok: standby") {
 		t.Errorf("standby, verbose: %d\n%s", code, body)
+	}
+}
+
+// TestMembersView: /members serves the leading replica's view of each
+// member as JSON (its state, health, version, and the process's clock);
+// a standby says it does not lead and lists none.
+func TestMembersView(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://"+closedPort(t))
+	path := filepath.Join(dir, "clusterset.yaml")
+	if err := os.WriteFile(path, []byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(path, cfg, Options{Scheme: runtime.NewScheme(), Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
+		return nil, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leading := true
+	p := &ProbeServer{Set: set, Cluster: "west", Leading: func() bool { return leading }}
+	get := func() View {
+		rec := httptest.NewRecorder()
+		p.members(rec, httptest.NewRequest(http.MethodGet, "/members", nil))
+		var v View
+		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil || rec.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("%v, %q: %s", err, rec.Header().Get("Content-Type"), rec.Body.String())
+		}
+		return v
+	}
+	v := get()
+	if !v.Leading || v.Cluster != "west" || v.Version == "" || v.Now.IsZero() || len(v.Members) != 1 {
+		t.Fatalf("leading: %+v", v)
+	}
+	if m := v.Members[0]; m.ID != "east" || m.State != Connecting || m.Health != HealthDown || m.LastHeartbeat != nil {
+		t.Errorf("east before start: %+v", m)
+	}
+	leading = false
+	if v := get(); v.Leading || len(v.Members) != 0 || v.Cluster != "west" {
+		t.Errorf("standby: %+v", v)
+	}
+}
+
+// TestHealthName: held before up (a member read through a hub that cannot
+// be read), silent for an engaged member that is not up.
+func TestHealthName(t *testing.T) {
+	for _, c := range []struct {
+		h     clusterset.Health
+		state State
+		want  string
+	}{
+		{clusterset.Health{Up: true}, Engaged, HealthUp},
+		{clusterset.Health{Held: true}, Unreachable, HealthHeld},
+		{clusterset.Health{Answering: true}, Engaged, HealthSilent},
+		{clusterset.Health{}, Unreachable, HealthDown},
+		{clusterset.Health{Answering: true}, Syncing, HealthDown},
+	} {
+		if got := healthName(c.h, c.state); got != c.want {
+			t.Errorf("%+v in %s: %s, want %s", c.h, c.state, got, c.want)
+		}
 	}
 }

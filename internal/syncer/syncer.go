@@ -133,7 +133,7 @@ func (sy *Syncer) newManager() (manager.Manager, error) {
 
 // probes is the server of /healthz and /readyz.
 func (sy *Syncer) probes() *membership.ProbeServer {
-	probes := &membership.ProbeServer{Addr: sy.settings.ProbeAddr, Set: sy.set}
+	probes := &membership.ProbeServer{Addr: sy.settings.ProbeAddr, Set: sy.set, Cluster: string(sy.local)}
 	if sy.local != "" {
 		probes.Publishing = sy.published.Problem
 	}

@@ -1,0 +1,100 @@
+package membership
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/version"
+)
+
+// View is what one mcs-syncer sees of the clusterset, served as JSON at
+// /members of its probe address: what `kubectl mcs status` reports as each
+// member's health. Times are this mcs-syncer's clock; Now says what it
+// read when it answered, so that a reader computes ages on that clock, not
+// its own.
+type View struct {
+	// Cluster is the member this mcs-syncer runs for (per-cluster and hub
+	// mode); "" in central mode, where it runs for every member.
+	Cluster  string `json:"cluster,omitempty"`
+	Version  string `json:"version"`
+	Revision string `json:"revision"`
+	// Leading is false for a standby replica: it engages no member, and
+	// its Members is empty.
+	Leading bool         `json:"leading"`
+	Now     time.Time    `json:"now"`
+	Members []MemberView `json:"members"`
+}
+
+// Member health as a View says it.
+const (
+	HealthUp   = "up"
+	HealthHeld = "held"
+	// HealthSilent: engaged, but its own mcs-syncer has stopped renewing
+	// its heartbeat.
+	HealthSilent = "silent"
+	HealthDown   = "down"
+)
+
+// MemberView is one member as a View sees it.
+type MemberView struct {
+	ID    string    `json:"id"`
+	State State     `json:"state"`
+	Since time.Time `json:"since"`
+	Cause string    `json:"cause,omitempty"`
+	// Health is up, held, silent or down; HealthSince is since when it is
+	// up, or when it was last up (down, silent), or the hub was (held).
+	Health      string    `json:"health"`
+	HealthSince time.Time `json:"healthSince"`
+	// LastHeartbeat is when its marker was last seen renewed, for a
+	// member read through its publications (per-cluster and hub mode);
+	// absent for the others, or if it was never seen renewed.
+	LastHeartbeat *time.Time `json:"lastHeartbeat,omitempty"`
+}
+
+// View returns the Set's view, as this process's member cluster (""
+// in central mode) sees it.
+func (s *Set) View(cluster string) View {
+	v, r := version.Get()
+	view := View{Cluster: cluster, Version: v, Revision: r, Leading: true, Now: time.Now(), Members: []MemberView{}}
+	for _, m := range s.snapshot() {
+		st := m.getStatus()
+		h := s.Health(m.id())
+		mv := MemberView{ID: string(m.id()), State: st.State, Since: st.Since, Cause: st.Cause, Health: healthName(h, st.State), HealthSince: h.Since}
+		if s.opts.Heartbeat != nil && s.opts.ReadsPublications != nil && s.opts.ReadsPublications(m.id()) {
+			if last, _ := s.opts.Heartbeat(m.id()); !last.IsZero() {
+				mv.LastHeartbeat = &last
+			}
+		}
+		view.Members = append(view.Members, mv)
+	}
+	return view
+}
+
+// healthName names a member's health h, of its state: an engaged member
+// that is not up has fallen silent.
+func healthName(h clusterset.Health, state State) string {
+	switch {
+	case h.Held:
+		return HealthHeld
+	case h.Up:
+		return HealthUp
+	case state == Engaged:
+		return HealthSilent
+	}
+	return HealthDown
+}
+
+// members serves the View as JSON; a standby serves one that says so.
+func (p *ProbeServer) members(w http.ResponseWriter, _ *http.Request) {
+	var view View
+	if p.Leading != nil && !p.Leading() {
+		v, r := version.Get()
+		view = View{Cluster: p.Cluster, Version: v, Revision: r, Now: time.Now(), Members: []MemberView{}}
+	} else {
+		view = p.Set.View(p.Cluster)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(view)
+}
