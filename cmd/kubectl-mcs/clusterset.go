@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -116,9 +117,15 @@ func fromKubeconfig(path, contexts string) ([]memberConn, error) {
 const requestTimeout = 10 * time.Second
 
 func newClient(rc *rest.Config) (client.Client, error) {
+	return client.New(withTimeout(rc), client.Options{Scheme: scheme})
+}
+
+// withTimeout returns a copy of rc whose requests time out after
+// requestTimeout.
+func withTimeout(rc *rest.Config) *rest.Config {
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = requestTimeout
-	return client.New(rc, client.Options{Scheme: scheme})
+	return rc
 }
 
 // statusMembers returns the members as status reads them.
@@ -133,7 +140,11 @@ func statusMembers(conns []memberConn) ([]status.Member, error) {
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		members = append(members, status.Member{ID: m.id, Client: c})
+		cs, err := kubernetes.NewForConfig(withTimeout(m.rest))
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", m.id, err)
+		}
+		members = append(members, status.Member{ID: m.id, Client: c, Syncers: podSyncers(m.id, c, clientsetPods{cs})})
 	}
 	return members, nil
 }
@@ -152,8 +163,7 @@ func diagnoseMembers(conns []memberConn) ([]diagnose.Member, []string, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		rc := rest.CopyConfig(m.rest)
-		rc.Timeout = requestTimeout
+		rc := withTimeout(m.rest)
 		dc, err := discovery.NewDiscoveryClientForConfig(rc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)

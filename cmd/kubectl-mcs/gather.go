@@ -56,7 +56,7 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			b.files["clusterset.yaml"] = raw
 		}
 	}
-	if err := b.gather(ctx, conns); err != nil {
+	if err := b.gather(ctx, conns, o.statusSyncers()); err != nil {
 		return fail(err)
 	}
 	if err := b.write(*out); err != nil {
@@ -94,13 +94,13 @@ func ptrTo[T any](v T) *T { return &v }
 
 // gather reads every member into b, then adds the status and diagnose
 // reports of the whole clusterset.
-func (b *bundle) gather(ctx context.Context, conns []memberConn) error {
+func (b *bundle) gather(ctx context.Context, conns []memberConn, syncers []status.Syncer) error {
 	statusOf, err := statusMembers(conns)
 	if err != nil {
 		return err
 	}
-	report := status.Gather(ctx, statusOf, nil)
-	b.files["status.txt"] = []byte(report.Text())
+	report := status.Gather(ctx, status.Input{Members: statusOf, Syncers: syncers})
+	b.files["status.txt"] = []byte(report.Text(true))
 	checkOf, _, err := diagnoseMembers(conns)
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (b *bundle) member(ctx context.Context, id string, c client.Client, pods po
 	}
 	b.add(id+"/events.yaml", c, &events, note)
 	var syncers corev1.PodList
-	if err := c.List(ctx, &syncers, client.MatchingLabels{"app.kubernetes.io/name": "mcs-syncer"}); err != nil {
+	if err := c.List(ctx, &syncers, syncerPods); err != nil {
 		note("mcs-syncer Pods", err)
 	}
 	for _, pod := range syncers.Items {
@@ -171,6 +171,7 @@ func (b *bundle) member(ctx context.Context, id string, c client.Client, pods po
 		for _, get := range []struct{ file, port, path string }{
 			{".metrics", portOf(&pod, "metrics", 8080), "/metrics"},
 			{".readyz", portOf(&pod, "probes", 8081), "/readyz"},
+			{".members.json", portOf(&pod, "probes", 8081), "/members"},
 		} {
 			params := map[string]string{}
 			if get.path == "/readyz" {

@@ -49,11 +49,15 @@ Usage:
   kubectl mcs export <service> [-n namespace] [--exported-labels k=v,...] [--exported-annotations k=v,...]
   kubectl mcs unexport <service> [-n namespace]
 
-status lists each member, each exported Service with the clusters that
+status lists each member with its health as mcs-syncer sees it (up,
+held, silent, down, since when; its last heartbeat; the version of its
+mcs-syncer: read from /members of the mcs-syncer Pods in the members, or
+of --syncer), each exported Service with the clusters that
 export it, its conflicts, and per member its ServiceImport (clusterset IP,
 Ready) and the endpoints imported from each source against those the
 source holds now. It exits 0 when every import is converged, 1 when not
-(naming what), 2 when it cannot run.
+(naming what), 2 when it cannot run. -o wide adds each member's state and
+what each mcs-syncer sees of it, and each import's type and clusters.
 
 diagnose checks what the clusterset needs of its members: the MCS CRDs
 served in both versions, CoreDNS answering clusterset.local, pod and service
@@ -80,20 +84,30 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// options are status's and diagnose's flags.
+// options are the flags of status, diagnose and gather.
 type options struct {
 	clustersetFlags
 	output  string
 	timeout time.Duration
+	// syncers are the probe addresses of mcs-syncers that run outside the
+	// members (--syncer).
+	syncers []string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
 	o.clustersetFlags.register(fs)
-	fs.Func("o", "output: text, json or yaml (default text)", func(v string) error {
-		if v != "text" && v != "json" && v != "yaml" {
-			return fmt.Errorf("want text, json or yaml")
+	fs.Func("o", "output: text, wide, json or yaml (default text)", func(v string) error {
+		if v != "text" && v != "wide" && v != "json" && v != "yaml" {
+			return fmt.Errorf("want text, wide, json or yaml")
 		}
 		o.output = v
+		return nil
+	})
+	fs.Func("syncer", "the probe address (host:port or URL) of an mcs-syncer that runs outside the members, whose view of them to read; repeatable (those that run as Pods in a member are found there)", func(v string) error {
+		if v == "" {
+			return errors.New("want host:port or a URL")
+		}
+		o.syncers = append(o.syncers, v)
 		return nil
 	})
 	o.output = "text"
@@ -140,18 +154,27 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	report := status.Gather(ctx, members, only)
-	if err := write(stdout, o.output, report, report.Text); err != nil {
+	report := status.Gather(ctx, status.Input{Members: members, Syncers: o.statusSyncers(), Only: only})
+	if err := write(stdout, o.output, report, func() string { return report.Text(o.output == "wide") }); err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs status:", err)
 		return exitUsage
 	}
 	if !report.Converged() {
-		if o.output != "text" {
+		if o.output == "json" || o.output == "yaml" {
 			fmt.Fprintf(stderr, "not converged: %s\n", strings.Join(report.Problems, "; "))
 		}
 		return exitFailed
 	}
 	return exitOK
+}
+
+// statusSyncers are the --syncer mcs-syncers.
+func (o *options) statusSyncers() []status.Syncer {
+	var syncers []status.Syncer
+	for _, addr := range o.syncers {
+		syncers = append(syncers, addrSyncer(addr))
+	}
+	return syncers
 }
 
 // onlyService reads the optional namespace/name argument.

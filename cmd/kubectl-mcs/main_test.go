@@ -25,7 +25,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"status", "web"}, `"web": want namespace/name`},
 		{[]string{"status", "a/b", "c/d"}, "one namespace/name at most"},
 		{[]string{"status", "a/b", "-o", "json", "c/d"}, "one namespace/name at most"},
-		{[]string{"status", "-o", "table", "--kubeconfig", empty}, `invalid value "table" for flag -o: want text, json or yaml`},
+		{[]string{"status", "-o", "table", "--kubeconfig", empty}, `invalid value "table" for flag -o: want text, wide, json or yaml`},
 		{[]string{"diagnose", "extra"}, "no arguments"},
 		{[]string{"diagnose", "--kubeconfig", empty}, "no context"},
 		{[]string{"status", "--kubeconfig", empty}, "no context"},

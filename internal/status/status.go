@@ -28,11 +28,26 @@ type Member struct {
 	// Client reads its API server; nil when it cannot be read directly
 	// (a member read through a hub), and it is then left out.
 	Client client.Reader
+	// Syncers, if set, finds the mcs-syncers that run in the member (its
+	// Pods, read through its API server).
+	Syncers func(context.Context) ([]Syncer, error)
+}
+
+// Input is what Gather reads.
+type Input struct {
+	Members []Member
+	// Syncers are mcs-syncers besides those the members run (a process
+	// outside the clusters, by its probe address).
+	Syncers []Syncer
+	// Only, if set, limits the report to one Service.
+	Only *types.NamespacedName
 }
 
 // Report is the clusterset's status.
 type Report struct {
-	Members  []MemberReport  `json:"members"`
+	Members []MemberReport `json:"members"`
+	// Syncers are the mcs-syncers whose view of the members was read.
+	Syncers  []SyncerReport  `json:"syncers"`
 	Services []ServiceReport `json:"services"`
 	// Problems says what is not converged; none: every import is what the
 	// exporters hold now.
@@ -47,6 +62,18 @@ type MemberReport struct {
 	Error          string `json:"error,omitempty"`
 	ServiceExports int    `json:"serviceExports"`
 	ServiceImports int    `json:"serviceImports"`
+	// Health is the worst that a leading mcs-syncer sees of it (up, held,
+	// silent, down; unknown if none lists it), since HealthSince, in
+	// membership State.
+	Health      string `json:"health"`
+	HealthSince string `json:"healthSince,omitempty"`
+	State       string `json:"state,omitempty"`
+	// HeartbeatAgeSeconds is the age of its latest heartbeat that an
+	// mcs-syncer saw (per-cluster and hub mode).
+	HeartbeatAgeSeconds *int64 `json:"heartbeatAgeSeconds,omitempty"`
+	// Version is that of the mcs-syncer that runs for it, if read.
+	Version string `json:"version,omitempty"`
+	SeenBy  []Seen `json:"seenBy,omitempty"`
 }
 
 // ServiceReport is one exported (or still imported) Service.
@@ -89,17 +116,24 @@ type held struct {
 	slices   []discoveryv1.EndpointSlice // every EndpointSlice of an exported or imported Service's namespace
 	err      error
 	readable bool
+	// syncers are the mcs-syncers found in it, or why none could be.
+	syncers    []Syncer
+	syncersErr error
 }
 
 // parallelReads is how many members Gather reads at once: a member that
 // does not answer costs its timeout once, not once per member after it.
 const parallelReads = 16
 
-// Gather reads every member and reports; only (non-nil) limits it to one
-// Service.
-func Gather(ctx context.Context, members []Member, only *types.NamespacedName) Report {
-	r := Report{Members: []MemberReport{}, Services: []ServiceReport{}, Problems: []string{}}
+// Gather reads every member and mcs-syncer, and reports.
+func Gather(ctx context.Context, in Input) Report {
+	members, only := in.Members, in.Only
+	r := Report{Members: []MemberReport{}, Syncers: []SyncerReport{}, Services: []ServiceReport{}, Problems: []string{}}
 	reads := readAll(ctx, members, only)
+	syncers := slices.Clone(in.Syncers)
+	for _, h := range reads {
+		syncers = append(syncers, h.syncers...)
+	}
 	holds := map[string]*held{}
 	for i, m := range members {
 		h := reads[i]
@@ -112,8 +146,12 @@ func Gather(ctx context.Context, members []Member, only *types.NamespacedName) R
 			mr.Error = h.err.Error()
 			r.Problems = append(r.Problems, fmt.Sprintf("member %s cannot be read: %v", m.ID, h.err))
 		}
+		if h.syncersErr != nil {
+			r.Syncers = append(r.Syncers, SyncerReport{Name: m.ID, Error: "its mcs-syncer Pods cannot be listed: " + h.syncersErr.Error()})
+		}
 		r.Members = append(r.Members, mr)
 	}
+	r.addHealth(syncers, readSyncers(ctx, syncers))
 	for _, key := range keysOf(holds) {
 		r.Services = append(r.Services, service(key, members, holds, &r.Problems))
 	}
@@ -147,6 +185,9 @@ func read(ctx context.Context, m Member, only *types.NamespacedName) *held {
 		return h
 	}
 	h.readable = true
+	if m.Syncers != nil {
+		h.syncers, h.syncersErr = m.Syncers(ctx)
+	}
 	var opts []client.ListOption
 	if only != nil {
 		opts = append(opts, client.InNamespace(only.Namespace))
@@ -309,32 +350,14 @@ func endpoints(held []discoveryv1.EndpointSlice, match func(*discoveryv1.Endpoin
 	return len(seen)
 }
 
-// Text renders r as tables, then its problems.
-func (r Report) Text() string {
+// Text renders r as tables, then its problems; wide adds each member's
+// state and what each mcs-syncer sees of it, and each import's type and
+// clusters.
+func (r Report) Text(wide bool) string {
 	var out strings.Builder
-	b := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
-	_, _ = io.WriteString(b, "MEMBER\tREAD\tSERVICEEXPORTS\tSERVICEIMPORTS\tERROR\n")
-	for _, m := range r.Members {
-		fmt.Fprintf(b, "%s\t%v\t%d\t%d\t%s\n", m.ID, m.Read, m.ServiceExports, m.ServiceImports, cmp.Or(m.Error, "-"))
-	}
-	_ = b.Flush()
-	b = tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
-	_, _ = io.WriteString(b, "\nSERVICE\tEXPORTED BY\tCONSUMER\tIMPORTED\tIPS\tREADY\tENDPOINTS (imported/exported)\n")
-	for _, s := range r.Services {
-		name := s.Namespace + "/" + s.Name
-		for _, i := range s.Imports {
-			var eps []string
-			for _, e := range i.Endpoints {
-				eps = append(eps, fmt.Sprintf("%s %d/%d", e.Source, e.Imported, e.Exported))
-			}
-			fmt.Fprintf(b, "%s\t%s\t%s\t%v\t%s\t%s\t%s\n", name, cmp.Or(strings.Join(s.ExportedBy, ","), "-"), i.Consumer, i.Imported,
-				cmp.Or(strings.Join(i.IPs, ","), "-"), cmp.Or(i.Ready, "-"), cmp.Or(strings.Join(eps, ", "), "-"))
-		}
-		for _, c := range s.Conflicts {
-			fmt.Fprintf(b, "%s\tconflict: %s\n", name, c)
-		}
-	}
-	_ = b.Flush()
+	r.membersText(&out, wide)
+	r.syncersText(&out)
+	r.servicesText(&out, wide)
 	if r.Converged() {
 		out.WriteString("\nconverged: every import is what its exporters hold now\n")
 	} else {
@@ -344,4 +367,72 @@ func (r Report) Text() string {
 		}
 	}
 	return out.String()
+}
+
+func (r Report) membersText(out io.Writer, wide bool) {
+	b := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	header := "MEMBER\tHEALTH\tSINCE\tHEARTBEAT\tVERSION\tREAD\tSERVICEEXPORTS\tSERVICEIMPORTS\tERROR"
+	if wide {
+		header += "\tSTATE\tSEEN BY"
+	}
+	_, _ = io.WriteString(b, header+"\n")
+	for _, m := range r.Members {
+		heartbeat := "-"
+		if m.HeartbeatAgeSeconds != nil {
+			heartbeat = fmt.Sprintf("%ds ago", *m.HeartbeatAgeSeconds)
+		}
+		fmt.Fprintf(b, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%d\t%s", m.ID, m.Health, cmp.Or(m.HealthSince, "-"), heartbeat, cmp.Or(m.Version, "-"),
+			m.Read, m.ServiceExports, m.ServiceImports, cmp.Or(m.Error, "-"))
+		if wide {
+			var seen []string
+			for _, s := range m.SeenBy {
+				seen = append(seen, s.Syncer+": "+s.Health)
+			}
+			fmt.Fprintf(b, "\t%s\t%s", cmp.Or(m.State, "-"), cmp.Or(strings.Join(seen, "; "), "-"))
+		}
+		_, _ = io.WriteString(b, "\n")
+	}
+	_ = b.Flush()
+}
+
+func (r Report) syncersText(out io.Writer) {
+	if len(r.Syncers) == 0 {
+		_, _ = io.WriteString(out, "\nno mcs-syncer read: the members' health, heartbeats and versions are unknown (they are read from the\n"+
+			"mcs-syncer Pods of the members, or from --syncer, the probe address of one that runs elsewhere)\n")
+		return
+	}
+	b := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	_, _ = io.WriteString(b, "\nMCS-SYNCER\tRUNS FOR\tVERSION\tLEADING\tERROR\n")
+	for _, s := range r.Syncers {
+		fmt.Fprintf(b, "%s\t%s\t%s\t%v\t%s\n", s.Name, cmp.Or(s.Cluster, "every member"), cmp.Or(s.Version, "-"), s.Leading, cmp.Or(s.Error, "-"))
+	}
+	_ = b.Flush()
+}
+
+func (r Report) servicesText(out io.Writer, wide bool) {
+	b := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	header := "\nSERVICE\tEXPORTED BY\tCONSUMER\tIMPORTED\tIPS\tREADY\tENDPOINTS (imported/exported)"
+	if wide {
+		header += "\tTYPE\tCLUSTERS"
+	}
+	_, _ = io.WriteString(b, header+"\n")
+	for _, s := range r.Services {
+		name := s.Namespace + "/" + s.Name
+		for _, i := range s.Imports {
+			var eps []string
+			for _, e := range i.Endpoints {
+				eps = append(eps, fmt.Sprintf("%s %d/%d", e.Source, e.Imported, e.Exported))
+			}
+			fmt.Fprintf(b, "%s\t%s\t%s\t%v\t%s\t%s\t%s", name, cmp.Or(strings.Join(s.ExportedBy, ","), "-"), i.Consumer, i.Imported,
+				cmp.Or(strings.Join(i.IPs, ","), "-"), cmp.Or(i.Ready, "-"), cmp.Or(strings.Join(eps, ", "), "-"))
+			if wide {
+				fmt.Fprintf(b, "\t%s\t%s", cmp.Or(i.Type, "-"), cmp.Or(strings.Join(i.Clusters, ","), "-"))
+			}
+			_, _ = io.WriteString(b, "\n")
+		}
+		for _, c := range s.Conflicts {
+			fmt.Fprintf(b, "%s\tconflict: %s\n", name, c)
+		}
+	}
+	_ = b.Flush()
 }

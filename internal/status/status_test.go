@@ -98,9 +98,9 @@ func TestGather(t *testing.T) {
 		}, problems: []string{"member west cannot be read: connection refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Gather(t.Context(), tc.members(t), nil)
+			r := Gather(t.Context(), Input{Members: tc.members(t)})
 			if len(r.Problems) != len(tc.problems) {
-				t.Fatalf("problems %q, want %d:\n%s", r.Problems, len(tc.problems), r.Text())
+				t.Fatalf("problems %q, want %d:\n%s", r.Problems, len(tc.problems), r.Text(false))
 			}
 			for i, want := range tc.problems {
 				if !strings.Contains(r.Problems[i], want) {
@@ -115,11 +115,11 @@ func TestGather(t *testing.T) {
 }
 
 func TestGatherReportsTheCounts(t *testing.T) {
-	r := Gather(t.Context(), []Member{
+	r := Gather(t.Context(), Input{Members: []Member{
 		member(t, "east", converged(t)...),
 		member(t, "north", serviceImport("east"), slice("web-east", "east", "10.1.0.1", "10.1.0.2")),
 		{ID: "south"},
-	}, &web)
+	}, Only: &web})
 	if len(r.Services) != 1 || len(r.Services[0].Imports) != 2 {
 		t.Fatalf("services %+v", r.Services)
 	}
@@ -130,13 +130,13 @@ func TestGatherReportsTheCounts(t *testing.T) {
 	if r.Members[2].Read || !strings.Contains(r.Members[2].Error, "through the hub") {
 		t.Errorf("south: %+v", r.Members[2])
 	}
-	text := r.Text()
+	text := r.Text(false)
 	for _, want := range []string{"demo/web", "east 2/2", "converged: every import"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
 	}
-	if other := Gather(t.Context(), []Member{member(t, "east", converged(t)...)}, &types.NamespacedName{Namespace: "demo", Name: "api"}); len(other.Services) != 0 {
+	if other := Gather(t.Context(), Input{Members: []Member{member(t, "east", converged(t)...)}, Only: &types.NamespacedName{Namespace: "demo", Name: "api"}}); len(other.Services) != 0 {
 		t.Errorf("limited to demo/api: %+v", other.Services)
 	}
 }
@@ -152,7 +152,7 @@ func TestGatherKeepsEachMemberItsOwn(t *testing.T) {
 		}
 		members = append(members, member(t, fmt.Sprintf("m%02d", i), objs...))
 	}
-	r := Gather(t.Context(), members, nil)
+	r := Gather(t.Context(), Input{Members: members})
 	for i, m := range r.Members {
 		if m.ID != fmt.Sprintf("m%02d", i) || m.ServiceExports != i%4 {
 			t.Errorf("member %d reported as %s with %d ServiceExports, want m%02d with %d", i, m.ID, m.ServiceExports, i, i%4)

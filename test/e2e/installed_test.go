@@ -284,9 +284,14 @@ func operatorSees(ctx context.Context, t *testing.T, kubectlMCS, kubeconfig, ns 
 	t.Helper()
 	members := []string{"--kubeconfig", kubeconfig, "--contexts", "east,west,north"}
 	var r status.Report
-	eventually(ctx, t, "kubectl mcs status to report web converged", func() error {
+	eventually(ctx, t, "kubectl mcs status to report web converged, and every member up as its mcs-syncer Pods see it", func() error {
 		if code, stderr := runJSON(ctx, t, &r, kubectlMCS, append([]string{"status", ns + "/web", "-o", "json"}, members...)...); code != 0 {
 			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		for _, m := range r.Members {
+			if m.Health != "up" || m.Version == "" {
+				return fmt.Errorf("member %s: %s, version %q; mcs-syncers read: %+v", m.ID, m.Health, m.Version, r.Syncers)
+			}
 		}
 		return nil
 	})
@@ -304,7 +309,7 @@ func operatorSees(ctx context.Context, t *testing.T, kubectlMCS, kubeconfig, ns 
 	}
 	files := readTarGz(t, bundle)
 	for _, member := range runsIn {
-		logs, metrics, readyz := 0, 0, 0
+		logs, metrics, readyz, views := 0, 0, 0, 0
 		for name, content := range files {
 			if !strings.HasPrefix(name, member+"/mcs-syncer/") {
 				continue
@@ -316,10 +321,12 @@ func operatorSees(ctx context.Context, t *testing.T, kubectlMCS, kubeconfig, ns 
 				metrics++
 			case strings.HasSuffix(name, ".readyz") && strings.Contains(content, "readyz check passed"):
 				readyz++
+			case strings.HasSuffix(name, ".members.json") && strings.Contains(content, `"leading":`):
+				views++
 			}
 		}
-		if logs == 0 || metrics == 0 || readyz == 0 || metrics != logs {
-			t.Errorf("gather's bundle, %s: %d logs, %d metrics, %d readyz of mcs-syncer Pods; errors: %s", member, logs, metrics, readyz, files[member+"/errors.txt"])
+		if logs == 0 || metrics == 0 || readyz == 0 || metrics != logs || views != logs {
+			t.Errorf("gather's bundle, %s: %d logs, %d metrics, %d readyz, %d /members of mcs-syncer Pods; errors: %s", member, logs, metrics, readyz, views, files[member+"/errors.txt"])
 		}
 	}
 	if !strings.Contains(files["status.txt"], "converged") || !strings.Contains(files["north/serviceimports.yaml"], "name: web") {

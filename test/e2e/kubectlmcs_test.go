@@ -43,7 +43,7 @@ func TestKubectlMCSStatus(t *testing.T) {
 	eventually(ctx, t, "north to import web", readyImported(ctx, north, ns, map[string]int{"east": 2, "west": 1}))
 	statusOf := func(args ...string) (status.Report, int, string) {
 		var r status.Report
-		code, stderr := runJSON(ctx, t, &r, bin, append([]string{"status", "--clusterset-config", bed.ConfigPath, "-o", "json"}, args...)...)
+		code, stderr := runJSON(ctx, t, &r, bin, append([]string{"status", "--clusterset-config", bed.ConfigPath, "--syncer", syncer.ProbeAddr, "-o", "json"}, args...)...)
 		return r, code, stderr
 	}
 
@@ -66,6 +66,20 @@ func TestKubectlMCSStatus(t *testing.T) {
 			t.Errorf("%s's import: %s, want %s", imp.Consumer, got, want)
 		}
 	}
+	// The central mcs-syncer's view (--syncer): every member up, at its
+	// version.
+	if len(r.Syncers) != 1 || !r.Syncers[0].Leading || r.Syncers[0].Cluster != "" {
+		t.Errorf("mcs-syncers read: %+v", r.Syncers)
+	}
+	for _, m := range r.Members {
+		if m.Health != "up" || m.Version != r.Syncers[0].Version || len(m.SeenBy) != 1 {
+			t.Errorf("member %s: %+v", m.ID, m)
+		}
+	}
+	wide, err := exec.CommandContext(ctx, bin, "status", ns+"/web", "--clusterset-config", bed.ConfigPath, "--syncer", syncer.ProbeAddr, "-o", "wide").CombinedOutput()
+	if err != nil || !strings.Contains(string(wide), "SEEN BY") || !strings.Contains(string(wide), syncer.ProbeAddr+": up") || !strings.Contains(string(wide), "ClusterSetIP") {
+		t.Errorf("-o wide: %v\n%s", err, wide)
+	}
 
 	westBed := bed.Cluster("west")
 	if err := westBed.StopAPIServer(ctx); err != nil {
@@ -81,6 +95,15 @@ func TestKubectlMCSStatus(t *testing.T) {
 			t.Errorf("west down, reported %+v", m)
 		}
 	}
+	// mcs-syncer sees west down once its probe fails (within its health
+	// interval), and status says so.
+	eventually(ctx, t, "status to say west is down as mcs-syncer sees it", func() error {
+		_, _, stderr := statusOf(ns + "/web")
+		if !strings.Contains(stderr, "member west is down since") {
+			return fmt.Errorf("%s", stderr)
+		}
+		return nil
+	})
 }
 
 // runJSON runs bin with args and decodes its standard output into out;
