@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -75,6 +76,27 @@ func fromConfig(path string) ([]memberConn, error) {
 		members = append(members, memberConn{id: string(m.ID), rest: rc})
 	}
 	return members, nil
+}
+
+// hub returns the hub of mcs-syncer's config, through which the members
+// without connection settings of their own are read; nil without one.
+func (f clustersetFlags) hub() (*status.Hub, error) {
+	if f.config == "" {
+		return nil, nil
+	}
+	cfg, err := membership.LoadConfig(f.config)
+	if err != nil || cfg.Hub == nil {
+		return nil, err
+	}
+	rc, err := cfg.Hub.RESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	c, err := newClient(rc)
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	return &status.Hub{Client: c, Namespace: cmp.Or(cfg.PublicationNamespace, membership.DefaultPublicationNamespace)}, nil
 }
 
 // fromKubeconfig reads each context of a kubeconfig as a member.

@@ -56,7 +56,11 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			b.files["clusterset.yaml"] = raw
 		}
 	}
-	if err := b.gather(ctx, conns, o.statusSyncers()); err != nil {
+	hub, err := o.hub()
+	if err != nil {
+		return fail(err)
+	}
+	if err := b.gather(ctx, conns, status.Input{Syncers: o.statusSyncers(), Hub: hub}); err != nil {
 		return fail(err)
 	}
 	if err := b.write(*out); err != nil {
@@ -94,12 +98,12 @@ func ptrTo[T any](v T) *T { return &v }
 
 // gather reads every member into b, then adds the status and diagnose
 // reports of the whole clusterset.
-func (b *bundle) gather(ctx context.Context, conns []memberConn, syncers []status.Syncer) error {
-	statusOf, err := statusMembers(conns)
-	if err != nil {
+func (b *bundle) gather(ctx context.Context, conns []memberConn, in status.Input) error {
+	var err error
+	if in.Members, err = statusMembers(conns); err != nil {
 		return err
 	}
-	report := status.Gather(ctx, status.Input{Members: statusOf, Syncers: syncers})
+	report := status.Gather(ctx, in)
 	b.files["status.txt"] = []byte(report.Text(true))
 	checkOf, _, err := diagnoseMembers(conns)
 	if err != nil {
@@ -108,7 +112,7 @@ func (b *bundle) gather(ctx context.Context, conns []memberConn, syncers []statu
 	b.files["diagnose.txt"] = []byte(checksText(diagnose.Run(ctx, checkOf, time.Now)))
 	for _, m := range conns {
 		if m.rest == nil {
-			b.files[m.id+"/errors.txt"] = []byte("read through the hub: give a kubeconfig with a context per member to gather it\n")
+			b.files[m.id+"/errors.txt"] = []byte("read through the hub (its publications are in status.txt): give a kubeconfig with a context per member to gather it\n")
 			continue
 		}
 		c, err := newClient(m.rest)

@@ -28,6 +28,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
 
@@ -142,11 +143,15 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	only, err := onlyService(positional)
 	var members []status.Member
+	var hub *status.Hub
 	if err == nil {
 		var conns []memberConn
 		if conns, err = o.members(); err == nil {
 			members, err = statusMembers(conns)
 		}
+	}
+	if err == nil {
+		hub, err = o.hub()
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs status:", err)
@@ -154,7 +159,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	report := status.Gather(ctx, status.Input{Members: members, Syncers: o.statusSyncers(), Only: only})
+	report := status.Gather(ctx, status.Input{Members: members, Syncers: o.statusSyncers(), Only: only, Hub: hub})
 	if err := write(stdout, o.output, report, func() string { return report.Text(o.output == "wide") }); err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs status:", err)
 		return exitUsage
@@ -217,7 +222,7 @@ func write(w io.Writer, output string, v any, text func() string) error {
 
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(s), mcsv1beta1.Install(s)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(s), mcsv1beta1.Install(s), v1alpha1.AddToScheme(s)); err != nil {
 		panic(err)
 	}
 	return s

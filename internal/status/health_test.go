@@ -42,7 +42,9 @@ func TestGatherReportsHealth(t *testing.T) {
 			{Name: "standby", Read: func(context.Context) (membership.View, error) {
 				return membership.View{Cluster: "east", Leading: false, Members: []membership.MemberView{westDown}}, nil
 			}},
-			{Name: "gone", Read: func(context.Context) (membership.View, error) { return membership.View{}, errors.New("connection refused") }},
+			{Name: "gone", Read: func(context.Context) (membership.View, error) {
+				return membership.View{}, errors.New("connection refused")
+			}},
 		},
 	})
 	byID := map[string]MemberReport{}

@@ -41,6 +41,8 @@ type Input struct {
 	Syncers []Syncer
 	// Only, if set, limits the report to one Service.
 	Only *types.NamespacedName
+	// Hub, if set, is read for the members without a client of their own.
+	Hub *Hub
 }
 
 // Report is the clusterset's status.
@@ -57,8 +59,12 @@ type Report struct {
 // MemberReport is one member.
 type MemberReport struct {
 	ID string `json:"id"`
-	// Read says its API server answered every list; Error why not.
-	Read           bool   `json:"read"`
+	// Read says its API server (or the hub, ThroughHub) answered every
+	// list; Error why not.
+	Read bool `json:"read"`
+	// ThroughHub: it was read through its publications in the hub: its
+	// exports and their endpoints, as the importers read them.
+	ThroughHub     bool   `json:"throughHub,omitempty"`
 	Error          string `json:"error,omitempty"`
 	ServiceExports int    `json:"serviceExports"`
 	ServiceImports int    `json:"serviceImports"`
@@ -116,6 +122,9 @@ type held struct {
 	slices   []discoveryv1.EndpointSlice // every EndpointSlice of an exported or imported Service's namespace
 	err      error
 	readable bool
+	// viaHub: read through its publications in the hub; its exports have
+	// no conditions, and it holds no import.
+	viaHub bool
 	// syncers are the mcs-syncers found in it, or why none could be.
 	syncers    []Syncer
 	syncersErr error
@@ -130,6 +139,9 @@ func Gather(ctx context.Context, in Input) Report {
 	members, only := in.Members, in.Only
 	r := Report{Members: []MemberReport{}, Syncers: []SyncerReport{}, Services: []ServiceReport{}, Problems: []string{}}
 	reads := readAll(ctx, members, only)
+	if in.Hub != nil {
+		readHub(ctx, in.Hub, members, reads, only, &r.Problems)
+	}
 	syncers := slices.Clone(in.Syncers)
 	for _, h := range reads {
 		syncers = append(syncers, h.syncers...)
@@ -138,10 +150,10 @@ func Gather(ctx context.Context, in Input) Report {
 	for i, m := range members {
 		h := reads[i]
 		holds[m.ID] = h
-		mr := MemberReport{ID: m.ID, Read: h.err == nil && h.readable, ServiceExports: len(h.exports), ServiceImports: len(h.imports)}
+		mr := MemberReport{ID: m.ID, Read: h.err == nil && h.readable, ThroughHub: h.viaHub, ServiceExports: len(h.exports), ServiceImports: len(h.imports)}
 		switch {
 		case !h.readable:
-			mr.Error = "not read: no connection settings of its own (read through the hub)"
+			mr.Error = "not read: no connection settings of its own, and no hub given (it is read through the hub)"
 		case h.err != nil:
 			mr.Error = h.err.Error()
 			r.Problems = append(r.Problems, fmt.Sprintf("member %s cannot be read: %v", m.ID, h.err))
@@ -250,6 +262,9 @@ func service(key types.NamespacedName, members []Member, holds map[string]*held,
 			continue
 		}
 		sr.ExportedBy = append(sr.ExportedBy, m.ID)
+		if holds[m.ID].viaHub {
+			continue // its ServiceExport's conditions are its own cluster's
+		}
 		if ready := meta.FindStatusCondition(se.Status.Conditions, string(mcsv1beta1.ServiceExportConditionReady)); ready == nil || ready.Status != metav1.ConditionTrue {
 			why := "no Ready condition yet"
 			if ready != nil {
@@ -265,7 +280,7 @@ func service(key types.NamespacedName, members []Member, holds map[string]*held,
 	}
 	for _, consumer := range members {
 		h := holds[consumer.ID]
-		if !h.readable || h.err != nil {
+		if !h.readable || h.err != nil || h.viaHub {
 			continue
 		}
 		sr.Imports = append(sr.Imports, importInto(key, consumer.ID, h, sr.ExportedBy, holds, problems))
@@ -381,8 +396,12 @@ func (r Report) membersText(out io.Writer, wide bool) {
 		if m.HeartbeatAgeSeconds != nil {
 			heartbeat = fmt.Sprintf("%ds ago", *m.HeartbeatAgeSeconds)
 		}
-		fmt.Fprintf(b, "%s\t%s\t%s\t%s\t%s\t%v\t%d\t%d\t%s", m.ID, m.Health, cmp.Or(m.HealthSince, "-"), heartbeat, cmp.Or(m.Version, "-"),
-			m.Read, m.ServiceExports, m.ServiceImports, cmp.Or(m.Error, "-"))
+		read := fmt.Sprint(m.Read)
+		if m.Read && m.ThroughHub {
+			read = "hub"
+		}
+		fmt.Fprintf(b, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s", m.ID, m.Health, cmp.Or(m.HealthSince, "-"), heartbeat, cmp.Or(m.Version, "-"),
+			read, m.ServiceExports, m.ServiceImports, cmp.Or(m.Error, "-"))
 		if wide {
 			var seen []string
 			for _, s := range m.SeenBy {

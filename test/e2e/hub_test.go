@@ -20,6 +20,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/internal/status"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
@@ -134,6 +135,36 @@ func TestHubMode(t *testing.T) {
 	ip := importIP(ctx, t, dp.ns, "web")
 	dp.reaches(ctx, t, "tcp", ip+":80", 10, "east")
 	dp.reaches(ctx, t, "tcp", "web."+dp.ns+".svc.clusterset.local:80", 10, "east")
+	statusThroughTheHub(ctx, t, procs, dp.ns)
+}
+
+// statusThroughTheHub: kubectl mcs status, given north's own hub-mode
+// config, reads east and west through their publications in the hub
+// (north's hub identity) and north directly: converged, north's import
+// holding east's 2 endpoints, every member up as the three mcs-syncers
+// (--syncer) see it, each at its own mcs-syncer's version.
+func statusThroughTheHub(ctx context.Context, t *testing.T, procs []*syncerProcess, ns string) {
+	t.Helper()
+	bin := buildKubectlMCS(ctx, t)
+	args := []string{"status", ns + "/web", "--clusterset-config", bed.HubConfigPath("north"), "-o", "json"}
+	for _, p := range procs {
+		args = append(args, "--syncer", p.ProbeAddr)
+	}
+	var r status.Report
+	eventually(ctx, t, "kubectl mcs status through the hub to report web converged", func() error {
+		if code, stderr := runJSON(ctx, t, &r, bin, args...); code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		return nil
+	})
+	if len(r.Services) != 1 || len(r.Services[0].Imports) != 1 || fmt.Sprintf("%+v", r.Services[0].Imports[0].Endpoints) != "[{Source:east Imported:2 Exported:2}]" {
+		t.Fatalf("services %+v", r.Services)
+	}
+	for _, m := range r.Members {
+		if !m.Read || m.ThroughHub != (m.ID != "north") || m.Health != "up" || m.Version == "" || len(m.SeenBy) != 3 {
+			t.Errorf("member %s: %+v", m.ID, m)
+		}
+	}
 }
 
 // TestHubRefusesPublishingAsAnother: the hub's admission policy
