@@ -170,6 +170,14 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 	fmt.Fprintf(out, "  importer RSS %s (largest %s) = %.0f bytes per imported endpoint (%d each)\n",
 		mibs(h.ImporterRSS), mib(slices.Max(h.ImporterRSS)), perEndpoint, h.ImportedEndpoints)
 	fmt.Fprintf(out, "  hub (%s + etcd): RSS %s, CPU under load %.0f %% of a core\n", h.Server, mib(h.HubRSS), 100*h.HubCPU)
+	if s := h.Status; s != nil {
+		fmt.Fprintf(out, "  kubectl mcs status over the converged load: %d members reported, exit %d, median %s of %d runs (%s); its reads by one client alone %s (%s): ratio %s\n",
+			s.Members, s.Exit, median(s.Runs).Round(time.Millisecond), len(s.Runs), durations(s.Runs), median(s.Floor).Round(time.Millisecond), durations(s.Floor),
+			ratio(median(s.Runs), median(s.Floor)))
+		if s.Problem != "" {
+			fmt.Fprintf(out, "  kubectl mcs status says: %s\n", s.Problem)
+		}
+	}
 	fmt.Fprintf(out, "  %d changes at %g/s (1 in %d the floor's), %d lost, %d seen without their condition; load %s\n",
 		h.Sent, h.Rate, floorEvery, h.Lost, h.Wrong, h.Load1)
 	fmt.Fprintf(out, "  latency to every importer: mcs-syncer p50/p99 %s/%s ms; relay floor (hub -> consumer) p50/p99 %s/%s ms; ratio p50 %s\n",

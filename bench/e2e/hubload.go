@@ -69,6 +69,8 @@ type hubLoadResult struct {
 	Load1        string
 	Restart      time.Duration
 	RestartReady time.Duration
+	// Status is kubectl mcs status over the converged load.
+	Status *statusFigure
 	// RestartRSS is the restarted importer's RSS once it settled.
 	RestartRSS   int64
 	RestartWrite audit.Writes
@@ -296,6 +298,9 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 		return nil, err
 	}
 	res.HubWatches = h1 - h0
+	if res.Status, err = g.timeStatus(ctx, importers, sims); err != nil {
+		return nil, err
+	}
 	g.saveProfile(ctx, pprof+"heap", "importer-heap.pprof")
 	hubPids, err := g.bed.Hub.Pids()
 	if err != nil {
