@@ -144,4 +144,3 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Sorted(slices.Values(ds))
 	return s[len(s)/2]
 }
-

@@ -26,12 +26,16 @@ import (
 // contexts of a kubeconfig.
 type clustersetFlags struct {
 	config, kubeconfig, contexts string
+	// hubKubeconfig is the hub's (hub mode), beside or instead of the
+	// config's.
+	hubKubeconfig string
 }
 
 func (f *clustersetFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "clusterset-config", "", "mcs-syncer's clusterset config file: its members, as mcs-syncer reads them")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "a kubeconfig with a context per member, named after its cluster ID (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.contexts, "contexts", "", "comma-separated contexts of --kubeconfig, the members (default every context)")
+	fs.StringVar(&f.hubKubeconfig, "hub-kubeconfig", "", "hub mode: the hub's kubeconfig (its current context), instead of that of --clusterset-config; a hub administrator's lets diagnose check every member's hub identity")
 }
 
 // memberConn is a member and how to reach its API server (nil: it is read
@@ -78,25 +82,54 @@ func fromConfig(path string) ([]memberConn, error) {
 	return members, nil
 }
 
-// hub returns the hub of mcs-syncer's config, through which the members
-// without connection settings of their own are read; nil without one.
-func (f clustersetFlags) hub() (*status.Hub, error) {
-	if f.config == "" {
+// hubConn is the hub of hub mode and the publications' namespace there.
+type hubConn struct {
+	rest      *rest.Config
+	namespace string
+}
+
+// hub returns the hub: --hub-kubeconfig's, or that of mcs-syncer's config
+// (through which the members without connection settings of their own are
+// read); nil without one.
+func (f clustersetFlags) hub() (*hubConn, error) {
+	var cfg *membership.Config
+	if f.config != "" {
+		var err error
+		if cfg, err = membership.LoadConfig(f.config); err != nil {
+			return nil, err
+		}
+	}
+	namespace := membership.DefaultPublicationNamespace
+	if cfg != nil {
+		namespace = cmp.Or(cfg.PublicationNamespace, namespace)
+	}
+	switch {
+	case f.hubKubeconfig != "":
+		rc, err := clientcmd.BuildConfigFromFlags("", f.hubKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--hub-kubeconfig: %w", err)
+		}
+		return &hubConn{rest: rc, namespace: namespace}, nil
+	case cfg != nil && cfg.Hub != nil:
+		rc, err := cfg.Hub.RESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("hub: %w", err)
+		}
+		return &hubConn{rest: rc, namespace: namespace}, nil
+	}
+	return nil, nil
+}
+
+// statusHub returns the hub as status reads it (nil: none).
+func (h *hubConn) statusHub() (*status.Hub, error) {
+	if h == nil {
 		return nil, nil
 	}
-	cfg, err := membership.LoadConfig(f.config)
-	if err != nil || cfg.Hub == nil {
-		return nil, err
-	}
-	rc, err := cfg.Hub.RESTConfig()
+	c, err := newClient(h.rest)
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
-	c, err := newClient(rc)
-	if err != nil {
-		return nil, fmt.Errorf("hub: %w", err)
-	}
-	return &status.Hub{Client: c, Namespace: cmp.Or(cfg.PublicationNamespace, membership.DefaultPublicationNamespace)}, nil
+	return &status.Hub{Client: c, Namespace: h.namespace}, nil
 }
 
 // fromKubeconfig reads each context of a kubeconfig as a member.

@@ -31,16 +31,15 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return fail(err)
 	}
-	members, throughHub, err := diagnoseMembers(conns)
+	hub, err := o.hub()
 	if err != nil {
 		return fail(err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	checks := diagnose.Run(ctx, members, time.Now)
-	for _, id := range throughHub {
-		checks = append(checks, diagnose.Check{Name: "reachable", Member: id, Result: diagnose.Skip,
-			Detail: "read through the hub: give a kubeconfig with a context per member to check it"})
+	checks, err := runChecks(ctx, conns, hub)
+	if err != nil {
+		return fail(err)
 	}
 	if err := write(stdout, o.output, checks, func() string { return checksText(checks) }); err != nil {
 		return fail(err)
@@ -49,6 +48,32 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitFailed
 	}
 	return exitOK
+}
+
+// runChecks runs diagnose's checks of the members, and of the hub if
+// there is one.
+func runChecks(ctx context.Context, conns []memberConn, hub *hubConn) ([]diagnose.Check, error) {
+	members, throughHub, err := diagnoseMembers(conns)
+	if err != nil {
+		return nil, err
+	}
+	checks := diagnose.Run(ctx, members, time.Now)
+	for _, id := range throughHub {
+		checks = append(checks, diagnose.Check{Name: "reachable", Member: id, Result: diagnose.Skip,
+			Detail: "read through the hub: give a kubeconfig with a context per member to check it"})
+	}
+	if hub == nil {
+		return checks, nil
+	}
+	c, err := newClient(hub.rest)
+	if err != nil {
+		return nil, fmt.Errorf("hub: %w", err)
+	}
+	var ids []string
+	for _, m := range conns {
+		ids = append(ids, m.id)
+	}
+	return append(checks, diagnose.RunHub(ctx, &diagnose.Hub{Client: c, Namespace: hub.namespace, Members: ids})...), nil
 }
 
 // checksText renders checks as a table, then what to do about each

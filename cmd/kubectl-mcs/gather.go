@@ -22,7 +22,6 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
 
@@ -56,11 +55,15 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			b.files["clusterset.yaml"] = raw
 		}
 	}
-	hub, err := o.hub()
+	conn, err := o.hub()
 	if err != nil {
 		return fail(err)
 	}
-	if err := b.gather(ctx, conns, status.Input{Syncers: o.statusSyncers(), Hub: hub}); err != nil {
+	hub, err := conn.statusHub()
+	if err != nil {
+		return fail(err)
+	}
+	if err := b.gather(ctx, conns, conn, status.Input{Syncers: o.statusSyncers(), Hub: hub}); err != nil {
 		return fail(err)
 	}
 	if err := b.write(*out); err != nil {
@@ -98,18 +101,18 @@ func ptrTo[T any](v T) *T { return &v }
 
 // gather reads every member into b, then adds the status and diagnose
 // reports of the whole clusterset.
-func (b *bundle) gather(ctx context.Context, conns []memberConn, in status.Input) error {
+func (b *bundle) gather(ctx context.Context, conns []memberConn, hub *hubConn, in status.Input) error {
 	var err error
 	if in.Members, err = statusMembers(conns); err != nil {
 		return err
 	}
 	report := status.Gather(ctx, in)
 	b.files["status.txt"] = []byte(report.Text(true))
-	checkOf, _, err := diagnoseMembers(conns)
+	checks, err := runChecks(ctx, conns, hub)
 	if err != nil {
 		return err
 	}
-	b.files["diagnose.txt"] = []byte(checksText(diagnose.Run(ctx, checkOf, time.Now)))
+	b.files["diagnose.txt"] = []byte(checksText(checks))
 	for _, m := range conns {
 		if m.rest == nil {
 			b.files[m.id+"/errors.txt"] = []byte("read through the hub (its publications are in status.txt): give a kubeconfig with a context per member to gather it\n")

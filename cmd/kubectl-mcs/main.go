@@ -63,7 +63,8 @@ what each mcs-syncer sees of it, and each import's type and clusters.
 diagnose checks what the clusterset needs of its members: the MCS CRDs
 served in both versions, CoreDNS answering clusterset.local, pod and service
 CIDRs that do not overlap, mcs-syncer ready at one version, clocks that
-agree. Each check passes, fails (saying what to do) or is skipped (saying
+agree; in hub mode (a config with a hub, or --hub-kubeconfig), the hub's
+admission policy and what each member's hub identity may do. Each check passes, fails (saying what to do) or is skipped (saying
 why); it exits 1 when one fails.
 
 gather writes a support bundle: each member's ServiceExports,
@@ -151,7 +152,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	if err == nil {
-		hub, err = o.hub()
+		var conn *hubConn
+		if conn, err = o.hub(); err == nil {
+			hub, err = conn.statusHub()
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs status:", err)

@@ -141,6 +141,7 @@ func buildKubectlMCS(ctx context.Context, t *testing.T) string {
 
 // TestKubectlMCSDiagnose: kubectl mcs diagnose passes on the testbed (its
 // DNS and mcs-syncer run outside the clusters: those checks are skipped),
+// and on its hub (diagnoseHub),
 // fails on a member whose CoreDNS (kube-system/coredns, as kubeadm and
 // kind run it) has no multicluster plugin, and on a node of west whose pod
 // CIDR is a range of east, naming both.
@@ -176,6 +177,7 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 	if passed["MCS CRDs"] != 3 || passed["pod and service CIDRs do not overlap between members"] != 1 || passed["members' clocks agree"] != 1 {
 		t.Errorf("the healthy testbed: passed %v; want the CRDs of 3 members, the CIDRs and the clocks", passed)
 	}
+	diagnoseHub(ctx, t, bin)
 
 	west := bed.ClientOf(t, "west")
 	corefile := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"},
@@ -211,5 +213,43 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 	if code != 1 || !strings.Contains(got, "CoreDNS answers clusterset.local/west: the Corefile of kube-system/coredns has no multicluster plugin") ||
 		!strings.Contains(got, "west's pod CIDR (node overlaps-east) "+eastRange) {
 		t.Errorf("exit %d, failed:\n%s", code, got)
+	}
+}
+
+// diagnoseHub: with north's hub-mode config, diagnose checks the hub as
+// north's member identity: the admission policy refuses its publication as
+// another cluster (a dry run), and north may do what RBAC should allow;
+// the others' identities it may not review (skipped). With the hub's
+// administrator (--hub-kubeconfig), every member's identity is reviewed.
+func diagnoseHub(ctx context.Context, t *testing.T, bin string) {
+	t.Helper()
+	results := func(args ...string) map[string]string {
+		var checks []diagnose.Check
+		code, stderr := runJSON(ctx, t, &checks, bin, append([]string{"diagnose", "--clusterset-config", bed.HubConfigPath("north"), "-o", "json"}, args...)...)
+		got := map[string]string{}
+		for _, c := range checks {
+			if strings.HasPrefix(c.Name, "hub ") {
+				got[c.Name+"/"+c.Member] = string(c.Result) + ": " + c.Detail
+			}
+		}
+		if code != 0 {
+			t.Errorf("diagnose %v: exit %d, %s; hub checks %v", args, code, stderr, got)
+		}
+		return got
+	}
+	const admission, access = "hub admission: members publish only as themselves/", "hub identity allowed what RBAC should allow/"
+	asNorth := results()
+	if !strings.HasPrefix(asNorth[admission], "pass: member north's publication as cluster mcs-diagnose-other is refused") ||
+		!strings.HasPrefix(asNorth[access+"north"], "pass") || !strings.HasPrefix(asNorth[access+"east"], "skip") || len(asNorth) != 4 {
+		t.Errorf("as north: %v", asNorth)
+	}
+	asAdmin := results("--hub-kubeconfig", bed.Hub.KubeconfigPath)
+	for _, id := range []string{"east", "west", "north"} {
+		if !strings.HasPrefix(asAdmin[access+id], "pass") {
+			t.Errorf("as the hub's administrator, %s: %v", id, asAdmin)
+		}
+	}
+	if !strings.HasPrefix(asAdmin[admission], "pass: mcs-syncer-publish-as-yourself present and bound with Deny") {
+		t.Errorf("as the hub's administrator: %v", asAdmin)
 	}
 }
