@@ -13,7 +13,7 @@ import (
 // addresses.
 const maxAddressesPerEndpoint = 100
 
-// unimportable says why a consumer's API server would refuse endpoint in
+// Unimportable says why a consumer's API server would refuse endpoint in
 // an EndpointSlice of addressType ("" when it would not). The rules are
 // those of the EndpointSlice validation of the Kubernetes version we pin
 // (k8s.io/kubernetes v1.36.3, pkg/apis/discovery/validation,
@@ -27,7 +27,7 @@ const maxAddressesPerEndpoint = 100
 // Such an endpoint is left out of the import and counted; the others of
 // the same slice are imported. Written as they were, one refused endpoint
 // made the API server refuse its whole slice, on every try.
-func unimportable(addressType discoveryv1.AddressType, endpoint *discoveryv1.Endpoint) string {
+func Unimportable(addressType discoveryv1.AddressType, endpoint *discoveryv1.Endpoint) string {
 	switch n := len(endpoint.Addresses); {
 	case n == 0:
 		return "it has no address"
@@ -109,7 +109,7 @@ func (l leftOut) String() string {
 func importableOnly(endpoints []discoveryv1.Endpoint, addressType discoveryv1.AddressType, left *leftOut) []discoveryv1.Endpoint {
 	var kept []discoveryv1.Endpoint
 	for i := range endpoints {
-		why := unimportable(addressType, &endpoints[i])
+		why := Unimportable(addressType, &endpoints[i])
 		if why == "" {
 			if kept != nil {
 				kept = append(kept, endpoints[i])

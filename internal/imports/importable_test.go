@@ -42,7 +42,7 @@ func TestUnimportable(t *testing.T) {
 		{v4, discoveryv1.Endpoint{Addresses: []string{"10.1.0.1"}, Hostname: ptr.To("Web_0")}, "hostname"},
 		{v4, discoveryv1.Endpoint{Addresses: []string{"10.1.0.1"}, NodeName: ptr.To("node/a")}, "nodeName"},
 	} {
-		got := unimportable(tc.addressType, &tc.endpoint)
+		got := Unimportable(tc.addressType, &tc.endpoint)
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s %v: %q, want %q", tc.addressType, tc.endpoint.Addresses, got, tc.want)
 		}

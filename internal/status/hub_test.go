@@ -70,7 +70,7 @@ func TestGatherReadsThroughTheHub(t *testing.T) {
 	if len(parts) < 3 || len(r.Services) != 1 || strings.Join(r.Services[0].ExportedBy, ",") != "sim-1,sim-2" || len(r.Services[0].Imports) != 2 {
 		t.Fatalf("%d parts; services %+v", len(parts), r.Services)
 	}
-	for i, want := range []string{"[{Source:sim-1 Imported:2 Exported:2} {Source:sim-2 Imported:250 Exported:250}]", "[{Source:sim-1 Imported:2 Exported:2} {Source:sim-2 Imported:249 Exported:250}]"} {
+	for i, want := range []string{"[{Source:sim-1 Imported:2 Exported:2 Unimportable:0} {Source:sim-2 Imported:250 Exported:250 Unimportable:0}]", "[{Source:sim-1 Imported:2 Exported:2 Unimportable:0} {Source:sim-2 Imported:249 Exported:250 Unimportable:0}]"} {
 		if got := fmt.Sprintf("%+v", r.Services[0].Imports[i].Endpoints); got != want {
 			t.Errorf("%s: %s, want %s", r.Services[0].Imports[i].Consumer, got, want)
 		}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -113,6 +114,10 @@ type SourceEndpoints struct {
 	Source   string `json:"source"`
 	Imported int    `json:"imported"`
 	Exported int    `json:"exported"`
+	// Unimportable are exported endpoints that a consumer's API server
+	// would refuse (imports.Unimportable): mcs-syncer leaves them out on
+	// purpose, so they are not in Exported.
+	Unimportable int `json:"unimportable,omitempty"`
 }
 
 // held is what one member holds.
@@ -321,7 +326,8 @@ func importInto(key types.NamespacedName, consumer string, h *held, exporters []
 		if !src.readable || src.err != nil {
 			continue
 		}
-		e := SourceEndpoints{Source: source, Imported: importedFrom(h.slices, key, source), Exported: exportedBy(src.slices, key, addressTypes)}
+		e := SourceEndpoints{Source: source, Imported: importedFrom(h.slices, key, source)}
+		e.Exported, e.Unimportable = exportedBy(src.slices, key, addressTypes)
 		ir.Endpoints = append(ir.Endpoints, e)
 		if e.Imported != e.Exported {
 			*problems = append(*problems, fmt.Sprintf("%s: %s holds %d endpoints imported from %s, which exports %d", key, consumer, e.Imported, source, e.Exported))
@@ -332,14 +338,16 @@ func importInto(key types.NamespacedName, consumer string, h *held, exporters []
 
 // importedFrom counts the endpoints of key imported from source.
 func importedFrom(held []discoveryv1.EndpointSlice, key types.NamespacedName, source string) int {
-	return endpoints(held, func(s *discoveryv1.EndpointSlice) bool {
+	n, _ := endpoints(held, func(s *discoveryv1.EndpointSlice) bool {
 		return s.Namespace == key.Namespace && s.Labels[mcsv1beta1.LabelServiceName] == key.Name && s.Labels[mcsv1beta1.LabelSourceCluster] == source
 	})
+	return n
 }
 
 // exportedBy counts the endpoints of Service key in its own cluster's
-// EndpointSlices (not imported ones), of the address types (none: all).
-func exportedBy(held []discoveryv1.EndpointSlice, key types.NamespacedName, addressTypes []discoveryv1.AddressType) int {
+// EndpointSlices (not imported ones), of the address types (none: all):
+// those a consumer may import, and those it would refuse.
+func exportedBy(held []discoveryv1.EndpointSlice, key types.NamespacedName, addressTypes []discoveryv1.AddressType) (importable, unimportable int) {
 	return endpoints(held, func(s *discoveryv1.EndpointSlice) bool {
 		_, imported := s.Labels[mcsv1beta1.LabelSourceCluster]
 		return s.Namespace == key.Namespace && s.Labels[discoveryv1.LabelServiceName] == key.Name && !imported &&
@@ -348,21 +356,33 @@ func exportedBy(held []discoveryv1.EndpointSlice, key types.NamespacedName, addr
 }
 
 // endpoints counts the distinct endpoints (address type and first
-// address) of the slices that match.
-func endpoints(held []discoveryv1.EndpointSlice, match func(*discoveryv1.EndpointSlice) bool) int {
+// address) of the slices that match: those a consumer's API server takes,
+// and those it would refuse.
+func endpoints(held []discoveryv1.EndpointSlice, match func(*discoveryv1.EndpointSlice) bool) (importable, unimportable int) {
 	seen := map[string]bool{}
 	for i := range held {
 		s := &held[i]
 		if !match(s) {
 			continue
 		}
-		for _, ep := range s.Endpoints {
+		for j := range s.Endpoints {
+			ep := &s.Endpoints[j]
+			id := string(s.AddressType) + "/"
 			if len(ep.Addresses) > 0 {
-				seen[string(s.AddressType)+"/"+ep.Addresses[0]] = true
+				id += ep.Addresses[0]
+			}
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if imports.Unimportable(s.AddressType, ep) != "" {
+				unimportable++
+			} else {
+				importable++
 			}
 		}
 	}
-	return len(seen)
+	return importable, unimportable
 }
 
 // Text renders r as tables, then its problems; wide adds each member's
@@ -440,7 +460,11 @@ func (r Report) servicesText(out io.Writer, wide bool) {
 		for _, i := range s.Imports {
 			var eps []string
 			for _, e := range i.Endpoints {
-				eps = append(eps, fmt.Sprintf("%s %d/%d", e.Source, e.Imported, e.Exported))
+				ep := fmt.Sprintf("%s %d/%d", e.Source, e.Imported, e.Exported)
+				if e.Unimportable > 0 {
+					ep += fmt.Sprintf(" (+%d unimportable)", e.Unimportable)
+				}
+				eps = append(eps, ep)
 			}
 			fmt.Fprintf(b, "%s\t%s\t%s\t%v\t%s\t%s\t%s", name, cmp.Or(strings.Join(s.ExportedBy, ","), "-"), i.Consumer, i.Imported,
 				cmp.Or(strings.Join(i.IPs, ","), "-"), cmp.Or(i.Ready, "-"), cmp.Or(strings.Join(eps, ", "), "-"))

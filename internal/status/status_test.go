@@ -124,7 +124,7 @@ func TestGatherReportsTheCounts(t *testing.T) {
 		t.Fatalf("services %+v", r.Services)
 	}
 	north := r.Services[0].Imports[1]
-	if got := fmt.Sprintf("%s %v %v %+v", north.Consumer, north.Imported, north.IPs, north.Endpoints); got != "north true [10.96.0.10] [{Source:east Imported:2 Exported:2}]" {
+	if got := fmt.Sprintf("%s %v %v %+v", north.Consumer, north.Imported, north.IPs, north.Endpoints); got != "north true [10.96.0.10] [{Source:east Imported:2 Exported:2 Unimportable:0}]" {
 		t.Errorf("north's import: %s", got)
 	}
 	if r.Members[2].Read || !strings.Contains(r.Members[2].Error, "through the hub") {
@@ -157,5 +157,20 @@ func TestGatherKeepsEachMemberItsOwn(t *testing.T) {
 		if m.ID != fmt.Sprintf("m%02d", i) || m.ServiceExports != i%4 {
 			t.Errorf("member %d reported as %s with %d ServiceExports, want m%02d with %d", i, m.ID, m.ServiceExports, i, i%4)
 		}
+	}
+}
+
+// TestUnimportableEndpointsAreNotMissing: an endpoint that a consumer's
+// API server would refuse (a loopback address) is left out of the import
+// on purpose: it counts apart, and the import is converged without it.
+func TestUnimportableEndpointsAreNotMissing(t *testing.T) {
+	r := Gather(t.Context(), Input{Members: []Member{
+		member(t, "east", export(metav1.ConditionTrue, ""), slice("web-own", "", "10.1.0.1", "127.0.0.1"), serviceImport("east"), slice("web-east", "east", "10.1.0.1")),
+	}})
+	if !r.Converged() || fmt.Sprintf("%+v", r.Services[0].Imports[0].Endpoints) != "[{Source:east Imported:1 Exported:1 Unimportable:1}]" {
+		t.Errorf("problems %q, endpoints %+v", r.Problems, r.Services[0].Imports[0].Endpoints)
+	}
+	if text := r.Text(false); !strings.Contains(text, "east 1/1 (+1 unimportable)") {
+		t.Errorf("text:\n%s", text)
 	}
 }

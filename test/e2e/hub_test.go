@@ -157,7 +157,7 @@ func statusThroughTheHub(ctx context.Context, t *testing.T, procs []*syncerProce
 		}
 		return nil
 	})
-	if len(r.Services) != 1 || len(r.Services[0].Imports) != 1 || fmt.Sprintf("%+v", r.Services[0].Imports[0].Endpoints) != "[{Source:east Imported:2 Exported:2}]" {
+	if len(r.Services) != 1 || len(r.Services[0].Imports) != 1 || fmt.Sprintf("%+v", r.Services[0].Imports[0].Endpoints) != "[{Source:east Imported:2 Exported:2 Unimportable:0}]" {
 		t.Fatalf("services %+v", r.Services)
 	}
 	for _, m := range r.Members {

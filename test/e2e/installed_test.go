@@ -299,7 +299,7 @@ func operatorSees(ctx context.Context, t *testing.T, kubectlMCS, kubeconfig, ns 
 		t.Fatalf("kubectl mcs status: %+v", r.Services)
 	}
 	for _, imp := range r.Services[0].Imports {
-		if got := fmt.Sprintf("%+v", imp.Endpoints); got != "[{Source:east Imported:1 Exported:1} {Source:west Imported:1 Exported:1}]" {
+		if got := fmt.Sprintf("%+v", imp.Endpoints); got != "[{Source:east Imported:1 Exported:1 Unimportable:0} {Source:west Imported:1 Exported:1 Unimportable:0}]" {
 			t.Errorf("kubectl mcs status: %s's import %s", imp.Consumer, got)
 		}
 	}

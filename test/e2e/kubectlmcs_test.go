@@ -62,7 +62,7 @@ func TestKubectlMCSStatus(t *testing.T) {
 	}
 	for _, imp := range r.Services[0].Imports {
 		got := fmt.Sprintf("%v %d %+v", imp.Imported, len(imp.IPs), imp.Endpoints)
-		if want := "true 1 [{Source:east Imported:2 Exported:2} {Source:west Imported:1 Exported:1}]"; got != want {
+		if want := "true 1 [{Source:east Imported:2 Exported:2 Unimportable:0} {Source:west Imported:1 Exported:1 Unimportable:0}]"; got != want {
 			t.Errorf("%s's import: %s, want %s", imp.Consumer, got, want)
 		}
 	}
