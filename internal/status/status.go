@@ -125,6 +125,10 @@ type held struct {
 	exports  map[types.NamespacedName]*mcsv1beta1.ServiceExport
 	imports  map[types.NamespacedName]*mcsv1beta1.ServiceImport
 	slices   []discoveryv1.EndpointSlice // every EndpointSlice of an exported or imported Service's namespace
+	// byService indexes slices: a clusterset of hundreds of sources holds
+	// tens of thousands of slices per consumer, and each Service's count
+	// per source must not scan them all.
+	byService map[sliceKey][]*discoveryv1.EndpointSlice
 	err      error
 	readable bool
 	// viaHub: read through its publications in the hub; its exports have
@@ -133,6 +137,26 @@ type held struct {
 	// syncers are the mcs-syncers found in it, or why none could be.
 	syncers    []Syncer
 	syncersErr error
+}
+
+// sliceKey names a Service's slices: its own (source "") or those
+// imported from source.
+type sliceKey struct {
+	service types.NamespacedName
+	source  string
+}
+
+// index fills h.byService.
+func (h *held) index() {
+	h.byService = map[sliceKey][]*discoveryv1.EndpointSlice{}
+	for i := range h.slices {
+		s := &h.slices[i]
+		k := sliceKey{service: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[discoveryv1.LabelServiceName]}}
+		if source, imported := s.Labels[mcsv1beta1.LabelSourceCluster]; imported {
+			k = sliceKey{service: types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[mcsv1beta1.LabelServiceName]}, source: source}
+		}
+		h.byService[k] = append(h.byService[k], s)
+	}
 }
 
 // parallelReads is how many members Gather reads at once: a member that
@@ -150,6 +174,7 @@ func Gather(ctx context.Context, in Input) Report {
 	syncers := slices.Clone(in.Syncers)
 	for _, h := range reads {
 		syncers = append(syncers, h.syncers...)
+		h.index()
 	}
 	holds := map[string]*held{}
 	for i, m := range members {
@@ -326,8 +351,8 @@ func importInto(key types.NamespacedName, consumer string, h *held, exporters []
 		if !src.readable || src.err != nil {
 			continue
 		}
-		e := SourceEndpoints{Source: source, Imported: importedFrom(h.slices, key, source)}
-		e.Exported, e.Unimportable = exportedBy(src.slices, key, addressTypes)
+		e := SourceEndpoints{Source: source, Imported: importedFrom(h, key, source)}
+		e.Exported, e.Unimportable = exportedBy(src, key, addressTypes)
 		ir.Endpoints = append(ir.Endpoints, e)
 		if e.Imported != e.Exported {
 			*problems = append(*problems, fmt.Sprintf("%s: %s holds %d endpoints imported from %s, which exports %d", key, consumer, e.Imported, source, e.Exported))
@@ -336,33 +361,26 @@ func importInto(key types.NamespacedName, consumer string, h *held, exporters []
 	return ir
 }
 
-// importedFrom counts the endpoints of key imported from source.
-func importedFrom(held []discoveryv1.EndpointSlice, key types.NamespacedName, source string) int {
-	n, _ := endpoints(held, func(s *discoveryv1.EndpointSlice) bool {
-		return s.Namespace == key.Namespace && s.Labels[mcsv1beta1.LabelServiceName] == key.Name && s.Labels[mcsv1beta1.LabelSourceCluster] == source
-	})
+// importedFrom counts the endpoints of key that h imported from source.
+func importedFrom(h *held, key types.NamespacedName, source string) int {
+	n, _ := endpoints(h.byService[sliceKey{service: key, source: source}], nil)
 	return n
 }
 
 // exportedBy counts the endpoints of Service key in its own cluster's
-// EndpointSlices (not imported ones), of the address types (none: all):
-// those a consumer may import, and those it would refuse.
-func exportedBy(held []discoveryv1.EndpointSlice, key types.NamespacedName, addressTypes []discoveryv1.AddressType) (importable, unimportable int) {
-	return endpoints(held, func(s *discoveryv1.EndpointSlice) bool {
-		_, imported := s.Labels[mcsv1beta1.LabelSourceCluster]
-		return s.Namespace == key.Namespace && s.Labels[discoveryv1.LabelServiceName] == key.Name && !imported &&
-			(len(addressTypes) == 0 || slices.Contains(addressTypes, s.AddressType))
-	})
+// EndpointSlices (not imported ones) in h, of the address types (none:
+// all): those a consumer may import, and those it would refuse.
+func exportedBy(h *held, key types.NamespacedName, addressTypes []discoveryv1.AddressType) (importable, unimportable int) {
+	return endpoints(h.byService[sliceKey{service: key}], addressTypes)
 }
 
 // endpoints counts the distinct endpoints (address type and first
-// address) of the slices that match: those a consumer's API server takes,
-// and those it would refuse.
-func endpoints(held []discoveryv1.EndpointSlice, match func(*discoveryv1.EndpointSlice) bool) (importable, unimportable int) {
+// address) of the slices of the address types (none: all): those a
+// consumer's API server takes, and those it would refuse.
+func endpoints(held []*discoveryv1.EndpointSlice, addressTypes []discoveryv1.AddressType) (importable, unimportable int) {
 	seen := map[string]bool{}
-	for i := range held {
-		s := &held[i]
-		if !match(s) {
+	for _, s := range held {
+		if len(addressTypes) > 0 && !slices.Contains(addressTypes, s.AddressType) {
 			continue
 		}
 		for j := range s.Endpoints {
