@@ -122,15 +122,15 @@ type SourceEndpoints struct {
 
 // held is what one member holds.
 type held struct {
-	exports  map[types.NamespacedName]*mcsv1beta1.ServiceExport
-	imports  map[types.NamespacedName]*mcsv1beta1.ServiceImport
-	slices   []discoveryv1.EndpointSlice // every EndpointSlice of an exported or imported Service's namespace
+	exports map[types.NamespacedName]*mcsv1beta1.ServiceExport
+	imports map[types.NamespacedName]*mcsv1beta1.ServiceImport
+	slices  []discoveryv1.EndpointSlice // every EndpointSlice of an exported or imported Service's namespace
 	// byService indexes slices: a clusterset of hundreds of sources holds
 	// tens of thousands of slices per consumer, and each Service's count
 	// per source must not scan them all.
 	byService map[sliceKey][]*discoveryv1.EndpointSlice
-	err      error
-	readable bool
+	err       error
+	readable  bool
 	// viaHub: read through its publications in the hub; its exports have
 	// no conditions, and it holds no import.
 	viaHub bool
