@@ -40,7 +40,7 @@ func readHub(ctx context.Context, hub *Hub, members []Member, holds []*held, onl
 		return
 	}
 	var list v1alpha1.PublishedExportList
-	if err := hub.Client.List(ctx, &list, client.InNamespace(hub.Namespace)); err != nil {
+	if err := listPaged(ctx, hub.Client, func(l *v1alpha1.PublishedExportList) { list.Items = append(list.Items, l.Items...) }, client.InNamespace(hub.Namespace)); err != nil {
 		for _, h := range viaHub {
 			h.err = fmt.Errorf("the hub cannot be read: %w", err)
 		}

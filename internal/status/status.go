@@ -256,13 +256,36 @@ func read(ctx context.Context, m Member, only *types.NamespacedName) *held {
 		}
 	}
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
-		var list discoveryv1.EndpointSliceList
-		if h.err = m.Client.List(ctx, &list, client.InNamespace(ns)); h.err != nil {
+		h.err = listPaged(ctx, m.Client, func(l *discoveryv1.EndpointSliceList) { h.slices = append(h.slices, l.Items...) }, client.InNamespace(ns))
+		if h.err != nil {
 			return h
 		}
-		h.slices = append(h.slices, list.Items...)
 	}
 	return h
+}
+
+// pageSize is how many objects one list request asks for: a namespace of
+// tens of thousands of slices (or a hub of as many publications) is read in
+// pages, each well within a request's timeout.
+const pageSize = 1000
+
+// listPaged lists what opts select, a page at a time, handing each page to
+// each.
+func listPaged[T any, L interface {
+	*T
+	client.ObjectList
+}](ctx context.Context, c client.Reader, each func(L), opts ...client.ListOption) error {
+	next := ""
+	for {
+		page := L(new(T))
+		if err := c.List(ctx, page, append(opts, client.Limit(pageSize), client.Continue(next))...); err != nil {
+			return err
+		}
+		each(page)
+		if next = page.GetContinue(); next == "" {
+			return nil
+		}
+	}
 }
 
 // keysOf returns every Service that a member exports or imports, sorted.

@@ -174,3 +174,31 @@ func TestUnimportableEndpointsAreNotMissing(t *testing.T) {
 		t.Errorf("text:\n%s", text)
 	}
 }
+
+// TestGatherReadsEveryPage: slices listed in pages (as a real API server
+// pages a large namespace) are all read.
+func TestGatherReadsEveryPage(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(export(metav1.ConditionTrue, ""), serviceImport("east")).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			l, ok := list.(*discoveryv1.EndpointSliceList)
+			if !ok {
+				return c.List(ctx, list, opts...)
+			}
+			o := &client.ListOptions{}
+			o.ApplyOptions(opts)
+			if o.Limit != pageSize {
+				return fmt.Errorf("asked for %d at once", o.Limit)
+			}
+			if o.Continue == "" {
+				l.Items, l.Continue = []discoveryv1.EndpointSlice{*slice("web-own", "", "10.1.0.1", "10.1.0.2")}, "page-2"
+				return nil
+			}
+			l.Items = []discoveryv1.EndpointSlice{*slice("web-east", "east", "10.1.0.1", "10.1.0.2")}
+			return nil
+		},
+	}).Build()
+	r := Gather(t.Context(), Input{Members: []Member{{ID: "east", Client: c}}})
+	if !r.Converged() || fmt.Sprintf("%+v", r.Services[0].Imports[0].Endpoints) != "[{Source:east Imported:2 Exported:2 Unimportable:0}]" {
+		t.Errorf("problems %q, services %+v", r.Problems, r.Services)
+	}
+}
