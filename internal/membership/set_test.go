@@ -208,10 +208,10 @@ func TestSetReportsAndFollowsTheConfig(t *testing.T) {
 	mu.Unlock()
 }
 
-// TestReadyzSaysWhy: /readyz fails with its reasons before the members are
-// engaged (not withheld, as controller-runtime's handler does); a standby
-// replica is ready; ?verbose lists every check.
-func TestReadyzSaysWhy(t *testing.T) {
+// eastOnly is a Set, not started, of member east, whose API server does
+// not answer.
+func eastOnly(t *testing.T) *Set {
+	t.Helper()
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://"+closedPort(t))
 	path := filepath.Join(dir, "clusterset.yaml")
@@ -228,6 +228,14 @@ func TestReadyzSaysWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return set
+}
+
+// TestReadyzSaysWhy: /readyz fails with its reasons before the members are
+// engaged (not withheld, as controller-runtime's handler does); a standby
+// replica is ready; ?verbose lists every check.
+func TestReadyzSaysWhy(t *testing.T) {
+	set := eastOnly(t)
 	leading := true
 	p := &ProbeServer{Set: set, Leading: func() bool { return leading }}
 	get := func(url string) (int, string) {
@@ -252,22 +260,7 @@ func TestReadyzSaysWhy(t *testing.T) {
 // member as JSON (its state, health, version, and the process's clock);
 // a standby says it does not lead and lists none.
 func TestMembersView(t *testing.T) {
-	dir := t.TempDir()
-	kubeconfig(t, dir, "east.kubeconfig", "https://"+closedPort(t))
-	path := filepath.Join(dir, "clusterset.yaml")
-	if err := os.WriteFile(path, []byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := NewSet(path, cfg, Options{Scheme: runtime.NewScheme(), Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
-		return nil, nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := eastOnly(t)
 	leading := true
 	p := &ProbeServer{Set: set, Cluster: "west", Leading: func() bool { return leading }}
 	get := func() View {
