@@ -171,7 +171,7 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 		mibs(h.ImporterRSS), mib(slices.Max(h.ImporterRSS)), perEndpoint, h.ImportedEndpoints)
 	fmt.Fprintf(out, "  hub (%s + etcd): RSS %s, CPU under load %.0f %% of a core\n", h.Server, mib(h.HubRSS), 100*h.HubCPU)
 	if s := h.Status; s != nil {
-		fmt.Fprintf(out, "  kubectl mcs status over the converged load: %d members reported, exit %d, median %s of %d runs (%s); its reads by one client alone %s (%s): ratio %s\n",
+		fmt.Fprintf(out, "  kubectl mcs status after the load: %d members reported, exit %d, median %s of %d runs (%s); its reads by one client alone %s (%s): ratio %s\n",
 			s.Members, s.Exit, median(s.Runs).Round(time.Millisecond), len(s.Runs), durations(s.Runs), median(s.Floor).Round(time.Millisecond), durations(s.Floor),
 			ratio(median(s.Runs), median(s.Floor)))
 		if s.Problem != "" {

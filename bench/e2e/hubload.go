@@ -298,9 +298,6 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 		return nil, err
 	}
 	res.HubWatches = h1 - h0
-	if res.Status, err = g.timeStatus(ctx, importers, sims); err != nil {
-		return nil, err
-	}
 	g.saveProfile(ctx, pprof+"heap", "importer-heap.pprof")
 	hubPids, err := g.bed.Hub.Pids()
 	if err != nil {
@@ -467,6 +464,12 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 	res.Lost = tr.outstanding()
 	g.logf("hub load: %d changes in %s (%.1f/s), %d lost", res.Sent, sent.Round(time.Millisecond), float64(res.Sent)/sent.Seconds(), res.Lost)
 	cancel()
+
+	// kubectl mcs status, once the changes are in: after the load, so that
+	// its large reads take nothing from the load's figures.
+	if res.Status, err = g.timeStatus(ctx, importers, sims); err != nil {
+		return nil, err
+	}
 
 	// An importer's restart, nothing changing.
 	first := importers[0]
