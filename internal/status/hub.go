@@ -46,10 +46,27 @@ func readHub(ctx context.Context, hub *Hub, members []Member, holds []*held, onl
 		}
 		return
 	}
-	endpoints := map[string][]v1alpha1.EndpointGroup{} // by head name
+	endpoints := readPublications(list.Items, viaHub, only, problems)
+	for cluster, h := range viaHub {
+		for key := range h.exports {
+			for _, g := range endpoints[publish.ObjectName(cluster, key)] {
+				h.slices = append(h.slices, discoveryv1.EndpointSlice{
+					ObjectMeta:  metav1.ObjectMeta{Namespace: key.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: key.Name}},
+					AddressType: g.AddressType, Endpoints: g.Endpoints,
+				})
+			}
+		}
+	}
+}
+
+// readPublications adds each head of a member in viaHub to its exports,
+// and returns the endpoints of each (by the head's name): the head's own,
+// or those of its parts.
+func readPublications(items []v1alpha1.PublishedExport, viaHub map[clusterset.ClusterID]*held, only *types.NamespacedName, problems *[]string) map[string][]v1alpha1.EndpointGroup {
+	endpoints := map[string][]v1alpha1.EndpointGroup{}
 	var parts []*v1alpha1.PublishedExport
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		switch {
 		case publish.IsMarker(p):
 		case publish.IsPart(p):
@@ -80,14 +97,5 @@ func readHub(ctx context.Context, hub *Hub, members []Member, holds []*held, onl
 			endpoints[head] = append(endpoints[head], p.Spec.Endpoints...)
 		}
 	}
-	for cluster, h := range viaHub {
-		for key := range h.exports {
-			for _, g := range endpoints[publish.ObjectName(cluster, key)] {
-				h.slices = append(h.slices, discoveryv1.EndpointSlice{
-					ObjectMeta:  metav1.ObjectMeta{Namespace: key.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: key.Name}},
-					AddressType: g.AddressType, Endpoints: g.Endpoints,
-				})
-			}
-		}
-	}
+	return endpoints
 }
