@@ -81,8 +81,8 @@ image-repro: ## The image is reproducible: built twice from this tree (the secon
 	$(GO_TEST) -tags reproducibility -v -timeout $(IMAGE_REPRO_TIMEOUT) ./hack/image/
 
 .PHONY: e2e
-e2e: tools ## End-to-end tests on a local 3-cluster testbed.
-	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -p 1 -v -timeout $(E2E_TIMEOUT) ./test/e2e/...
+e2e: tools ## End-to-end tests on local 3-cluster testbeds: two processes at once, a testbed each (hack/e2e.sh; E2E_SHARDS=1: one).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) GO_TEST="$(GO_TEST)" E2E_TIMEOUT=$(E2E_TIMEOUT) CACHE=$(CACHE) bash hack/e2e.sh
 
 HUB_TESTS = TestHubMode|TestHubRefusesPublishingAsAnother|TestDirectToHubSwitch|TestHubOutageWithdrawsNothing|TestStoppedMemberIsWithdrawnThroughTheHub|TestWipedHubRepublishes|TestRevokedThenRotatedHubToken
 .PHONY: e2e-generic-hub
@@ -128,6 +128,14 @@ kind-up: tools ## A 3-cluster clusterset on kind with mcs-syncer installed from 
 kind-down: ## Delete the kind clusterset and the Docker engine hack/kind started.
 	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh down
 
+.PHONY: krew
+krew: ## kubectl-mcs's krew manifest and its archives (linux, darwin: amd64, arm64; windows: amd64) into $(BIN)/krew, for VERSION (hack/krew/release.sh).
+	bash hack/krew/release.sh $(VERSION) $(BIN)/krew
+
+.PHONY: krew-test
+krew-test: ## krew itself (built from hack/tools/krew) installs kubectl-mcs from the manifest and archive that `make krew` writes.
+	CACHE=$(CACHE) bash hack/krew/test.sh
+
 .PHONY: kind-e2e
 kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down; fails unless the host's network is left as it was.
 	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh e2e
@@ -149,7 +157,7 @@ lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck,
 	for f in api/v1alpha1/zz_generated.deepcopy.go config/crd/mcs-syncer.io_publishedexports.yaml; do \
 		cmp -s "$$out/$$(basename $$f)" $$f || { echo "$$f is not what api/v1alpha1 generates: run make generate"; diff "$$out/$$(basename $$f)" $$f | head -20; exit 1; }; \
 	done
-	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
+	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/krew/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum
