@@ -64,8 +64,9 @@ diagnose checks what the clusterset needs of its members: the MCS CRDs
 served in both versions, CoreDNS answering clusterset.local, pod and service
 CIDRs that do not overlap, mcs-syncer ready at one version, clocks that
 agree; in hub mode (a config with a hub, or --hub-kubeconfig), the hub's
-admission policy and what each member's hub identity may do. Each check passes, fails (saying what to do) or is skipped (saying
-why); it exits 1 when one fails.
+admission policy and what each member's hub identity may do. Each check
+passes, fails (saying what to do) or is skipped (saying why); it exits 1
+when one fails.
 
 gather writes a support bundle: each member's ServiceExports,
 ServiceImports, imported EndpointSlices and their events, and each
@@ -75,7 +76,10 @@ server's pods/proxy), with the status and diagnose reports.
 The clusterset (status, diagnose, gather): --clusterset-config (mcs-syncer's
 config file), or the contexts of --kubeconfig (default $KUBECONFIG or
 ~/.kube/config), one per member, named after its cluster ID (--contexts:
-which; default all).
+which; default all). In hub mode, the members without connection settings
+of their own are read through their publications in the hub of the config
+(or of --hub-kubeconfig). --syncer names an mcs-syncer that runs outside
+the members by its probe address; those that run as Pods are found.
 
 export creates (or updates) the ServiceExport of a Service of the current
 context's cluster (--kubeconfig, --context), as subctl export does;
