@@ -13,7 +13,7 @@ import (
 var stages = []struct{ label, metric, key, value string }{
 	{"queued (workqueue)", "workqueue_queue_duration_seconds", "name", "import-"},
 	{"reconcile", "controller_runtime_reconcile_time_seconds", "controller", "import-"},
-	{"trigger to write (mcs_syncer_propagation_latency)", "mcs_syncer_propagation_latency_seconds", "consumer_cluster", ""},
+	{"trigger to write (mcs_syncer_propagation_latency_seconds)", "mcs_syncer_propagation_latency_seconds", "consumer_cluster", ""},
 }
 
 // breakdown is an importer's metrics read twice; between them, where its
