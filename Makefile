@@ -81,7 +81,7 @@ image-repro: ## The image is reproducible: built twice from this tree (the secon
 	$(GO_TEST) -tags reproducibility -v -timeout $(IMAGE_REPRO_TIMEOUT) ./hack/image/
 
 .PHONY: e2e
-e2e: tools ## End-to-end tests on local 3-cluster testbeds: two processes at once, a testbed each (hack/e2e.sh; E2E_SHARDS=1: one).
+e2e: tools ## End-to-end tests on a local 3-cluster testbed (hack/e2e.sh; E2E_SHARDS=2: two processes at once, a testbed each).
 	MCS_TOOLS_DIR=$(TOOLS_BIN) GO_TEST="$(GO_TEST)" E2E_TIMEOUT=$(E2E_TIMEOUT) CACHE=$(CACHE) bash hack/e2e.sh
 
 HUB_TESTS = TestHubMode|TestHubRefusesPublishingAsAnother|TestDirectToHubSwitch|TestHubOutageWithdrawsNothing|TestStoppedMemberIsWithdrawnThroughTheHub|TestWipedHubRepublishes|TestRevokedThenRotatedHubToken
