@@ -2,12 +2,13 @@
 # Runs the end-to-end tests (./test/e2e/...): by default in one go test
 # process, one test after another on one testbed. E2E_SHARDS=2 runs them as
 # two processes at once, each on a testbed of its own (a real-node network
-# slot each): the second runs SECOND (a -run pattern of about half the
+# slot each): the second runs $second (a -run pattern of about half the
 # time: the data plane, the installed and the largest Services), the first
 # every other test and the differential test of pkg/reconciler; the
 # second's output goes to its log, printed when both have ended.
 #
-# Two at once is not the default: on 2 cores they took 30 min where one
+# Two at once is not the default: on 2 cores they would take about 35 min
+# (stopped after 30 with 8 tests and diffkcm left) where one
 # takes 42 (2026-11-28), with a load average of 15-23, under which
 # TestInstalledFromTheDocs saw 2 of its 600 requests (1 s timeout each)
 # fail during the upgrade; flaky is failing. On a machine with more cores
