@@ -172,8 +172,8 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 	fmt.Fprintf(out, "  hub (%s + etcd): RSS %s, CPU under load %.0f %% of a core\n", h.Server, mib(h.HubRSS), 100*h.HubCPU)
 	if s := h.Status; s != nil {
 		fmt.Fprintf(out, "  kubectl mcs status after the load: %d members reported, exit %d, median %s of %d runs (%s); its reads by one client alone %s (%s): ratio %s\n",
-			s.Members, s.Exit, median(s.Runs).Round(time.Millisecond), len(s.Runs), durations(s.Runs), median(s.Floor).Round(time.Millisecond), durations(s.Floor),
-			ratio(median(s.Runs), median(s.Floor)))
+			s.Members, s.Exit, percentile(s.Runs, 50).Round(time.Millisecond), len(s.Runs), durations(s.Runs), percentile(s.Floor, 50).Round(time.Millisecond), durations(s.Floor),
+			ratio(percentile(s.Runs, 50), percentile(s.Floor, 50)))
 		if s.Problem != "" {
 			fmt.Fprintf(out, "  kubectl mcs status says: %s\n", s.Problem)
 		}

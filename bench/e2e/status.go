@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -137,10 +136,4 @@ func (g *growth) statusFloor(ctx context.Context, importers []*testbed.Cluster, 
 		}
 	}
 	return nil
-}
-
-// median returns the middle of ds.
-func median(ds []time.Duration) time.Duration {
-	s := slices.Sorted(slices.Values(ds))
-	return s[len(s)/2]
 }
