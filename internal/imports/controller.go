@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -31,8 +33,6 @@ import (
 // ManagedByLabel marks the ServiceImports and derived Services mcs-syncer
 // owns (value: the managed-by value); others are never modified.
 const ManagedByLabel = clusterset.ManagedByLabel
-
-var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
 
 // Exports is what the controller needs of the Store (clusterset.Store):
 // the exports of a key, whether a member's exports are all known, and the
@@ -92,8 +92,12 @@ type Options struct {
 // Service (derivedservice.go), the slices (slices.go), the status
 // (status.go), and which exports count (view.go).
 type Controller struct {
-	opts       Options
-	client     client.Client
+	opts   Options
+	client client.Client
+	// siGVK is the ServiceImport's kind in the version the consumer
+	// serves (its client's scheme, internal/mcsapi): the owner of the
+	// derived Service and of the slices.
+	siGVK      schema.GroupVersionKind
 	slices     importedSlices // the imported slices, from a cache of their own
 	recorder   events.EventRecorder
 	controller controller.TypedController[reconcile.Request]
@@ -208,8 +212,12 @@ func newController(cl client.Client, sliceReader importedSlices, sliceWriter dis
 	if opts.MaxEndpointsPerSlice == 0 {
 		opts.MaxEndpointsPerSlice = reconciler.DefaultMaxEndpointsPerSlice
 	}
+	siGVK, err := apiutil.GVKForObject(&mcsv1beta1.ServiceImport{}, cl.Scheme())
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
 	c := &Controller{
-		opts: opts, client: cl, slices: sliceReader, recorder: recorder,
+		opts: opts, client: cl, siGVK: siGVK, slices: sliceReader, recorder: recorder,
 		reconcilers: map[clusterset.ClusterID]*reconciler.Reconciler{},
 		reported:    map[reportKey]bool{},
 		own:         newOwnWrites(),

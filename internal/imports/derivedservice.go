@@ -67,7 +67,7 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 		}
 		return derived{}, nil
 	}
-	want, write := planDerivedService(name, si, merged, svc, c.opts.ManagedBy)
+	want, write := planDerivedService(name, si, c.siGVK, merged, svc, c.opts.ManagedBy)
 	var err error
 	switch {
 	case svc == nil:
@@ -127,7 +127,9 @@ func derivedStateOf(svc *corev1.Service, si *mcsv1beta1.ServiceImport, managedBy
 	}
 	ref := metav1.GetControllerOfNoCopy(svc)
 	if svc.Labels[ManagedByLabel] == managedBy && ref != nil &&
-		ref.Kind == serviceImportGVK.Kind && ref.APIVersion == serviceImportGVK.GroupVersion().String() &&
+		// Of any version: one written before the consumer's CRD was
+		// upgraded or rolled back is still one of ours.
+		ref.Kind == mcsv1beta1.ServiceImportKindName && strings.HasPrefix(ref.APIVersion, mcsv1beta1.GroupName+"/") &&
 		ref.Name == si.Name && ref.UID != si.UID {
 		return derivedLeftBehind
 	}

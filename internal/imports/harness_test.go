@@ -14,7 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -29,6 +29,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -86,11 +87,15 @@ type harness struct {
 
 func newHarness(t testing.TB, opts Options, objs ...client.Object) *harness {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := mcsv1beta1.Install(scheme); err != nil {
+	return newHarnessOn(t, mcsapi.V1beta1, opts, objs...)
+}
+
+// newHarnessOn is newHarness with a consumer that serves version mcs of
+// the MCS API.
+func newHarnessOn(t testing.TB, mcs schema.GroupVersion, opts Options, objs ...client.Object) *harness {
+	t.Helper()
+	scheme, err := mcsapi.Scheme(mcs, clientgoscheme.AddToScheme)
+	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), recorder: events.NewFakeRecorder(100),

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -59,14 +60,14 @@ func planServiceImport(key types.NamespacedName, current *mcsv1beta1.ServiceImpo
 // as it must be: current (nil for a new one) with mcs-syncer's labels,
 // owner and spec; others' labels and annotations are kept. write says
 // that current differs (always for a new one).
-func planDerivedService(name types.NamespacedName, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, current *corev1.Service, managedBy string) (want *corev1.Service, write bool) {
+func planDerivedService(name types.NamespacedName, si *mcsv1beta1.ServiceImport, siGVK schema.GroupVersionKind, merged clusterset.Merged, current *corev1.Service, managedBy string) (want *corev1.Service, write bool) {
 	want = &corev1.Service{}
 	if current != nil {
 		want = current.DeepCopy()
 	}
 	want.Name, want.Namespace = name.Name, name.Namespace
 	want.Labels = mergeOwned(want.Labels, nil, map[string]string{ManagedByLabel: managedBy, mcsv1beta1.LabelServiceName: si.Name})
-	want.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(si, serviceImportGVK)}
+	want.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(si, siGVK)}
 	want.Spec.Type = corev1.ServiceTypeClusterIP
 	want.Spec.Selector = nil
 	want.Spec.Ports = nil
@@ -135,6 +136,7 @@ func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPr
 // date (settled.go; read only).
 type sliceInputs struct {
 	si        *mcsv1beta1.ServiceImport
+	siGVK     schema.GroupVersionKind
 	merged    clusterset.Merged
 	exports   []*clusterset.ExportedService
 	unsettled map[clusterset.ClusterID]bool
@@ -200,7 +202,7 @@ func planSlices(in sliceInputs) slicesPlan {
 		}
 		p := sourcePlan{source: source, export: es, settled: settled, remember: hints == nil}
 		p.input = reconciler.Input{
-			Owner: in.si, OwnerGVK: serviceImportGVK,
+			Owner: in.si, OwnerGVK: in.siGVK,
 			AddressTypes: addressTypes,
 			Existing:     existing,
 			Labeler:      sliceLabeler(in.si, in.merged, source),

@@ -23,6 +23,11 @@ import (
 
 var planKey = types.NamespacedName{Namespace: "ns", Name: "web"}
 
+
+// serviceImportGVK is the ServiceImport's kind as a consumer that serves
+// v1beta1 has it.
+var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)
+
 func mergedOf(typ mcsv1beta1.ServiceImportType, labels map[string]string, clusters ...clusterset.ClusterID) clusterset.Merged {
 	return clusterset.Merged{Clusters: clusters, Spec: clusterset.ExportedSpec{
 		Type: typ, Labels: labels, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
@@ -109,7 +114,7 @@ func TestPlanDerivedService(t *testing.T) {
 	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "uid-1"}}
 	name := types.NamespacedName{Namespace: "ns", Name: DerivedServiceName(planKey)}
 	merged := mergedOf(mcsv1beta1.ClusterSetIP, nil, "east")
-	fresh, write := planDerivedService(name, si, merged, nil, "mcs")
+	fresh, write := planDerivedService(name, si, serviceImportGVK, merged, nil, "mcs")
 	if !write || !metav1.IsControlledBy(fresh, si) || fresh.Spec.Type != corev1.ServiceTypeClusterIP || fresh.Spec.Selector != nil ||
 		len(fresh.Spec.Ports) != 1 || fresh.Spec.Ports[0].TargetPort.IntVal != 80 || fresh.Spec.SessionAffinity != corev1.ServiceAffinityNone ||
 		ptr.Deref(fresh.Spec.IPFamilyPolicy, "") != corev1.IPFamilyPolicySingleStack || fresh.Labels[mcsv1beta1.LabelServiceName] != "web" {
@@ -119,17 +124,17 @@ func TestPlanDerivedService(t *testing.T) {
 	held := fresh.DeepCopy()
 	held.Spec.ClusterIP, held.Spec.ClusterIPs = "10.96.0.7", []string{"10.96.0.7"}
 	held.Annotations = map[string]string{"note": "kept"}
-	if want, write := planDerivedService(name, si, merged, held, "mcs"); write || want.Spec.ClusterIP != "10.96.0.7" || want.Annotations["note"] != "kept" {
+	if want, write := planDerivedService(name, si, serviceImportGVK, merged, held, "mcs"); write || want.Spec.ClusterIP != "10.96.0.7" || want.Annotations["note"] != "kept" {
 		t.Errorf("held as planned: write %v, %+v", write, want)
 	}
 	dual := merged
 	dual.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
-	if want, write := planDerivedService(name, si, dual, held, "mcs"); !write || ptr.Deref(want.Spec.IPFamilyPolicy, "") != corev1.IPFamilyPolicyRequireDualStack {
+	if want, write := planDerivedService(name, si, serviceImportGVK, dual, held, "mcs"); !write || ptr.Deref(want.Spec.IPFamilyPolicy, "") != corev1.IPFamilyPolicyRequireDualStack {
 		t.Errorf("exports turned dual-stack: write %v, policy %v", write, want.Spec.IPFamilyPolicy)
 	}
 	otherOwner := held.DeepCopy()
 	otherOwner.OwnerReferences[0].UID = "uid-0"
-	if _, write := planDerivedService(name, si, merged, otherOwner, "mcs"); !write {
+	if _, write := planDerivedService(name, si, serviceImportGVK, merged, otherOwner, "mcs"); !write {
 		t.Error("an owner reference to an earlier ServiceImport is not rewritten")
 	}
 }
@@ -180,7 +185,7 @@ func TestPlanSlices(t *testing.T) {
 	}
 	members := []clusterset.ClusterID{"east", "west", "north"}
 	base := func() sliceInputs {
-		return sliceInputs{si: si, merged: merged, exports: []*clusterset.ExportedService{east, west}, members: members, consumer: "north", settled: settledSources{}}
+		return sliceInputs{si: si, siGVK: serviceImportGVK, merged: merged, exports: []*clusterset.ExportedService{east, west}, members: members, consumer: "north", settled: settledSources{}}
 	}
 	// upToDate is east's slices held and recorded as up to date.
 	upToDate := base()

@@ -64,7 +64,7 @@ func (c *Controller) observe(ctx context.Context, key types.NamespacedName, merg
 func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImport, merged clusterset.Merged, v view, seen observed) (present bool, err error) {
 	known := c.settled.of(client.ObjectKeyFromObject(si))
 	plan := planSlices(sliceInputs{
-		si: si, merged: merged, exports: v.exports, unsettled: v.unsettled,
+		si: si, siGVK: c.siGVK, merged: merged, exports: v.exports, unsettled: v.unsettled,
 		members: c.opts.Membership.IDs(), held: seen.slices, consumer: c.opts.Consumer,
 		zones: seen.zones, settled: known,
 	})

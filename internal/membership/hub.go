@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
@@ -86,7 +87,7 @@ func (h *hubs) attach(ctx context.Context, m Member, rc *rest.Config, onWatchErr
 	l := h.link(m)
 	if l.conn == nil || isClosed(l.conn.done) {
 		c := &hubConn{done: make(chan struct{}), watches: map[*func(context.Context, error)]bool{}}
-		if c.cl, err = h.deps.newCluster("", rc, func(ctx context.Context, err error) { h.watchFailed(l, c, ctx, err) }); err != nil {
+		if c.cl, err = h.deps.newCluster("", schema.GroupVersion{}, rc, func(ctx context.Context, err error) { h.watchFailed(l, c, ctx, err) }); err != nil {
 			return nil, nil, err
 		}
 		// The cluster lives as long as a member uses it, not as long as

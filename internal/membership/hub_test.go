@@ -45,7 +45,7 @@ func newHubbed(t *testing.T) *hubbed {
 			Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
 				return []func(context.Context) error{func(ctx context.Context) error { <-ctx.Done(); return nil }}, nil
 			}},
-		newCluster: func(id clusterset.ClusterID, _ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+		newCluster: func(id clusterset.ClusterID, _ schema.GroupVersion, _ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			synced := make(chan struct{})

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -21,10 +20,10 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
@@ -38,7 +37,9 @@ const (
 	BadConfig State = "config-error"
 	// Unreachable: its API server does not answer.
 	Unreachable State = "unreachable"
-	// MissingCRDs: it answers but does not serve the MCS v1beta1 API.
+	// MissingCRDs: it answers but serves no version of the MCS API that
+	// mcs-syncer speaks (or, for a member read through its publications,
+	// not mcs-syncer's PublishedExports).
 	MissingCRDs State = "missing-crds"
 	// Forbidden: it refuses a list or watch mcs-syncer needs.
 	Forbidden State = "forbidden"
@@ -88,9 +89,13 @@ type deps struct {
 	changed func()
 	// identified is called when a member's cluster identity is first known.
 	identified func(id clusterset.ClusterID, uid types.UID)
-	// newCluster builds a member's client and cache; onWatchError gets
-	// every failed list or watch of the cache.
-	newCluster func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
+	// newCluster builds a member's client and cache, which speak the MCS
+	// API in version mcs (zero for a member read through its
+	// publications); onWatchError gets every failed list or watch of the
+	// cache.
+	newCluster func(id clusterset.ClusterID, mcs schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
+	// mcsAPI is the MCS API as members must serve it (mcsAPIOf).
+	mcsAPI requiredAPI
 	// newProber returns a member's health check, which asks for api.
 	newProber func(rc *rest.Config, api requiredAPI) (prober, error)
 	// stopTimeout bounds the wait for a disengaged member's controllers.
@@ -112,6 +117,9 @@ type prober interface {
 	identity(ctx context.Context) types.UID
 	// claims reads what the cluster says of itself (KEP-2149).
 	claims(ctx context.Context) (claims, error)
+	// served is the version of the API it needs that the last successful
+	// probe found served (the preferred, when it serves more than one).
+	served() schema.GroupVersion
 }
 
 // member is one member's lifecycle.
@@ -143,6 +151,9 @@ type member struct {
 	// connecting and syncing: engaged, or refused for a reason.
 	settled bool
 	uid     types.UID
+	// api is the version of the API the member was last engaged on (the
+	// MCS API's, or its publications').
+	api schema.GroupVersion
 }
 
 func newMember(d *deps, config Member, now time.Time) *member {
@@ -182,6 +193,22 @@ func (m *member) health() clusterset.Health {
 		return clusterset.Health{Held: true, Since: m.lastUp, Answering: m.status.State.connected()}
 	}
 	return clusterset.Health{Since: m.lastUp, Answering: m.status.State.connected()}
+}
+
+// apiVersion is the version of the API the member was last engaged on.
+func (m *member) apiVersion() schema.GroupVersion {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.api
+}
+
+// mcsAPI names the version of the MCS API the member was last engaged on,
+// "" for a member read through its publications or never engaged.
+func (m *member) mcsAPI() string {
+	if api := m.apiVersion(); api.Group == mcsapi.V1beta1.Group {
+		return api.String()
+	}
+	return ""
 }
 
 // identity returns the member's cluster identity, as far as it is known,
@@ -306,7 +333,7 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 		m.mu.Unlock()
 	}
 	rc.QPS, rc.Burst = m.deps.opts.QPS, m.deps.opts.Burst
-	api := mcsAPI
+	api := m.deps.mcsAPI
 	if m.deps.opts.ReadsPublications != nil && m.deps.opts.ReadsPublications(m.id()) {
 		api = publicationAPI
 	}
@@ -352,10 +379,10 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 }
 
 // newCluster builds a real client and cache of a member (deps.newCluster).
-func newCluster(opts Options) func(clusterset.ClusterID, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
-	return func(id clusterset.ClusterID, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+func newCluster(opts Options) func(clusterset.ClusterID, schema.GroupVersion, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+	return func(id clusterset.ClusterID, mcs schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 		return cluster.New(rc, func(o *cluster.Options) {
-			o.Scheme = opts.Scheme
+			o.Scheme = opts.schemeFor(mcs)
 			o.Cache.DefaultTransform = plumbing.StripUnread
 			if opts.ConfigureCache != nil {
 				opts.ConfigureCache(id, &o.Cache)
@@ -375,7 +402,7 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 	if !ok {
 		return false
 	}
-	e, err := m.start(ctx, rc)
+	e, err := m.start(ctx, rc, check.served())
 	if err != nil {
 		m.setState(ctx, Failed, err)
 		return false
@@ -387,7 +414,11 @@ func (m *member) engage(ctx context.Context) (wasEngaged bool) {
 // engagement is one engagement of a member: its cache, its controllers,
 // and what they report.
 type engagement struct {
-	m         *member
+	m *member
+	// api is the version of the API the member is engaged on (its probe's
+	// served): a probe that finds another disengages it, to be engaged
+	// anew on that one.
+	api       schema.GroupVersion
 	ctx       context.Context // ends when the member is disengaged
 	cancel    context.CancelFunc
 	runnables []func(context.Context) error
@@ -410,8 +441,11 @@ type engagement struct {
 
 // start builds the member's cache and what runs on it (Options.Engage),
 // and starts the cache.
-func (m *member) start(ctx context.Context, rc *rest.Config) (*engagement, error) {
-	e := &engagement{m: m, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
+func (m *member) start(ctx context.Context, rc *rest.Config, api schema.GroupVersion) (*engagement, error) {
+	m.mu.Lock()
+	m.api = api
+	m.mu.Unlock()
+	e := &engagement{m: m, api: api, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
 	e.ctx, e.cancel = context.WithCancel(ctx)
 	onWatchError := func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) }
 	var cl cluster.Cluster
@@ -420,7 +454,11 @@ func (m *member) start(ctx context.Context, rc *rest.Config) (*engagement, error
 	if m.config.ThroughHub {
 		cl, e.release, err = m.deps.hubs.attach(ctx, m.config, rc, onWatchError)
 	} else {
-		cl, err = m.deps.newCluster(m.id(), rc, onWatchError)
+		mcs := api
+		if m.deps.opts.ReadsPublications != nil && m.deps.opts.ReadsPublications(m.id()) {
+			mcs = schema.GroupVersion{} // its publications, not the MCS API
+		}
+		cl, err = m.deps.newCluster(m.id(), mcs, rc, onWatchError)
 	}
 	if err != nil {
 		e.cancel()
@@ -478,6 +516,14 @@ func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bo
 			return wasEngaged
 		case err := <-e.refused:
 			timer.Stop()
+			// A resource no longer found may be served in another version
+			// now (its CRD replaced): that is no missing CRD.
+			if apierrors.IsNotFound(err) {
+				if _, perr := check.probe(ctx); perr == nil && check.served() != e.api {
+					m.setState(ctx, Connecting, e.apiChanged(check))
+					return wasEngaged
+				}
+			}
 			m.setState(ctx, refusal(err), err)
 			return wasEngaged
 		case err := <-e.exited:
@@ -504,11 +550,24 @@ func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bo
 		case <-timer.C:
 		}
 		timer.Stop()
-		if state, err := check.probe(ctx); err != nil && ctx.Err() == nil {
+		state, err := check.probe(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
 			m.setState(ctx, state, err)
+			return wasEngaged
+		case check.served() != e.api:
+			m.setState(ctx, Connecting, e.apiChanged(check))
 			return wasEngaged
 		}
 	}
+}
+
+// apiChanged says why a member whose API server now serves the API it
+// needs in another version than the one it is engaged on is engaged anew
+// (a CRD upgraded or rolled back under a running mcs-syncer).
+func (e *engagement) apiChanged(check prober) error {
+	return fmt.Errorf("its API server now serves %s, no longer (only) %s: engaged anew on it", check.served(), e.api)
 }
 
 // syncingProbeInterval is how often a member whose cache is syncing is
@@ -580,32 +639,49 @@ func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
 
 // requiredAPI is an API a member must serve to be engaged.
 type requiredAPI struct {
-	groupVersion string
-	resources    []string
+	// versions are the versions that do, the preferred first: the member
+	// is engaged on the first it serves.
+	versions  []schema.GroupVersion
+	resources []string
 	// what names it in messages; install says how to get it.
 	what, install string
 }
 
-var (
-	// mcsAPI is read from the members whose ServiceExports are read or
-	// into which mcs-syncer imports.
-	mcsAPI = requiredAPI{
-		groupVersion: mcsv1beta1.SchemeGroupVersion.String(), resources: []string{"serviceexports", "serviceimports"},
-		what: "the MCS API", install: "install sigs.k8s.io/mcs-api's config/crd",
+// mcsAPIOf is the MCS API as the members whose ServiceExports are read, or
+// into which mcs-syncer imports, must serve it: in one of the versions
+// opts has a scheme for.
+func mcsAPIOf(opts Options) requiredAPI {
+	api := requiredAPI{resources: mcsapi.Resources, what: "the MCS API", install: "install sigs.k8s.io/mcs-api's config/crd"}
+	for _, gv := range mcsapi.Versions {
+		if _, ok := opts.MCSSchemes[gv]; ok {
+			api.versions = append(api.versions, gv)
+		}
 	}
-	// publicationAPI is read from the members (or the hub) whose
-	// publications are read.
-	publicationAPI = requiredAPI{
-		groupVersion: v1alpha1.GroupVersion.String(), resources: []string{v1alpha1.Resource},
-		what: "mcs-syncer's publications", install: "install config/crd/mcs-syncer.io_publishedexports.yaml",
+	if len(api.versions) == 0 {
+		gv, ok := mcsapi.Version(opts.Scheme)
+		if !ok {
+			gv = mcsapi.V1beta1
+		}
+		api.versions = []schema.GroupVersion{gv}
 	}
-)
+	return api
+}
+
+// publicationAPI is read from the members (or the hub) whose publications
+// are read.
+var publicationAPI = requiredAPI{
+	versions: []schema.GroupVersion{v1alpha1.GroupVersion}, resources: []string{v1alpha1.Resource},
+	what: "mcs-syncer's publications", install: "install config/crd/mcs-syncer.io_publishedexports.yaml",
+}
 
 // healthCheck asks a member's API server whether it can be engaged.
 type healthCheck struct {
 	rest      rest.Interface
 	discovery discovery.DiscoveryInterface
 	api       requiredAPI
+
+	mu      sync.Mutex
+	version schema.GroupVersion // of the last probe that found the API served
 }
 
 func newHealthCheck(rc *rest.Config, api requiredAPI) (prober, error) {
@@ -620,8 +696,9 @@ func newHealthCheck(rc *rest.Config, api requiredAPI) (prober, error) {
 	return &healthCheck{rest: dc.RESTClient(), discovery: dc, api: api}, nil
 }
 
-// probe probes the member's /readyz, then whether it serves the MCS API; on
-// failure it returns the member's state and why.
+// probe probes the member's /readyz, then whether it serves the API it
+// needs, in which version; on failure it returns the member's state and
+// why.
 func (h *healthCheck) probe(ctx context.Context) (State, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -635,21 +712,25 @@ func (h *healthCheck) probe(ctx context.Context) (State, error) {
 		}
 		return Unreachable, fmt.Errorf("probe /readyz: %w", err)
 	}
-	resources, err := h.discovery.ServerResourcesForGroupVersion(h.api.groupVersion)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return Unreachable, fmt.Errorf("discover %s: %w", h.api.groupVersion, err)
+	gv, err := mcsapi.FirstServed(h.discovery, h.api.resources, h.api.versions...)
+	var missing *mcsapi.MissingError
+	switch {
+	case errors.As(err, &missing):
+		return MissingCRDs, fmt.Errorf("%s is not served: %w (%s)", h.api.what, err, h.api.install)
+	case err != nil:
+		return Unreachable, err
 	}
-	var missing []string
-	group, _, _ := strings.Cut(h.api.groupVersion, "/")
-	for _, want := range h.api.resources {
-		if resources == nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == want }) {
-			missing = append(missing, want+"."+group)
-		}
-	}
-	if len(missing) > 0 {
-		return MissingCRDs, fmt.Errorf("%s %s is not served: CRDs %v are missing (%s)", h.api.what, h.api.groupVersion, missing, h.api.install)
-	}
+	h.mu.Lock()
+	h.version = gv
+	h.mu.Unlock()
 	return Engaged, nil
+}
+
+// served is the version of the API the last successful probe found.
+func (h *healthCheck) served() schema.GroupVersion {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.version
 }
 
 // identity reads the UID of the kube-system namespace (credentials that

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 )
 
 // The member's lifecycle against fakes: a prober whose answers the test
@@ -40,6 +41,8 @@ type fakeProber struct {
 	saysErr error
 	// reads counts the reads of the ClusterProperties.
 	reads int
+	// version is the version of the API it serves (served).
+	version schema.GroupVersion
 }
 
 func (p *fakeProber) set(state State, err error) {
@@ -59,6 +62,19 @@ func (p *fakeProber) probe(context.Context) (State, error) {
 }
 
 func (p *fakeProber) identity(context.Context) types.UID { return p.uid }
+
+func (p *fakeProber) served() schema.GroupVersion {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version
+}
+
+// serve sets the version of the API the member serves.
+func (p *fakeProber) serve(gv schema.GroupVersion) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.version = gv
+}
 
 func (p *fakeProber) claims(context.Context) (claims, error) {
 	p.mu.Lock()
@@ -179,7 +195,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 			defer l.mu.Unlock()
 			l.identified = append(l.identified, uid)
 		},
-		newCluster: func(_ clusterset.ClusterID, _ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+		newCluster: func(_ clusterset.ClusterID, _ schema.GroupVersion, _ *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 			if l.clusterErr != nil {
 				return nil, l.clusterErr
 			}
@@ -323,18 +339,26 @@ func TestEngageSyncingThenEngaged(t *testing.T) {
 // TestEngageRefusals: a list or watch that the API server refuses (403,
 // or 404 for a resource it no longer serves) disengages the member with
 // that cause, while it syncs as well as while engaged; an expired
-// resourceVersion (the server answered) does not.
+// resourceVersion (the server answered) does not. A 404 is probed: a
+// member whose API is now served in another version (its CRD replaced) is
+// engaged anew, not missing its CRDs.
 func TestEngageRefusals(t *testing.T) {
 	gr := schema.GroupResource{Group: "multicluster.x-k8s.io", Resource: "serviceexports"}
 	for _, tc := range []struct {
 		name    string
 		engaged bool
 		err     error
-		state   State
+		// serves is the version the member serves once the error came.
+		serves schema.GroupVersion
+		state  State
+		cause  string
+		probes int
 	}{
-		{"forbidden while syncing", false, apierrors.NewForbidden(gr, "", errors.New("no RBAC")), Forbidden},
-		{"unauthorized while engaged", true, apierrors.NewUnauthorized("token expired"), Forbidden},
-		{"CRDs removed while engaged", true, apierrors.NewNotFound(gr, ""), MissingCRDs},
+		{"forbidden while syncing", false, apierrors.NewForbidden(gr, "", errors.New("no RBAC")), schema.GroupVersion{}, Forbidden, "", 1},
+		{"unauthorized while engaged", true, apierrors.NewUnauthorized("token expired"), schema.GroupVersion{}, Forbidden, "", 1},
+		{"CRDs removed while engaged", true, apierrors.NewNotFound(gr, ""), schema.GroupVersion{}, MissingCRDs, "", 2},
+		{"CRDs replaced by another version while engaged", true, apierrors.NewNotFound(gr, ""), mcsapi.V1alpha1, Connecting,
+			"now serves multicluster.x-k8s.io/v1alpha1", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLifecycle(t)
@@ -346,16 +370,38 @@ func TestEngageRefusals(t *testing.T) {
 			}
 			// The server answered: not a reason to probe or disengage.
 			l.cluster.onWatchError(t.Context(), apierrors.NewResourceExpired("too old resource version"))
+			l.prober.serve(tc.serves)
 			l.cluster.onWatchError(t.Context(), tc.err)
 			if got := result(t, done); got != tc.engaged {
 				t.Errorf("engage returned %v", got)
 			}
-			l.wantState(tc.state, "")
-			if n := l.prober.count(); n != 1 {
-				t.Errorf("%d probes, want only the first", n)
+			l.wantState(tc.state, tc.cause)
+			if n := l.prober.count(); n != tc.probes {
+				t.Errorf("%d probes, want %d", n, tc.probes)
 			}
 		})
 	}
+}
+
+// TestEngagedOnTheServedVersion: a member is engaged on the version of
+// its API that its probe found served; a later probe that finds another
+// (the CRD upgraded in place: v1alpha1 only, then v1beta1 too) engages it
+// anew, on that one.
+func TestEngagedOnTheServedVersion(t *testing.T) {
+	l := newLifecycle(t)
+	l.m.deps.opts.HealthInterval = 10 * time.Millisecond
+	l.prober.serve(mcsapi.V1alpha1)
+	done := l.engage(t.Context())
+	close(l.cluster.sync)
+	l.wantState(Engaged, "")
+	if got := l.m.apiVersion(); got != mcsapi.V1alpha1 {
+		t.Errorf("engaged on %v, want v1alpha1", got)
+	}
+	l.prober.serve(mcsapi.V1beta1)
+	if !result(t, done) {
+		t.Error("engage says the member was never engaged")
+	}
+	l.wantState(Connecting, "now serves multicluster.x-k8s.io/v1beta1, no longer (only) multicluster.x-k8s.io/v1alpha1")
 }
 
 // TestEngageFailures: the cache or a controller that ends with an error
@@ -535,7 +581,7 @@ func newTestSet(t *testing.T, probers map[string]*fakeProber, members ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.set.deps.newCluster = func(clusterset.ClusterID, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
+	ts.set.deps.newCluster = func(clusterset.ClusterID, schema.GroupVersion, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
 		synced := make(chan struct{})
 		close(synced)
 		return &fakeCluster{sync: synced}, nil

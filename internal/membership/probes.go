@@ -38,6 +38,9 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 	for _, m := range members {
 		st := m.getStatus()
 		detail := fmt.Sprintf("%s since %s", st.State, stamp(st.Since))
+		if api := m.mcsAPI(); api != "" && st.State.connected() {
+			detail += " on " + api
+		}
 		if st.Cause != "" {
 			detail += ": " + st.Cause
 		}

@@ -50,7 +50,7 @@ func TestClaimsRead(t *testing.T) {
 				_, _ = w.Write([]byte(body))
 			}))
 			defer srv.Close()
-			check, err := newHealthCheck(&rest.Config{Host: srv.URL}, mcsAPI)
+			check, err := newHealthCheck(&rest.Config{Host: srv.URL}, mcsAPIOf(Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestProbeSaysWhyItWasRefused(t *testing.T) {
 				_, _ = w.Write([]byte(tc.body))
 			}))
 			defer srv.Close()
-			check, err := newHealthCheck(&rest.Config{Host: srv.URL}, mcsAPI)
+			check, err := newHealthCheck(&rest.Config{Host: srv.URL}, mcsAPIOf(Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -124,7 +124,7 @@ func (r *idResolver) checkOf(key string, m *Member) (prober, error) {
 	if err != nil {
 		return nil, err
 	}
-	check, err := r.deps.newProber(rc, mcsAPI)
+	check, err := r.deps.newProber(rc, r.deps.mcsAPI)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", m.name(), err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,12 @@ import (
 type Options struct {
 	// Scheme of every member's client and cache. Required.
 	Scheme *runtime.Scheme
+	// MCSSchemes, if set, holds a scheme per version of the MCS API
+	// (mcsapi.Versions) that a member may serve: each member is engaged
+	// on the preferred version it serves, with that version's scheme. A
+	// version not here is not spoken; without any, Scheme's own is the
+	// only one.
+	MCSSchemes map[schema.GroupVersion]*runtime.Scheme
 	// ConfigureCache, if set, adjusts each member's cache options; it is
 	// called with the empty ID for a hub's cache, which every member read
 	// through the hub shares (so it must not select one member's objects).
@@ -200,7 +207,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
 		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}, announced: map[clusterset.ClusterID]healthClass{}}
 	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
-		newCluster: newCluster(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, clusterset: cfg.Clusterset}
+		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
 	s.resolver = newIDResolver(s.deps)
 	if err := s.checkRequired(cfg); err != nil {
@@ -532,7 +539,7 @@ func (s *Set) departure(ctx context.Context, m *member) Departure {
 	d := Departure{ID: m.id(), Engaged: engaged}
 	if rc, err := m.config.RESTConfig(); err == nil {
 		rc.QPS, rc.Burst = s.opts.QPS, s.opts.Burst
-		if c, err := client.New(rc, client.Options{Scheme: s.opts.Scheme}); err == nil {
+		if c, err := client.New(rc, client.Options{Scheme: s.opts.schemeFor(m.apiVersion())}); err == nil {
 			d.Client = c
 		}
 	}
@@ -590,4 +597,14 @@ func sortedIDs(members map[clusterset.ClusterID]*member) []clusterset.ClusterID 
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// schemeFor returns the scheme of a member's client and cache that speaks
+// version gv of the MCS API (Scheme's own for the zero version, as for a
+// member read through its publications).
+func (o *Options) schemeFor(gv schema.GroupVersion) *runtime.Scheme {
+	if s, ok := o.MCSSchemes[gv]; ok {
+		return s
+	}
+	return o.Scheme
 }

@@ -51,6 +51,10 @@ type MemberView struct {
 	// member read through its publications (per-cluster and hub mode);
 	// absent for the others, or if it was never seen renewed.
 	LastHeartbeat *time.Time `json:"lastHeartbeat,omitempty"`
+	// MCSAPI is the version of the MCS API (ServiceExport, ServiceImport)
+	// the member was last engaged on, for a member whose own objects are
+	// read: multicluster.x-k8s.io/v1beta1 or v1alpha1 (internal/mcsapi).
+	MCSAPI string `json:"mcsAPI,omitempty"`
 }
 
 // View returns the Set's view, as this process's member cluster (""
@@ -61,7 +65,8 @@ func (s *Set) View(cluster string) View {
 	for _, m := range s.snapshot() {
 		st := m.getStatus()
 		h := s.Health(m.id())
-		mv := MemberView{ID: string(m.id()), State: st.State, Since: st.Since, Cause: st.Cause, Health: healthName(h, st.State), HealthSince: h.Since}
+		mv := MemberView{ID: string(m.id()), State: st.State, Since: st.Since, Cause: st.Cause, Health: healthName(h, st.State), HealthSince: h.Since,
+			MCSAPI: m.mcsAPI()}
 		if s.opts.Heartbeat != nil && s.opts.ReadsPublications != nil && s.opts.ReadsPublications(m.id()) {
 			if last, _ := s.opts.Heartbeat(m.id()); !last.IsZero() {
 				mv.LastHeartbeat = &last

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/export"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
@@ -34,7 +35,10 @@ type Syncer struct {
 	cfg      *membership.Config
 	// local is the member the process runs in, "" in central mode.
 	local  clusterset.ClusterID
-	scheme *runtime.Scheme
+	// scheme speaks the MCS API's v1beta1; mcsSchemes hold one scheme per
+	// version of it, for the members.
+	scheme     *runtime.Scheme
+	mcsSchemes map[schema.GroupVersion]*runtime.Scheme
 	store  *clusterset.Store
 	// feedback carries what the import side and the publisher learn of
 	// the exports back to the export watchers (their Ready condition).
@@ -62,14 +66,20 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	if err := cfg.Usable(); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
-	sy := &Syncer{settings: s, cfg: cfg, local: clusterset.ClusterID(s.LocalCluster), scheme: runtime.NewScheme(),
+	sy := &Syncer{settings: s, cfg: cfg, local: clusterset.ClusterID(s.LocalCluster),
 		store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now()}
 	if err := checkMode(cfg, sy.local); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
-	if err := errors.Join(clientgoscheme.AddToScheme(sy.scheme), mcsv1beta1.Install(sy.scheme), v1alpha1.AddToScheme(sy.scheme)); err != nil {
-		return nil, err
+	// One scheme per version of the MCS API a member may serve: each
+	// member's client speaks the version it serves (internal/mcsapi).
+	sy.mcsSchemes = map[schema.GroupVersion]*runtime.Scheme{}
+	for _, gv := range mcsapi.Versions {
+		if sy.mcsSchemes[gv], err = mcsapi.Scheme(gv, clientgoscheme.AddToScheme, v1alpha1.AddToScheme); err != nil {
+			return nil, err
+		}
 	}
+	sy.scheme = sy.mcsSchemes[mcsapi.V1beta1]
 	if sy.mgr, err = sy.newManager(); err != nil {
 		return nil, err
 	}
@@ -77,7 +87,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		return nil, err
 	}
 	sy.set, err = membership.NewSet(s.ClustersetConfig, cfg, membership.Options{
-		Scheme: sy.scheme, ConfigureCache: sy.configureCache, ReadsPublications: sy.readsPublications,
+		Scheme: sy.scheme, MCSSchemes: sy.mcsSchemes, ConfigureCache: sy.configureCache, ReadsPublications: sy.readsPublications,
 		Heartbeat: sy.heartbeats.Of, Registerer: reg,
 		QPS: float32(s.KubeAPIQPS), Burst: s.KubeAPIBurst, Required: sy.local,
 		Engage: sy.engage, Departed: sy.departed, Changed: sy.store.AnnounceAll,
