@@ -23,7 +23,6 @@ import (
 
 var planKey = types.NamespacedName{Namespace: "ns", Name: "web"}
 
-
 // serviceImportGVK is the ServiceImport's kind as a consumer that serves
 // v1beta1 has it.
 var serviceImportGVK = mcsv1beta1.SchemeGroupVersion.WithKind(mcsv1beta1.ServiceImportKindName)

@@ -34,12 +34,12 @@ type Syncer struct {
 	settings Settings
 	cfg      *membership.Config
 	// local is the member the process runs in, "" in central mode.
-	local  clusterset.ClusterID
+	local clusterset.ClusterID
 	// scheme speaks the MCS API's v1beta1; mcsSchemes hold one scheme per
 	// version of it, for the members.
 	scheme     *runtime.Scheme
 	mcsSchemes map[schema.GroupVersion]*runtime.Scheme
-	store  *clusterset.Store
+	store      *clusterset.Store
 	// feedback carries what the import side and the publisher learn of
 	// the exports back to the export watchers (their Ready condition).
 	feedback *clusterset.Feedback
