@@ -40,7 +40,7 @@ func newHubbed(t *testing.T) *hubbed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.d = &deps{metrics: metrics, stopTimeout: time.Second,
+	h.d = &deps{metrics: metrics, stopTimeout: time.Second, failingLimit: failingLimit,
 		opts: Options{RetryInterval: time.Millisecond, MaxRetryInterval: 5 * time.Millisecond, HealthInterval: time.Hour,
 			Engage: func(clusterset.ClusterID, cluster.Cluster) ([]func(context.Context) error, error) {
 				return []func(context.Context) error{func(ctx context.Context) error { <-ctx.Done(); return nil }}, nil

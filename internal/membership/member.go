@@ -100,6 +100,9 @@ type deps struct {
 	newProber func(rc *rest.Config, api requiredAPI) (prober, error)
 	// stopTimeout bounds the wait for a disengaged member's controllers.
 	stopTimeout time.Duration
+	// failingLimit is how long a member's cache may fail before it is
+	// disengaged (failureStreak).
+	failingLimit time.Duration
 	// hubs are the connections shared by the members read through a hub.
 	hubs *hubs
 	// clusterset is the clusterset's name, which a member's ClusterProperty
@@ -428,6 +431,8 @@ type engagement struct {
 	// ended; synced the outcome of the cache's first sync.
 	refused chan error
 	lost    chan struct{}
+	// failing follows the cache's other failures (watchFailed).
+	failing failureStreak
 	exited  chan error
 	synced  chan bool
 	// controllers are waited for when the member is disengaged, so that
@@ -447,7 +452,7 @@ func (m *member) start(ctx context.Context, rc *rest.Config, api schema.GroupVer
 	m.mu.Unlock()
 	e := &engagement{m: m, api: api, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	onWatchError := func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost) }
+	onWatchError := func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost, &e.failing) }
 	var cl cluster.Cluster
 	var err error
 	e.release = func() {}
@@ -560,6 +565,10 @@ func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bo
 			m.setState(ctx, Connecting, e.apiChanged(check))
 			return wasEngaged
 		}
+		if err := e.failing.over(time.Now(), m.deps.failingLimit); err != nil {
+			m.setState(ctx, Failed, err)
+			return wasEngaged
+		}
 	}
 }
 
@@ -575,8 +584,11 @@ func (e *engagement) apiChanged(check prober) error {
 const syncingProbeInterval = 2 * time.Second
 
 // watchFailed sorts a failed list or watch of the member's cache: a
-// refusal disengages the member; a failure to reach it calls for a probe.
-func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan<- struct{}) {
+// refusal disengages the member; an expired resourceVersion is the
+// cache's to handle (it lists again); any other failure (the server
+// unreachable, an error of the server's, an answer that cannot be
+// decoded) is added to failing and calls for a probe.
+func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan<- struct{}, failing *failureStreak) {
 	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 		return // stopping
 	}
@@ -587,14 +599,65 @@ func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan
 		}
 		return
 	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return // the API server answered (an expired resourceVersion): it is reachable
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
 	}
+	failing.add(time.Now(), err)
 	select {
 	case lost <- struct{}{}:
 	default:
 	}
+}
+
+// failureStreak follows a member's cache failing to list or watch for
+// another reason than a refusal. A cache that fails for failingLimit
+// without a pause of streakPause is no view of the member, whatever its
+// probe says (seen elsewhere: a CRD upgraded in place stopped a peer's
+// export sync while its heartbeat went on, and the other clusters kept a
+// view that was no longer true); the member is then disengaged, so that
+// nothing runs as if it were read, its publisher's heartbeat least of
+// all. A nil streak records nothing.
+type failureStreak struct {
+	mu          sync.Mutex
+	first, last time.Time
+	err         error
+}
+
+const (
+	// failingLimit is how long a cache may fail before its member is
+	// disengaged: four heartbeat intervals, past the reflector's longest
+	// backoff (30 s).
+	failingLimit = time.Minute
+	// streakPause ends a streak: client-go's reflector retries a failed
+	// list or watch within 60 s (30 s backoff, with as much jitter), so a
+	// streak with no failure for two minutes has ended.
+	streakPause = 2 * time.Minute
+)
+
+func (f *failureStreak) add(now time.Time, err error) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last.IsZero() || now.Sub(f.last) > streakPause {
+		f.first = now
+	}
+	f.last, f.err = now, err
+}
+
+// over returns why the member must be disengaged when by now its cache
+// has failed for limit, nil otherwise.
+func (f *failureStreak) over(now time.Time, limit time.Duration) error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last.IsZero() || now.Sub(f.last) > streakPause || now.Sub(f.first) < limit {
+		return nil
+	}
+	return fmt.Errorf("its cache has failed to list or watch since %s (last: %w): no longer read as if it were", stamp(f.first), f.err)
 }
 
 // isRefusal tells whether a failed list or watch was the API server's

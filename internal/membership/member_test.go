@@ -188,7 +188,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 				return l.runnable(ctx)
 			}}, nil
 		}}
-	d := &deps{opts: opts, metrics: metrics, stopTimeout: time.Second,
+	d := &deps{opts: opts, metrics: metrics, stopTimeout: time.Second, failingLimit: failingLimit,
 		changed: func() { l.mu.Lock(); l.changes++; l.mu.Unlock() },
 		identified: func(_ clusterset.ClusterID, uid types.UID) {
 			l.mu.Lock()
@@ -514,25 +514,105 @@ func TestRunReturns(t *testing.T) {
 }
 
 // TestWatchFailedSorts: refusals go to refused (one at a time, never
-// blocking), failures to reach the server to lost, answers and a stopping
-// cache to neither.
+// blocking); failures to reach the server, and its errors, to lost and
+// the failure streak; an expired resourceVersion and a stopping cache to
+// neither.
 func TestWatchFailedSorts(t *testing.T) {
 	refused, lost := make(chan error, 1), make(chan struct{}, 1)
+	var failing failureStreak
 	gr := schema.GroupResource{Resource: "services"}
-	watchFailed(t.Context(), apierrors.NewForbidden(gr, "", errors.New("no")), refused, lost)
-	watchFailed(t.Context(), apierrors.NewForbidden(gr, "", errors.New("again")), refused, lost) // dropped: one is pending
-	watchFailed(t.Context(), errors.New("connection refused"), refused, lost)
-	watchFailed(t.Context(), errors.New("connection refused"), refused, lost)
-	watchFailed(t.Context(), apierrors.NewResourceExpired("expired"), refused, lost)
-	watchFailed(t.Context(), context.Canceled, refused, lost)
+	watchFailed(t.Context(), apierrors.NewForbidden(gr, "", errors.New("no")), refused, lost, &failing)
+	watchFailed(t.Context(), apierrors.NewForbidden(gr, "", errors.New("again")), refused, lost, &failing) // dropped: one is pending
+	watchFailed(t.Context(), apierrors.NewResourceExpired("expired"), refused, lost, &failing)
+	watchFailed(t.Context(), context.Canceled, refused, lost, &failing)
+	if !failing.last.IsZero() || len(lost) != 0 {
+		t.Errorf("a refusal, an expired resourceVersion or a stop counted as a failure (%v)", failing.err)
+	}
+	watchFailed(t.Context(), errors.New("connection refused"), refused, lost, &failing)
+	watchFailed(t.Context(), apierrors.NewInternalError(errors.New("conversion webhook unreachable")), refused, lost, &failing)
 	stopped, cancel := context.WithCancel(t.Context())
 	cancel()
-	watchFailed(stopped, apierrors.NewForbidden(gr, "", errors.New("late")), refused, lost)
+	watchFailed(stopped, apierrors.NewForbidden(gr, "", errors.New("late")), refused, lost, &failing)
 	if len(refused) != 1 || len(lost) != 1 {
 		t.Fatalf("refused %d, lost %d", len(refused), len(lost))
 	}
 	if err := <-refused; !strings.Contains(err.Error(), "no") {
 		t.Errorf("refused %v", err)
+	}
+	if !strings.Contains(fmt.Sprint(failing.err), "conversion webhook") {
+		t.Errorf("the streak's last failure: %v", failing.err)
+	}
+}
+
+// TestCacheFailingIsDisengaged: an engaged member whose cache keeps
+// failing (here: the server's errors, as from a CRD's broken conversion)
+// while its probe succeeds is disengaged as failed once the streak
+// reaches its limit: its controllers (the publisher and its heartbeat
+// among them) stop rather than run on a view that is no longer read.
+func TestCacheFailingIsDisengaged(t *testing.T) {
+	l := newLifecycle(t)
+	l.m.deps.failingLimit = 50 * time.Millisecond
+	done := l.engage(t.Context())
+	close(l.cluster.sync)
+	l.wantState(Engaged, "")
+	poll(t, "the controllers to run", func() error {
+		if l.runningNow() != 1 {
+			return errors.New("not running")
+		}
+		return nil
+	})
+	failure := apierrors.NewInternalError(errors.New("conversion webhook for multicluster.x-k8s.io/v1alpha1 failed"))
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+				l.cluster.onWatchError(t.Context(), failure)
+			}
+		}
+	}()
+	if !result(t, done) {
+		t.Error("engage says the member was never engaged")
+	}
+	l.wantState(Failed, "its cache has failed to list or watch since")
+	if n := l.runningNow(); n != 0 {
+		t.Errorf("%d controllers still running", n)
+	}
+}
+
+// TestFailureStreak: a cache that fails for a minute with no two-minute
+// pause is over its limit, with since when and its last error; a pause
+// starts a new streak.
+func TestFailureStreak(t *testing.T) {
+	var f failureStreak
+	t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
+	if err := f.over(t0, failingLimit); err != nil {
+		t.Errorf("no failure yet: %v", err)
+	}
+	for _, after := range []time.Duration{0, 800 * time.Millisecond, 30 * time.Second, 59 * time.Second} {
+		f.add(t0.Add(after), errors.New("Internal error occurred: conversion webhook unreachable"))
+	}
+	if err := f.over(t0.Add(59 * time.Second), failingLimit); err != nil {
+		t.Errorf("59 s of failures: %v", err)
+	}
+	err := f.over(t0.Add(61 * time.Second), failingLimit)
+	if err == nil || !strings.Contains(err.Error(), "since 2026-11-28T04:00:00Z") || !strings.Contains(err.Error(), "conversion webhook") {
+		t.Errorf("61 s of failures: %v", err)
+	}
+	if err := f.over(t0.Add(59*time.Second + streakPause + time.Second), failingLimit); err != nil {
+		t.Errorf("after a pause: %v", err)
+	}
+	f.add(t0.Add(5*time.Minute), errors.New("again"))
+	if err := f.over(t0.Add(5*time.Minute + 30*time.Second), failingLimit); err != nil {
+		t.Errorf("a new streak of 30 s: %v", err)
+	}
+	var none *failureStreak
+	none.add(t0, errors.New("x"))
+	if err := none.over(t0.Add(time.Hour), failingLimit); err != nil {
+		t.Errorf("a nil streak: %v", err)
 	}
 }
 

@@ -207,7 +207,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
 		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}, announced: map[clusterset.ClusterID]healthClass{}}
 	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
-		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, clusterset: cfg.Clusterset}
+		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, failingLimit: failingLimit, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
 	s.resolver = newIDResolver(s.deps)
 	if err := s.checkRequired(cfg); err != nil {
