@@ -595,18 +595,18 @@ func TestFailureStreak(t *testing.T) {
 	for _, after := range []time.Duration{0, 800 * time.Millisecond, 30 * time.Second, 59 * time.Second} {
 		f.add(t0.Add(after), errors.New("Internal error occurred: conversion webhook unreachable"))
 	}
-	if err := f.over(t0.Add(59 * time.Second), failingLimit); err != nil {
+	if err := f.over(t0.Add(59*time.Second), failingLimit); err != nil {
 		t.Errorf("59 s of failures: %v", err)
 	}
-	err := f.over(t0.Add(61 * time.Second), failingLimit)
+	err := f.over(t0.Add(61*time.Second), failingLimit)
 	if err == nil || !strings.Contains(err.Error(), "since 2026-11-28T04:00:00Z") || !strings.Contains(err.Error(), "conversion webhook") {
 		t.Errorf("61 s of failures: %v", err)
 	}
-	if err := f.over(t0.Add(59*time.Second + streakPause + time.Second), failingLimit); err != nil {
+	if err := f.over(t0.Add(59*time.Second+streakPause+time.Second), failingLimit); err != nil {
 		t.Errorf("after a pause: %v", err)
 	}
 	f.add(t0.Add(5*time.Minute), errors.New("again"))
-	if err := f.over(t0.Add(5*time.Minute + 30*time.Second), failingLimit); err != nil {
+	if err := f.over(t0.Add(5*time.Minute+30*time.Second), failingLimit); err != nil {
 		t.Errorf("a new streak of 30 s: %v", err)
 	}
 	var none *failureStreak
