@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
@@ -175,6 +177,22 @@ func newClient(rc *rest.Config) (client.Client, error) {
 	return client.New(withTimeout(rc), client.Options{Scheme: scheme})
 }
 
+// newMemberClient returns a client of a member that speaks the version of
+// the MCS API the member serves (internal/mcsapi), and that version; a
+// member that serves none, or cannot be asked, gets v1beta1's, whose
+// lists then fail with its server's answer.
+func newMemberClient(rc *rest.Config) (client.Client, schema.GroupVersion, error) {
+	rc = withTimeout(rc)
+	gv := mcsapi.V1beta1
+	if dc, err := discovery.NewDiscoveryClientForConfig(rc); err == nil {
+		if served, err := mcsapi.Served(dc); err == nil {
+			gv = served
+		}
+	}
+	c, err := client.New(rc, client.Options{Scheme: schemes[gv]})
+	return c, gv, err
+}
+
 // withTimeout returns a copy of rc whose requests time out after
 // requestTimeout.
 func withTimeout(rc *rest.Config) *rest.Config {
@@ -191,7 +209,7 @@ func statusMembers(conns []memberConn) ([]status.Member, error) {
 			members = append(members, status.Member{ID: m.id})
 			continue
 		}
-		c, err := newClient(m.rest)
+		c, gv, err := newMemberClient(m.rest)
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
@@ -199,7 +217,7 @@ func statusMembers(conns []memberConn) ([]status.Member, error) {
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		members = append(members, status.Member{ID: m.id, Client: c, Syncers: podSyncers(m.id, c, clientsetPods{cs})})
+		members = append(members, status.Member{ID: m.id, Client: c, Syncers: podSyncers(m.id, c, clientsetPods{cs}), MCSAPI: gv.String()})
 	}
 	return members, nil
 }
@@ -214,7 +232,7 @@ func diagnoseMembers(conns []memberConn) ([]diagnose.Member, []string, error) {
 			throughHub = append(throughHub, m.id)
 			continue
 		}
-		c, err := newClient(m.rest)
+		c, _, err := newMemberClient(m.rest)
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
 		}

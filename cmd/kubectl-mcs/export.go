@@ -118,7 +118,7 @@ func contextClient(o exportOptions) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	c, err := newClient(rc)
+	c, _, err := newMemberClient(rc)
 	return c, ns, err
 }
 

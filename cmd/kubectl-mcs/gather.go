@@ -118,7 +118,7 @@ func (b *bundle) gather(ctx context.Context, conns []memberConn, hub *hubConn, i
 			b.files[m.id+"/errors.txt"] = []byte("read through the hub (its publications are in status.txt): give a kubeconfig with a context per member to gather it\n")
 			continue
 		}
-		c, err := newClient(m.rest)
+		c, _, err := newMemberClient(m.rest)
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.id, err)
 		}

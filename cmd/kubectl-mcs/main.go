@@ -23,12 +23,13 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
 
@@ -228,13 +229,22 @@ func write(w io.Writer, output string, v any, text func() string) error {
 	return err
 }
 
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(s), mcsv1beta1.Install(s), v1alpha1.AddToScheme(s)); err != nil {
-		panic(err)
-	}
-	return s
-}()
+// schemes hold a scheme per version of the MCS API a member may serve
+// (internal/mcsapi); scheme is v1beta1's, for the hub.
+var (
+	schemes = func() map[schema.GroupVersion]*runtime.Scheme {
+		m := map[schema.GroupVersion]*runtime.Scheme{}
+		for _, gv := range mcsapi.Versions {
+			s, err := mcsapi.Scheme(gv, clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+			if err != nil {
+				panic(err)
+			}
+			m[gv] = s
+		}
+		return m
+	}()
+	scheme = schemes[mcsapi.V1beta1]
+)
 
 // newFlagSet returns the flag set of command verb: its errors and usage
 // (the command's, then its flags) go to stderr.

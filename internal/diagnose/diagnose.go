@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 )
 
 // Member is a member as the checks reach it.
@@ -70,35 +72,38 @@ func Run(ctx context.Context, members []Member, now func() time.Time) []Check {
 // unreadable is what to do about a member that did not answer a check.
 const unreadable = "check that the member's API server answers and that the credentials may read what the check names"
 
-// mcsGroup is the MCS API's group; both its versions must be served.
+// mcsGroup is the MCS API's group.
 const mcsGroup = "multicluster.x-k8s.io"
 
+// crds checks that the member serves the MCS API fully in a version
+// mcs-syncer speaks (internal/mcsapi), and says which: mcs-syncer reads
+// and writes the preferred one there.
 func crds(m Member) Check {
 	c := Check{Name: "MCS CRDs", Member: m.ID}
-	var missing []string
-	for _, version := range []string{"v1alpha1", "v1beta1"} {
-		list, err := m.Discovery.ServerResourcesForGroupVersion(mcsGroup + "/" + version)
-		served := map[string]bool{}
-		if err == nil {
-			for _, r := range list.APIResources {
-				served[r.Name] = true
-			}
-		} else if !apierrors.IsNotFound(err) {
-			c.Result, c.Detail, c.Fix = Fail, fmt.Sprintf("discovery of %s/%s: %v", mcsGroup, version, err), unreadable
+	var served, missing []string
+	for _, gv := range mcsapi.Versions {
+		_, err := mcsapi.FirstServed(m.Discovery, mcsapi.Resources, gv)
+		var lacks *mcsapi.MissingError
+		switch {
+		case err == nil:
+			served = append(served, gv.Version)
+		case errors.As(err, &lacks):
+			missing = append(missing, lacks.Missing[gv]...)
+		default:
+			c.Result, c.Detail, c.Fix = Fail, err.Error(), unreadable
 			return c
 		}
-		for _, r := range []string{"serviceexports", "serviceimports"} {
-			if !served[r] {
-				missing = append(missing, r+"."+mcsGroup+"/"+version)
-			}
-		}
 	}
-	if len(missing) > 0 {
-		c.Result, c.Detail = Fail, "not served: "+strings.Join(missing, ", ")
-		c.Fix = "kubectl apply -k config/crd (sigs.k8s.io/mcs-api's CRDs, both versions served)"
-		return c
+	switch len(served) {
+	case 0:
+		c.Result, c.Detail = Fail, "not served in any version mcs-syncer speaks (v1beta1, v1alpha1): "+strings.Join(missing, ", ")
+		c.Fix = "kubectl apply -k config/crd (sigs.k8s.io/mcs-api's CRDs)"
+	case len(mcsapi.Versions):
+		c.Result, c.Detail = Pass, "ServiceExport and ServiceImport served in v1beta1 and v1alpha1; mcs-syncer uses v1beta1"
+	default:
+		c.Result, c.Detail = Pass, fmt.Sprintf("ServiceExport and ServiceImport served in %s only; mcs-syncer uses %s (not served: %s)",
+			served[0], served[0], strings.Join(missing, ", "))
 	}
-	c.Result, c.Detail = Pass, "ServiceExport and ServiceImport served in v1alpha1 and v1beta1"
 	return c
 }
 

@@ -92,11 +92,12 @@ func TestRun(t *testing.T) {
 		}, fails: []string{"CoreDNS answers clusterset.local/east: no multicluster plugin", "CoreDNS answers clusterset.local/west: may not list ServiceImports"}},
 		{name: "overlapping pod CIDRs", specs: func() []memberSpec { return []memberSpec{healthy("east", 1), healthy("west", 1)} },
 			fails: []string{"pod and service CIDRs do not overlap between members/: east's pod CIDR (node east-node) 10.1.0.0/24 and west's pod CIDR (node west-node) 10.1.0.0/24"}},
-		{name: "a CRD version not served", specs: func() []memberSpec {
-			east := healthy("east", 1)
-			east.versions = []string{"v1beta1"}
-			return []memberSpec{east, healthy("west", 2)}
-		}, fails: []string{"MCS CRDs/east: serviceexports.multicluster.x-k8s.io/v1alpha1"}},
+		{name: "one CRD version served, or none", specs: func() []memberSpec {
+			east, west := healthy("east", 1), healthy("west", 2)
+			east.versions = []string{"v1alpha1"} // mcs-api before v0.5.0: it does
+			west.versions = nil
+			return []memberSpec{east, west}
+		}, fails: []string{"MCS CRDs/west: not served in any version mcs-syncer speaks (v1beta1, v1alpha1): serviceexports.multicluster.x-k8s.io"}},
 		{name: "a replica not ready, two versions", specs: func() []memberSpec {
 			east, west := healthy("east", 1), healthy("west", 2)
 			east.ready, west.image = 1, "mcs-syncer:v0.2.0"

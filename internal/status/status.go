@@ -32,6 +32,9 @@ type Member struct {
 	// Syncers, if set, finds the mcs-syncers that run in the member (its
 	// Pods, read through its API server).
 	Syncers func(context.Context) ([]Syncer, error)
+	// MCSAPI is the version of the MCS API that Client speaks, the one the
+	// member serves (internal/mcsapi); "" if not known.
+	MCSAPI string
 }
 
 // Input is what Gather reads.
@@ -81,6 +84,9 @@ type MemberReport struct {
 	// Version is that of the mcs-syncer that runs for it, if read.
 	Version string `json:"version,omitempty"`
 	SeenBy  []Seen `json:"seenBy,omitempty"`
+	// MCSAPI is the version of the MCS API it was read in, the one it
+	// serves (v1beta1, or v1alpha1 for mcs-api's CRDs before v0.5.0).
+	MCSAPI string `json:"mcsAPI,omitempty"`
 }
 
 // ServiceReport is one exported (or still imported) Service.
@@ -180,7 +186,8 @@ func Gather(ctx context.Context, in Input) Report {
 	for i, m := range members {
 		h := reads[i]
 		holds[m.ID] = h
-		mr := MemberReport{ID: m.ID, Read: h.err == nil && h.readable, ThroughHub: h.viaHub, ServiceExports: len(h.exports), ServiceImports: len(h.imports)}
+		mr := MemberReport{ID: m.ID, Read: h.err == nil && h.readable, ThroughHub: h.viaHub, ServiceExports: len(h.exports), ServiceImports: len(h.imports),
+			MCSAPI: m.MCSAPI}
 		switch {
 		case !h.readable:
 			mr.Error = "not read: no connection settings of its own, and no hub given (it is read through the hub)"
@@ -449,7 +456,7 @@ func (r Report) membersText(out io.Writer, wide bool) {
 	b := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	header := "MEMBER\tHEALTH\tSINCE\tHEARTBEAT\tVERSION\tREAD\tSERVICEEXPORTS\tSERVICEIMPORTS\tERROR"
 	if wide {
-		header += "\tSTATE\tSEEN BY"
+		header += "\tSTATE\tMCS API\tSEEN BY"
 	}
 	_, _ = io.WriteString(b, header+"\n")
 	for _, m := range r.Members {
@@ -468,7 +475,7 @@ func (r Report) membersText(out io.Writer, wide bool) {
 			for _, s := range m.SeenBy {
 				seen = append(seen, s.Syncer+": "+s.Health)
 			}
-			fmt.Fprintf(b, "\t%s\t%s", cmp.Or(m.State, "-"), cmp.Or(strings.Join(seen, "; "), "-"))
+			fmt.Fprintf(b, "\t%s\t%s\t%s", cmp.Or(m.State, "-"), cmp.Or(m.MCSAPI, "-"), cmp.Or(strings.Join(seen, "; "), "-"))
 		}
 		_, _ = io.WriteString(b, "\n")
 	}
