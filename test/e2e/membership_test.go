@@ -287,13 +287,19 @@ func TestMembershipFollowsTheConfig(t *testing.T) {
 // EndpointSlice of ips written directly (no pod, no kube-controller-manager
 // in the way), so that the time to import it is mcs-syncer's alone.
 func manualExport(ctx context.Context, cl client.Client, ns, name string, ips ...string) error {
+	return manualExportOf(ctx, cl, &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, ips...)
+}
+
+// manualExportOf is manualExport with the ServiceExport se, of either
+// version of the MCS API.
+func manualExportOf(ctx context.Context, cl client.Client, se client.Object, ips ...string) error {
+	ns, name := se.GetNamespace(), se.GetName()
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
 	slice := sourceSlice(ns, name, name+"-manual", nil)
 	for _, ip := range ips {
 		slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 	}
-	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	for _, obj := range []client.Object{svc, slice, se} {
 		if err := cl.Create(ctx, obj); err != nil {
 			return err

@@ -3,10 +3,14 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	"sigs.k8s.io/yaml"
@@ -80,4 +84,56 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// ServeMCSVersions changes the MCS CRDs in place as an upgrade or a
+// rollback of mcs-api's CRDs does: served are the versions served,
+// storage the one stored (which must be among them). A version served
+// before and not now stays in the CRD, unserved, as the API server asks
+// of a version that objects may still be stored in. It returns once
+// discovery serves exactly those versions.
+func (cp *ControlPlane) ServeMCSVersions(ctx context.Context, storage string, served ...string) error {
+	cl, err := cp.Client()
+	if err != nil {
+		return err
+	}
+	crds, err := MCSCRDs()
+	if err != nil {
+		return err
+	}
+	for _, want := range crds {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(want), crd); err != nil {
+				return err
+			}
+			for i := range crd.Spec.Versions {
+				v := &crd.Spec.Versions[i]
+				v.Served, v.Storage = slices.Contains(served, v.Name), v.Name == storage
+			}
+			return cl.Update(ctx, crd)
+		})
+		if err != nil {
+			return fmt.Errorf("testbed: %s: serve %v, store %s: %w", want.Name, served, storage, err)
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	return host.PollUntil(ctx, time.Minute, func(context.Context) (bool, error) {
+		for _, crd := range crds {
+			for _, v := range crd.Spec.Versions {
+				list, err := dc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
+				if err != nil && !apierrors.IsNotFound(err) {
+					return false, nil
+				}
+				has := list != nil && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural })
+				if has != slices.Contains(served, v.Name) {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
 }
