@@ -32,6 +32,12 @@ const DefaultPublicationNamespace = "mcs-system"
 //	  kubeconfig: hub.kubeconfig
 //	  context: admin@hub        # optional
 //	publicationNamespace: mcs-system  # optional (the default): where members publish
+//	inventory:                  # optional: more members, from ClusterProfiles (KEP-4322)
+//	  kubeconfig: fleet.kubeconfig  # the cluster that holds them (or inCluster: true)
+//	  namespace: fleet          # the namespace of the ClusterProfiles
+//	  clusterManager: ocm       # optional: only those of this cluster manager
+//	  labelSelector: env=prod   # optional: only those with these labels
+//	  providerConfig: providers.json  # credential plugins per access provider (KEP-5339)
 //
 // These are the file's fields as written; internal/membership reads it
 // (strictly: an unknown field is an error), applies the defaults
@@ -51,6 +57,42 @@ type ClusterSetConfiguration struct {
 	// PublicationNamespace is the namespace of the publications, in the
 	// hub and in every member (default DefaultPublicationNamespace).
 	PublicationNamespace string `json:"publicationNamespace,omitempty"`
+	// Inventory, if set, is a ClusterProfile inventory (KEP-4322): each
+	// profile it selects is a member too, beside Members.
+	Inventory *ClusterInventory `json:"inventory,omitempty"`
+}
+
+// ClusterInventory is where a clusterset's ClusterProfiles (KEP-4322,
+// multicluster.x-k8s.io/v1alpha1) are read, which of them are members, and
+// how their clusters are reached: through the access provider of a
+// profile that the provider config names, with that provider's exec
+// credential plugin (KEP-5339).
+//
+// +kubebuilder:object:generate=true
+type ClusterInventory struct {
+	// Kubeconfig is the path of a kubeconfig file of the cluster that holds
+	// the ClusterProfiles, relative to the config file's folder unless
+	// absolute.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context selects a context of Kubeconfig; empty means its current one.
+	Context string `json:"context,omitempty"`
+	// InCluster reads the ClusterProfiles of the cluster mcs-syncer runs
+	// in, as its service account.
+	InCluster bool `json:"inCluster,omitempty"`
+	// Namespace is the namespace of the ClusterProfiles (KEP-4322: one
+	// clusterset's profiles share a namespace).
+	Namespace string `json:"namespace"`
+	// ClusterManager, if set, selects the profiles of that cluster manager
+	// only (label x-k8s.io/cluster-manager).
+	ClusterManager string `json:"clusterManager,omitempty"`
+	// LabelSelector, if set, selects the profiles with these labels
+	// (kubectl's syntax).
+	LabelSelector string `json:"labelSelector,omitempty"`
+	// ProviderConfig is the path of the credential provider config
+	// (KEP-5339, JSON: {"providers": [{"name", "execConfig"}]}), relative
+	// to the config file's folder unless absolute. A profile is reached
+	// through its first access provider that the config names.
+	ProviderConfig string `json:"providerConfig"`
 }
 
 // ClusterSetMember is one cluster of the clusterset and how it is reached.

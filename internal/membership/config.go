@@ -2,6 +2,7 @@ package membership
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/inventory"
 )
 
 // Config is the clusterset config as mcs-syncer runs it: the file
@@ -48,6 +50,9 @@ type Config struct {
 	// PublicationNamespace is the namespace of the publications, in the
 	// hub and in every member (default DefaultPublicationNamespace).
 	PublicationNamespace string
+	// Inventory, if set, is a ClusterProfile inventory whose selected
+	// profiles are members too (inventory.go).
+	Inventory *Inventory
 }
 
 // The schema of the clusterset config file. A file of another apiVersion
@@ -131,6 +136,10 @@ type Member struct {
 	// cluster.clusterset.k8s.io gave, empty until it is read (set by
 	// ParseConfig for an entry without id).
 	IDFromCluster bool
+	// Access, for a member of the inventory, is how its ClusterProfile
+	// says it is reached (server, CA, exec credential plugin); it replaces
+	// Kubeconfig.
+	Access *inventory.Access
 }
 
 // name is how messages call the member: its ID, or, while its cluster has
@@ -139,6 +148,8 @@ func (m *Member) name() string {
 	switch {
 	case m.ID != "":
 		return string(m.ID)
+	case m.Access != nil:
+		return "of ClusterProfile " + m.Access.Profile
 	case m.InCluster:
 		return "without id (inCluster)"
 	}
@@ -176,8 +187,11 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	if errs := validation.IsDNS1123Label(cfg.Clusterset); len(errs) > 0 {
 		return nil, fmt.Errorf("clusterset: name %q is not a DNS-1123 label: %v", cfg.Clusterset, errs)
 	}
-	if len(cfg.Members) == 0 {
-		return nil, errors.New("members: no member clusters")
+	if len(cfg.Members) == 0 && cfg.Inventory == nil {
+		return nil, errors.New("members: no member clusters (and no inventory)")
+	}
+	if err := checkInventory(cfg.Inventory, dir); err != nil {
+		return nil, err
 	}
 	if errs := validation.IsDNS1123Label(cfg.PublicationNamespace); len(errs) > 0 {
 		return nil, fmt.Errorf("publicationNamespace: %q is not a namespace name: %v", cfg.PublicationNamespace, errs)
@@ -204,6 +218,10 @@ func fromFile(file *v1alpha1.ClusterSetConfiguration) *Config {
 	}
 	if file.Hub != nil {
 		cfg.Hub = &Hub{Kubeconfig: file.Hub.Kubeconfig, Context: file.Hub.Context}
+	}
+	if inv := file.Inventory; inv != nil {
+		cfg.Inventory = &Inventory{Kubeconfig: inv.Kubeconfig, Context: inv.Context, InCluster: inv.InCluster, ProviderConfig: inv.ProviderConfig,
+			Selection: inventory.Selection{Namespace: inv.Namespace, ClusterManager: inv.ClusterManager, LabelSelector: inv.LabelSelector}}
 	}
 	return cfg
 }
@@ -290,6 +308,13 @@ func memberServer(m *Member, hub *Hub, dir string) (string, error) {
 // RESTConfig reads the member's kubeconfig (or the in-cluster config) anew:
 // a kubeconfig that was missing or wrong a moment ago may be fixed now.
 func (m *Member) RESTConfig() (*rest.Config, error) {
+	if m.Access != nil {
+		rc, err := m.Access.RESTConfig()
+		if err != nil {
+			return nil, fmt.Errorf("member %s: %w", m.name(), err)
+		}
+		return rc, nil
+	}
 	if m.InCluster {
 		rc, err := rest.InClusterConfig()
 		if err != nil {
@@ -322,6 +347,12 @@ func (m *Member) fingerprint() [sha256.Size]byte {
 func (m *Member) connectionPrint() [sha256.Size]byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00%v\x00%v\x00", m.Kubeconfig, m.Context, m.InCluster, m.ThroughHub)
+	if m.Access != nil {
+		// What the profile and the provider config say, the plugin's
+		// command, arguments and environment included.
+		access, _ := json.Marshal(m.Access)
+		h.Write(access)
+	}
 	if raw, err := os.ReadFile(m.Kubeconfig); err == nil {
 		h.Write(raw)
 	} else if m.Kubeconfig != "" {
@@ -347,6 +378,13 @@ func (c *Config) Member(id clusterset.ClusterID) *Member {
 // anything.
 func (c *Config) Usable() error {
 	var problems []string
+	if c.Inventory != nil {
+		_, err := c.Inventory.restConfig()
+		if err == nil {
+			return nil // its members may be reached
+		}
+		problems = append(problems, "inventory: "+err.Error())
+	}
 	for i := range c.Members {
 		_, err := c.Members[i].RESTConfig()
 		if err == nil {

@@ -32,8 +32,12 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 	} else {
 		lines = append(lines, fmt.Sprintf("[+]config ok: %s: loaded at %s", path, stamp(reload.at)))
 	}
+	if line, inventoryReady := s.inventory.readiness(s.config()); line != "" {
+		ready = ready && inventoryReady
+		lines = append(lines, line)
+	}
 	for _, u := range left {
-		lines = append(lines, fmt.Sprintf("[+]member %s ok: left out until its cluster names it: %s", u.name, u.cause))
+		lines = append(lines, fmt.Sprintf("[+]member %s ok: %s", u.name, u.leftOut()))
 	}
 	for _, m := range members {
 		st := m.getStatus()
@@ -43,6 +47,9 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 		}
 		if st.Cause != "" {
 			detail += ": " + st.Cause
+		}
+		if note := s.inventory.note(m.id()); note != "" {
+			detail += "; " + note
 		}
 		switch h := s.Health(m.id()); healthName(h, st.State) {
 		case HealthHeld:

@@ -139,6 +139,17 @@ func (r *idResolver) checkOf(key string, m *Member) (prober, error) {
 // unresolved is an ID-less member left out of the membership, and why.
 type unresolved struct {
 	name, cause string
+	// profile: a ClusterProfile of the inventory (inventory.go), not an
+	// ID-less entry of the config.
+	profile bool
+}
+
+// leftOut says why the member is left out, for /readyz and the log.
+func (u unresolved) leftOut() string {
+	if u.profile {
+		return "left out: " + u.cause
+	}
+	return "left out until its cluster names it: " + u.cause
 }
 
 // resolve returns cfg with the IDs its clusters gave filled in, and the
@@ -165,13 +176,13 @@ func (r *idResolver) resolve(cfg *Config) (*Config, []unresolved) {
 		e := r.entries[connectionKey(&m)]
 		switch {
 		case e == nil || e.id == "" && e.problem == "":
-			left = append(left, unresolved{m.name(), "its ClusterProperty " + clusterIDProperty + " is not read yet"})
+			left = append(left, unresolved{name: m.name(), cause: "its ClusterProperty " + clusterIDProperty + " is not read yet"})
 		case e.id == "":
-			left = append(left, unresolved{m.name(), e.problem})
+			left = append(left, unresolved{name: m.name(), cause: e.problem})
 		case taken[e.id] != "" && e.problem != "":
-			left = append(left, unresolved{m.name(), e.problem}) // what it says now, not the ID it gave before
+			left = append(left, unresolved{name: m.name(), cause: e.problem}) // what it says now, not the ID it gave before
 		case taken[e.id] != "":
-			left = append(left, unresolved{m.name(), fmt.Sprintf("its ClusterProperty %s names it %q, which is %s member already", clusterIDProperty, e.id, taken[e.id])})
+			left = append(left, unresolved{name: m.name(), cause: fmt.Sprintf("its ClusterProperty %s names it %q, which is %s member already", clusterIDProperty, e.id, taken[e.id])})
 		default:
 			taken[e.id] = "another ID-less entry's"
 			m.ID = e.id

@@ -140,6 +140,8 @@ type Set struct {
 	// unresolved are the ID-less members it left out when last applied.
 	resolver   *idResolver
 	unresolved []unresolved
+	// inventory reads the members of the config's inventory.
+	inventory *inventoryReader
 	// run is the context of Start, nil before.
 	run context.Context
 	// departures are the members that left and whose clean-up may still
@@ -210,6 +212,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, failingLimit: failingLimit, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
 	s.resolver = newIDResolver(s.deps)
+	s.inventory = newInventoryReader()
 	if err := s.checkRequired(cfg); err != nil {
 		return nil, err
 	}
@@ -217,13 +220,20 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	// The ID-less members join once Start has read their IDs.
 	resolved, left := s.resolver.resolve(cfg)
 	s.unresolved = left
-	for _, mc := range resolved.Members {
+	for _, mc := range resolved.Members { // the inventory's join once Start has read it
 		s.members[mc.ID] = newMember(s.deps, mc, now)
 		m.setState(mc.ID, Connecting)
 	}
 	s.ids = sortedIDs(s.members)
 	m.reloaded(true)
 	return s, nil
+}
+
+// config returns the config in force.
+func (s *Set) config() *Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
 }
 
 // Clusterset returns the clusterset's name.
@@ -346,12 +356,18 @@ func (s *Set) Start(ctx context.Context) error {
 		defer close(resolving)
 		s.readIDs(ctx)
 	}()
+	reading := make(chan struct{})
+	go func() {
+		defer close(reading)
+		s.readInventory(ctx)
+	}()
 	ticker := time.NewTicker(s.opts.ConfigPollInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			<-resolving
+			<-reading
 			s.mu.Lock()
 			members := slices.Collect(maps.Values(s.members))
 			s.mu.Unlock()
@@ -375,6 +391,22 @@ func (s *Set) readIDs(ctx context.Context) {
 		cfg := s.cfg
 		s.mu.Unlock()
 		s.resolver.refresh(ctx, cfg)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.opts.ConfigPollInterval):
+		}
+	}
+}
+
+// readInventory reads the ClusterProfiles of the config in force again
+// and again until ctx ends; poll applies what was read.
+func (s *Set) readInventory(ctx context.Context) {
+	for {
+		s.mu.Lock()
+		cfg := s.cfg
+		s.mu.Unlock()
+		s.inventory.refresh(ctx, cfg)
 		select {
 		case <-ctx.Done():
 			return
@@ -417,14 +449,16 @@ func (s *Set) poll(ctx context.Context) {
 		s.metrics.reloaded(true)
 		logger.Info("Clusterset config reloaded", "path", s.path)
 	}
-	resolved, left := s.resolver.resolve(cfg)
+	expanded, fromInventory := s.inventory.expand(cfg)
+	resolved, left := s.resolver.resolve(expanded)
+	left = append(left, fromInventory...)
 	s.mu.Lock()
 	before := s.unresolved
 	s.unresolved = left
 	s.mu.Unlock()
 	for _, u := range left {
 		if !slices.Contains(before, u) {
-			logger.Info("Member left out until its cluster names it (KEP-2149)", "member", u.name, "cause", u.cause)
+			logger.Info("Member "+u.leftOut(), "member", u.name)
 		}
 	}
 	s.apply(ctx, resolved)

@@ -1,0 +1,224 @@
+package inventory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// Selection is which ClusterProfiles are members: those of Namespace,
+// of ClusterManager if set, with the labels of LabelSelector if set.
+type Selection struct {
+	Namespace      string
+	ClusterManager string
+	LabelSelector  string
+}
+
+// Selector returns the selection's label selector.
+func (s Selection) Selector() (labels.Selector, error) {
+	sel, err := labels.Parse(s.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("labelSelector %q: %w", s.LabelSelector, err)
+	}
+	if s.ClusterManager != "" {
+		byManager, err := labels.Parse(ClusterManagerLabel + "=" + s.ClusterManager)
+		if err != nil {
+			return nil, fmt.Errorf("clusterManager %q: %w", s.ClusterManager, err)
+		}
+		reqs, _ := byManager.Requirements()
+		sel = sel.Add(reqs...)
+	}
+	return sel, nil
+}
+
+// Read lists the selected ClusterProfiles, sorted by name. A profile that
+// does not convert (a field of another type than the API's) is returned
+// in bad, by name, with why.
+func Read(ctx context.Context, dc dynamic.Interface, s Selection) (profiles []ClusterProfile, bad map[string]error, err error) {
+	sel, err := s.Selector()
+	if err != nil {
+		return nil, nil, err
+	}
+	list, err := dc.Resource(Resource).Namespace(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list ClusterProfiles of %s: %w", s.Namespace, err)
+	}
+	bad = map[string]error{}
+	for _, item := range list.Items {
+		var p ClusterProfile
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &p); err != nil {
+			bad[item.GetName()] = fmt.Errorf("ClusterProfile %s/%s: %w", item.GetNamespace(), item.GetName(), err)
+			continue
+		}
+		profiles = append(profiles, p)
+	}
+	slices.SortFunc(profiles, func(a, b ClusterProfile) int { return strings.Compare(a.Name, b.Name) })
+	return profiles, bad, nil
+}
+
+// Key names a profile in messages: namespace/name.
+func (p *ClusterProfile) Key() string { return p.Namespace + "/" + p.Name }
+
+// property returns the value of property name, and whether it is there.
+func (p *ClusterProfile) property(name string) (string, bool) {
+	for _, prop := range p.Status.Properties {
+		if prop.Name == name {
+			return prop.Value, true
+		}
+	}
+	return "", false
+}
+
+// ClusterID returns the cluster ID that the profile's property
+// cluster.clusterset.k8s.io gives (KEP-4322 asks cluster managers to copy
+// it from the cluster's ClusterProperty). A profile without it, with one
+// that is no cluster ID, or whose clusterset.k8s.io names another
+// clusterset than clustersetName, is refused with why.
+func (p *ClusterProfile) ClusterID(clustersetName string) (clusterset.ClusterID, error) {
+	value, ok := p.property(ClusterIDProperty)
+	if !ok {
+		return "", fmt.Errorf("ClusterProfile %s has no property %s in its status (its cluster manager copies it from the cluster's ClusterProperty, KEP-2149)", p.Key(), ClusterIDProperty)
+	}
+	id, err := clusterset.ParseClusterID(value)
+	if err != nil {
+		return "", fmt.Errorf("ClusterProfile %s: property %s: %w", p.Key(), ClusterIDProperty, err)
+	}
+	if set, ok := p.property(ClustersetProperty); ok && set != clustersetName {
+		return "", fmt.Errorf("ClusterProfile %s: property %s is %q, but this is clusterset %q", p.Key(), ClustersetProperty, set, clustersetName)
+	}
+	return id, nil
+}
+
+// ControlPlane returns the profile's ControlPlaneHealthy condition, nil
+// if its cluster manager sets none.
+func (p *ClusterProfile) ControlPlane() *metav1.Condition {
+	return meta.FindStatusCondition(p.Status.Conditions, ControlPlaneHealthy)
+}
+
+// LoadProviderConfig reads a credential provider config file. A plugin
+// command given as a relative path with a separator is made absolute
+// against the file's folder, as kubeconfig's exec commands are.
+func LoadProviderConfig(path string) (*ProviderConfig, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("provider config: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	var cfg ProviderConfig
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("provider config %s: %w", path, err)
+	}
+	seen := map[string]bool{}
+	for i := range cfg.Providers {
+		pr := &cfg.Providers[i]
+		switch {
+		case pr.Name == "":
+			return nil, fmt.Errorf("provider config %s: providers[%d]: name is missing", path, i)
+		case seen[pr.Name]:
+			return nil, fmt.Errorf("provider config %s: provider %q appears twice", path, pr.Name)
+		case pr.ExecConfig == nil || pr.ExecConfig.Command == "":
+			return nil, fmt.Errorf("provider config %s: provider %q: execConfig.command is missing", path, pr.Name)
+		case pr.ExecConfig.APIVersion == "":
+			return nil, fmt.Errorf("provider config %s: provider %q: execConfig.apiVersion is missing (client.authentication.k8s.io/v1)", path, pr.Name)
+		}
+		seen[pr.Name] = true
+		if cmd := pr.ExecConfig.Command; !filepath.IsAbs(cmd) && strings.ContainsRune(cmd, filepath.Separator) {
+			pr.ExecConfig.Command = filepath.Join(filepath.Dir(path), cmd)
+		}
+	}
+	if len(cfg.Providers) == 0 {
+		return nil, fmt.Errorf("provider config %s: no providers", path)
+	}
+	return &cfg, nil
+}
+
+// Access is how a profile's cluster is reached: the access provider's
+// connection details and the plugin that the provider config names for
+// it.
+type Access struct {
+	// Profile is the profile's namespace/name.
+	Profile  string                  `json:"profile"`
+	Provider string                  `json:"provider"`
+	Cluster  clientcmdv1.Cluster     `json:"cluster"`
+	Exec     clientcmdapi.ExecConfig `json:"exec"`
+}
+
+// AccessOf returns how profile p's cluster is reached: through its first
+// access provider (in the provider config's order) that cfg names.
+func (cfg *ProviderConfig) AccessOf(p *ClusterProfile) (*Access, error) {
+	byName := map[string]AccessProvider{}
+	for _, ap := range p.Status.CredentialProviders {
+		byName[ap.Name] = ap
+	}
+	for _, ap := range p.Status.AccessProviders {
+		byName[ap.Name] = ap
+	}
+	for _, pr := range cfg.Providers {
+		ap, ok := byName[pr.Name]
+		if !ok {
+			continue
+		}
+		if ap.Cluster.Server == "" {
+			return nil, fmt.Errorf("ClusterProfile %s: access provider %q has no server", p.Key(), ap.Name)
+		}
+		return &Access{Profile: p.Key(), Provider: pr.Name, Cluster: ap.Cluster, Exec: *pr.ExecConfig}, nil
+	}
+	var offered []string
+	for name := range byName {
+		offered = append(offered, name)
+	}
+	slices.Sort(offered)
+	return nil, fmt.Errorf("ClusterProfile %s: none of its access providers %v is in the provider config", p.Key(), offered)
+}
+
+// RESTConfig returns a client config of the cluster: its server, CA and
+// proxy, and the exec plugin, which (with provideClusterInfo) is given
+// the cluster and the content of its client.authentication.k8s.io/exec
+// extension.
+func (a *Access) RESTConfig() (*rest.Config, error) {
+	c := a.Cluster
+	rc := &rest.Config{
+		Host: c.Server,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: c.CertificateAuthorityData, ServerName: c.TLSServerName, Insecure: c.InsecureSkipTLSVerify,
+		},
+	}
+	if c.ProxyURL != "" {
+		proxy, err := url.Parse(c.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("ClusterProfile %s: proxy-url: %w", a.Profile, err)
+		}
+		rc.Proxy = http.ProxyURL(proxy)
+	}
+	exec := a.Exec
+	exec.InteractiveMode = clientcmdapi.NeverExecInteractiveMode
+	for _, ext := range c.Extensions {
+		if ext.Name == ExecExtension {
+			exec.Config = &runtime.Unknown{Raw: ext.Extension.Raw, ContentType: runtime.ContentTypeJSON}
+		}
+	}
+	if exec.Command == "" {
+		return nil, errors.New("inventory: an access without a plugin")
+	}
+	rc.ExecProvider = &exec
+	return rc, nil
+}
