@@ -55,6 +55,11 @@ type MemberView struct {
 	// the member was last engaged on, for a member whose own objects are
 	// read: multicluster.x-k8s.io/v1beta1 or v1alpha1 (internal/mcsapi).
 	MCSAPI string `json:"mcsAPI,omitempty"`
+	// ClusterProfile is the namespace/name of the inventory's profile the
+	// member comes from; ProfileNote what that profile says against its
+	// cluster (ControlPlaneHealthy not True).
+	ClusterProfile string `json:"clusterProfile,omitempty"`
+	ProfileNote    string `json:"profileNote,omitempty"`
 }
 
 // View returns the Set's view, as this process's member cluster (""
@@ -66,7 +71,10 @@ func (s *Set) View(cluster string) View {
 		st := m.getStatus()
 		h := s.Health(m.id())
 		mv := MemberView{ID: string(m.id()), State: st.State, Since: st.Since, Cause: st.Cause, Health: healthName(h, st.State), HealthSince: h.Since,
-			MCSAPI: m.mcsAPI()}
+			MCSAPI: m.mcsAPI(), ProfileNote: s.inventory.note(m.id())}
+		if m.config.Access != nil {
+			mv.ClusterProfile = m.config.Access.Profile
+		}
 		if s.opts.Heartbeat != nil && s.opts.ReadsPublications != nil && s.opts.ReadsPublications(m.id()) {
 			if last, _ := s.opts.Heartbeat(m.id()); !last.IsZero() {
 				mv.LastHeartbeat = &last

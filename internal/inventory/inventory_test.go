@@ -1,0 +1,168 @@
+package inventory
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/clientcmd/api"
+)
+
+// profile is a ClusterProfile as a cluster manager writes it: the
+// cluster's ID property, a ControlPlaneHealthy condition and one access
+// provider with a CA and the exec extension.
+func profile(name, manager, id string) *unstructured.Unstructured {
+	status := map[string]any{
+		"conditions": []any{map[string]any{"type": ControlPlaneHealthy, "status": "False", "reason": "Unreachable",
+			"message": "lease not renewed", "lastTransitionTime": "2026-11-28T04:00:00Z"}},
+		"accessProviders": []any{map[string]any{"name": "token", "cluster": map[string]any{
+			"server": "https://" + name + ".example:6443", "certificate-authority-data": "Q0EgREFUQQ==", // "CA DATA"
+			"extensions": []any{map[string]any{"name": ExecExtension, "extension": map[string]any{"secret": "fleet/" + name}}},
+		}}},
+	}
+	if id != "" {
+		status["properties"] = []any{map[string]any{"name": ClusterIDProperty, "value": id}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": GroupVersion.String(), "kind": "ClusterProfile",
+		"metadata": map[string]any{"name": name, "namespace": "fleet", "labels": map[string]any{ClusterManagerLabel: manager}},
+		"spec":     map[string]any{"clusterManager": map[string]any{"name": manager}},
+		"status":   status,
+	}}
+}
+
+// TestRead: the profiles of the namespace that the cluster manager and
+// label selector select, sorted, converted with their access providers;
+// a profile whose fields are of the wrong type is returned apart, named.
+func TestRead(t *testing.T) {
+	broken := profile("broken", "ocm", "broken")
+	broken.Object["status"].(map[string]any)["properties"] = "not a list"
+	other := profile("other", "fleet", "other")
+	elsewhere := profile("elsewhere", "ocm", "elsewhere")
+	elsewhere.SetNamespace("other")
+	scheme := runtime.NewScheme()
+	dc := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{Resource: "ClusterProfileList"},
+		profile("west", "ocm", "west"), profile("east", "ocm", "east"), broken, other, elsewhere)
+	profiles, bad, err := Read(t.Context(), dc, Selection{Namespace: "fleet", ClusterManager: "ocm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(profiles) != 2 || profiles[0].Name != "east" || profiles[1].Name != "west" {
+		t.Fatalf("profiles %+v", profiles)
+	}
+	if len(bad) != 1 || bad["broken"] == nil || !strings.Contains(bad["broken"].Error(), "ClusterProfile fleet/broken") {
+		t.Errorf("bad %v", bad)
+	}
+	east := profiles[0]
+	if id, err := east.ClusterID("set"); err != nil || id != "east" {
+		t.Errorf("ClusterID %q, %v", id, err)
+	}
+	if c := east.ControlPlane(); c == nil || c.Status != metav1.ConditionFalse || c.Message != "lease not renewed" {
+		t.Errorf("ControlPlane %+v", c)
+	}
+	if ap := east.Status.AccessProviders; len(ap) != 1 || string(ap[0].Cluster.CertificateAuthorityData) != "CA DATA" {
+		t.Errorf("access providers %+v", ap)
+	}
+	if _, _, err := Read(t.Context(), dc, Selection{Namespace: "fleet", LabelSelector: "a in (b"}); err == nil {
+		t.Error("a bad label selector was accepted")
+	}
+}
+
+// TestClusterID: the ID is the profile's property; a missing one, one that
+// is not a cluster ID, or a clusterset property naming another clusterset
+// refuses the profile, saying so.
+func TestClusterID(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		properties []Property
+		errHas     string
+	}{
+		{"id", []Property{{ClusterIDProperty, "east"}}, ""},
+		{"id and this clusterset", []Property{{ClusterIDProperty, "east"}, {ClustersetProperty, "set"}}, ""},
+		{"no id", []Property{{"region", "eu"}}, "has no property cluster.clusterset.k8s.io"},
+		{"not an ID", []Property{{ClusterIDProperty, "East_1"}}, "property cluster.clusterset.k8s.io"},
+		{"another clusterset", []Property{{ClusterIDProperty, "east"}, {ClustersetProperty, "other"}}, `clusterset.k8s.io is "other", but this is clusterset "set"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: "p"}, Status: ClusterProfileStatus{Properties: tc.properties}}
+			id, err := p.ClusterID("set")
+			switch {
+			case tc.errHas == "" && (err != nil || id != "east"):
+				t.Errorf("%q, %v", id, err)
+			case tc.errHas != "" && (err == nil || !strings.Contains(err.Error(), tc.errHas) || !strings.Contains(err.Error(), "fleet/p")):
+				t.Errorf("error %v, want one with %q naming the profile", err, tc.errHas)
+			}
+		})
+	}
+}
+
+// TestProviderConfig: a provider config is read strictly; a relative
+// plugin path is made absolute against the file's folder; a profile is
+// reached through its first access provider (in the config's order) that
+// the config names, the exec extension reaching the plugin as its
+// cluster config; a profile with none the config names is refused,
+// naming what it offers.
+func TestProviderConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(content string) string {
+		path := filepath.Join(dir, "providers.json")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for content, errHas := range map[string]string{
+		`{"providers": []}`: "no providers",
+		`{"providers": [{"name": "token", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1"}}]}`:                                                 "execConfig.command is missing",
+		`{"providers": [{"name": "token", "execConfig": {"command": "x"}}]}`:                                                                                  "apiVersion is missing",
+		`{"providers": [{"name": "token", "exec": {}}]}`:                                                                                                      "unknown field",
+		`{"providers": [{"name": "a", "execConfig": {"command": "x", "apiVersion": "v"}}, {"name": "a", "execConfig": {"command": "y", "apiVersion": "v"}}]}`: "appears twice",
+	} {
+		if _, err := LoadProviderConfig(write(content)); err == nil || !strings.Contains(err.Error(), errHas) {
+			t.Errorf("%s: %v, want %q", content, err, errHas)
+		}
+	}
+	cfg, err := LoadProviderConfig(write(`{"providers": [
+		{"name": "oidc", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "kubelogin"}},
+		{"name": "token", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/token-plugin",
+		 "args": ["--from-secret"], "provideClusterInfo": true, "env": [{"name": "HUB", "value": "h"}]}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Providers[0].ExecConfig.Command; got != "kubelogin" {
+		t.Errorf("a command without a separator is looked up in PATH: %q", got)
+	}
+	if got, want := cfg.Providers[1].ExecConfig.Command, filepath.Join(dir, "bin/token-plugin"); got != want {
+		t.Errorf("command %q, want %q", got, want)
+	}
+	var p ClusterProfile
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(profile("east", "ocm", "east").Object, &p); err != nil {
+		t.Fatal(err)
+	}
+	access, err := cfg.AccessOf(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := access.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Host != "https://east.example:6443" || string(rc.CAData) != "CA DATA" || rc.ExecProvider == nil ||
+		!rc.ExecProvider.ProvideClusterInfo || rc.ExecProvider.InteractiveMode != api.NeverExecInteractiveMode || rc.ExecProvider.Args[0] != "--from-secret" {
+		t.Fatalf("rest config %+v, exec %+v", rc, rc.ExecProvider)
+	}
+	if raw, ok := rc.ExecProvider.Config.(*runtime.Unknown); !ok || string(raw.Raw) != `{"secret":"fleet/east"}` {
+		t.Errorf("the plugin's cluster config %#v", rc.ExecProvider.Config)
+	}
+	p.Status.AccessProviders[0].Name = "kubeconfig"
+	p.Status.CredentialProviders = []AccessProvider{{Name: "spiffe"}}
+	if _, err := cfg.AccessOf(&p); err == nil || !strings.Contains(err.Error(), "none of its access providers [kubeconfig spiffe] is in the provider config") {
+		t.Errorf("no provider in common: %v", err)
+	}
+}

@@ -1,0 +1,135 @@
+package membership
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/inventory"
+)
+
+// TestParseInventoryConfig: a config may name an inventory instead of
+// members, or beside them; its paths are made absolute against the
+// config's folder; what it lacks or gets wrong is said.
+func TestParseInventoryConfig(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "fleet.kubeconfig", "https://127.0.0.1:6443")
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\ninventory:\n  kubeconfig: fleet.kubeconfig\n  namespace: fleet\n  clusterManager: ocm\n  labelSelector: env=prod\n  providerConfig: providers.json\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := cfg.Inventory
+	if inv == nil || inv.Kubeconfig != filepath.Join(dir, "fleet.kubeconfig") || inv.ProviderConfig != filepath.Join(dir, "providers.json") ||
+		inv.Selection != (inventory.Selection{Namespace: "fleet", ClusterManager: "ocm", LabelSelector: "env=prod"}) {
+		t.Fatalf("inventory %+v", inv)
+	}
+	if err := cfg.Usable(); err != nil {
+		t.Errorf("a config whose members are all in the inventory: %v", err)
+	}
+	for _, tc := range []struct{ name, inventory, want string }{
+		{"no namespace", "  kubeconfig: fleet.kubeconfig\n  providerConfig: p.json\n", "inventory: namespace is missing"},
+		{"no provider config", "  kubeconfig: fleet.kubeconfig\n  namespace: fleet\n", "inventory: providerConfig is missing"},
+		{"no connection", "  namespace: fleet\n  providerConfig: p.json\n", "inventory: kubeconfig is missing (or set inCluster: true)"},
+		{"both", "  kubeconfig: fleet.kubeconfig\n  inCluster: true\n  namespace: fleet\n  providerConfig: p.json\n", "inventory: set kubeconfig or inCluster, not both"},
+		{"bad namespace", "  inCluster: true\n  namespace: Fleet\n  providerConfig: p.json\n", `inventory: namespace "Fleet" is not a namespace name`},
+		{"bad selector", "  inCluster: true\n  namespace: fleet\n  labelSelector: 'a in (b'\n  providerConfig: p.json\n", "inventory: labelSelector"},
+		{"unknown field", "  inCluster: true\n  namespace: fleet\n  providerConfig: p.json\n  selector: x\n", `unknown field "selector"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(configHeader+"clusterset: prod\ninventory:\n"+tc.inventory), dir)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestInventoryMembers: each profile read becomes a member reached as its
+// access provider says; a profile without an ID, with the ID of a member
+// of the file or of an earlier profile, or without an access provider of
+// the provider config is left out, with why; a profile whose control
+// plane is not healthy is noted on its member. A read that fails keeps
+// the members of the last good one, and says so on /readyz.
+func TestInventoryMembers(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	providers := filepath.Join(dir, "providers.json")
+	if err := os.WriteFile(providers, []byte(`{"providers": [{"name": "token", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "plugin"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\ninventory:\n  inCluster: true\n  namespace: fleet\n  providerConfig: providers.json\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := func(name, id, provider string) inventory.ClusterProfile {
+		p := inventory.ClusterProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "fleet", Name: name}}
+		if id != "" {
+			p.Status.Properties = []inventory.Property{{Name: inventory.ClusterIDProperty, Value: id}}
+		}
+		p.Status.AccessProviders = []inventory.AccessProvider{{Name: provider}}
+		p.Status.AccessProviders[0].Cluster.Server = "https://" + name + ":6443"
+		return p
+	}
+	sick := profile("north", "north", "token")
+	sick.Status.Conditions = []metav1.Condition{{Type: inventory.ControlPlaneHealthy, Status: metav1.ConditionFalse, Reason: "Unreachable", Message: "no lease"}}
+	r := newInventoryReader()
+	if line, ready := r.readiness(cfg); ready || !strings.Contains(line, "[-]inventory failed: ClusterProfiles of namespace fleet not read yet") {
+		t.Errorf("before the first read: %v %q", ready, line)
+	}
+	pc, err := inventory.LoadProviderConfig(providers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tried, r.providers, r.settings = true, pc, *cfg.Inventory
+	r.profiles = []inventory.ClusterProfile{profile("east-again", "east", "token"), profile("nameless", "", "token"), sick,
+		profile("north-again", "north", "token"), profile("oidc-only", "south", "oidc"), profile("west", "west", "token")}
+	expanded, left := r.expand(cfg)
+	var ids []string
+	for _, m := range expanded.Members {
+		ids = append(ids, string(m.ID))
+	}
+	if strings.Join(ids, ",") != "east,north,west" {
+		t.Fatalf("members %v", ids)
+	}
+	west := expanded.Member("west")
+	rc, err := west.RESTConfig()
+	if err != nil || rc.Host != "https://west:6443" || rc.ExecProvider == nil || rc.ExecProvider.Command != "plugin" || west.Access.Profile != "fleet/west" {
+		t.Errorf("west: %+v, %v", rc, err)
+	}
+	if west.fingerprint() == expanded.Member("north").fingerprint() {
+		t.Error("two profiles' members have one fingerprint")
+	}
+	wantLeft := map[string]string{
+		"of ClusterProfile fleet/east-again":  `names it "east", which is the config's member already`,
+		"of ClusterProfile fleet/nameless":    "has no property cluster.clusterset.k8s.io",
+		"of ClusterProfile fleet/north-again": `names it "north", which is ClusterProfile fleet/north's already`,
+		"of ClusterProfile fleet/oidc-only":   "none of its access providers [oidc] is in the provider config",
+	}
+	if len(left) != len(wantLeft) {
+		t.Errorf("left out %+v", left)
+	}
+	for _, u := range left {
+		if !u.profile || !strings.Contains(u.cause, wantLeft[u.name]) || !strings.HasPrefix(u.leftOut(), "left out: ") {
+			t.Errorf("%s left out: %q, want %q", u.name, u.cause, wantLeft[u.name])
+		}
+	}
+	if note := r.note("north"); note != "its ClusterProfile fleet/north says ControlPlaneHealthy=False (Unreachable: no lease)" {
+		t.Errorf("north's note %q", note)
+	}
+	if note := r.note("west"); note != "" {
+		t.Errorf("west's note %q", note)
+	}
+
+	// A read that fails keeps what was read.
+	r.readAt = r.readAt.Add(1)
+	r.readErr, r.failedAt = "connection refused", r.readAt
+	if again, _ := r.expand(cfg); len(again.Members) != 3 {
+		t.Errorf("members after a failed read: %d", len(again.Members))
+	}
+	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "cannot be read since") || !strings.Contains(line, "connection refused; the 6 read at") {
+		t.Errorf("after a failed read: %v %q", ready, line)
+	}
+}
