@@ -48,21 +48,25 @@ type memberConn struct {
 }
 
 // members returns the clusterset's members.
-func (f clustersetFlags) members() ([]memberConn, error) {
+func (f clustersetFlags) members(ctx context.Context) ([]memberConn, error) {
 	if f.config != "" {
 		if f.kubeconfig != "" || f.contexts != "" {
 			return nil, errors.New("--clusterset-config or --kubeconfig, not both")
 		}
-		return fromConfig(f.config)
+		return fromConfig(ctx, f.config)
 	}
 	return fromKubeconfig(f.kubeconfig, f.contexts)
 }
 
 // fromConfig reads mcs-syncer's config: each member with connection
-// settings of its own; one read through the hub has none here.
-func fromConfig(path string) ([]memberConn, error) {
+// settings of its own (those of its inventory's profiles included, read
+// once); one read through the hub has none here.
+func fromConfig(ctx context.Context, path string) ([]memberConn, error) {
 	cfg, err := membership.LoadConfig(path)
 	if err != nil {
+		return nil, err
+	}
+	if cfg, _, err = membership.ReadInventory(ctx, cfg); err != nil {
 		return nil, err
 	}
 	var members []memberConn

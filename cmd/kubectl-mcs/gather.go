@@ -42,7 +42,7 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(positional) > 0 {
 		return fail(fmt.Errorf("no arguments, not %q", positional))
 	}
-	conns, err := o.members()
+	conns, err := o.members(ctx)
 	if err != nil {
 		return fail(err)
 	}

@@ -152,7 +152,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var hub *status.Hub
 	if err == nil {
 		var conns []memberConn
-		if conns, err = o.members(); err == nil {
+		if conns, err = o.members(ctx); err == nil {
 			members, err = statusMembers(conns)
 		}
 	}

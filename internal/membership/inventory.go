@@ -251,3 +251,28 @@ func (r *inventoryReader) readiness(cfg *Config) (line string, ready bool) {
 	}
 	return "[+]inventory ok: " + what + ": " + strings.Join(detail, "; "), true
 }
+
+// ReadInventory returns cfg with the members of its inventory as they are
+// now (one read of its profiles and provider config), and the profiles
+// left out, each as "name: why"; cfg itself without an inventory. It is
+// for a one-off reader (kubectl mcs); a Set reads its inventory again and
+// again.
+func ReadInventory(ctx context.Context, cfg *Config) (*Config, []string, error) {
+	if cfg.Inventory == nil {
+		return cfg, nil, nil
+	}
+	r := newInventoryReader()
+	r.refresh(ctx, cfg)
+	switch {
+	case r.readErr != "":
+		return nil, nil, fmt.Errorf("inventory: %s", r.readErr)
+	case r.providers == nil:
+		return nil, nil, fmt.Errorf("inventory: %s", r.providersErr)
+	}
+	expanded, left := r.expand(cfg)
+	var out []string
+	for _, u := range left {
+		out = append(out, u.name+": "+u.cause)
+	}
+	return expanded, out, nil
+}

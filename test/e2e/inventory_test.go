@@ -23,6 +23,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/inventory"
+	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
 
 // TestMembersFromClusterProfiles (central mode): the clusterset config
@@ -80,6 +81,25 @@ func TestMembersFromClusterProfiles(t *testing.T) {
 	if _, body, err := s.Readyz(ctx); err != nil || strings.Contains(body, "other-manager") || strings.Contains(body, "member south") {
 		t.Errorf("the profile of another cluster manager is in /readyz (%v):\n%s", err, body)
 	}
+
+	// kubectl mcs reads the same config, its inventory included.
+	bin := buildKubectlMCS(ctx, t)
+	eventually(ctx, t, "kubectl mcs status to read the three members of the inventory", func() error {
+		var r status.Report
+		if code, stderr := runJSON(ctx, t, &r, bin, "status", "--clusterset-config", inv.configPath, "-o", "json"); r.Members == nil {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		var read []string
+		for _, m := range r.Members {
+			if m.Read {
+				read = append(read, m.ID)
+			}
+		}
+		if strings.Join(read, ",") != "east,north,west" {
+			return fmt.Errorf("members read %v: %+v", read, r.Members)
+		}
+		return nil
+	})
 
 	// Its cluster manager finds west's control plane unhealthy.
 	inv.apply(ctx, t, "west", "west", "west", inventoryManager, metav1.ConditionFalse)
