@@ -521,15 +521,7 @@ func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bo
 			return wasEngaged
 		case err := <-e.refused:
 			timer.Stop()
-			// A resource no longer found may be served in another version
-			// now (its CRD replaced): that is no missing CRD.
-			if apierrors.IsNotFound(err) {
-				if _, perr := check.probe(ctx); perr == nil && check.served() != e.api {
-					m.setState(ctx, Connecting, e.apiChanged(check))
-					return wasEngaged
-				}
-			}
-			m.setState(ctx, refusal(err), err)
+			e.refusedWith(ctx, check, err)
 			return wasEngaged
 		case err := <-e.exited:
 			timer.Stop()
@@ -555,21 +547,45 @@ func (e *engagement) supervise(ctx context.Context, check prober) (wasEngaged bo
 		case <-timer.C:
 		}
 		timer.Stop()
-		state, err := check.probe(ctx)
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			m.setState(ctx, state, err)
-			return wasEngaged
-		case check.served() != e.api:
-			m.setState(ctx, Connecting, e.apiChanged(check))
-			return wasEngaged
-		}
-		if err := e.failing.over(time.Now(), m.deps.failingLimit); err != nil {
-			m.setState(ctx, Failed, err)
+		if !e.stillEngaged(ctx, check) {
 			return wasEngaged
 		}
 	}
+}
+
+// refusedWith sets the state of a member whose API server refused a list
+// or watch with err. A resource no longer found may be served in another
+// version now (its CRD replaced): that is no missing CRD.
+func (e *engagement) refusedWith(ctx context.Context, check prober, err error) {
+	if apierrors.IsNotFound(err) {
+		if _, perr := check.probe(ctx); perr == nil && check.served() != e.api {
+			e.m.setState(ctx, Connecting, e.apiChanged(check))
+			return
+		}
+	}
+	e.m.setState(ctx, refusal(err), err)
+}
+
+// stillEngaged probes the member: it stays engaged unless the probe fails,
+// finds its API served in another version, or its cache has failed for
+// too long (then its state says why).
+func (e *engagement) stillEngaged(ctx context.Context, check prober) bool {
+	state, err := check.probe(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return true // stopping: the caller sees ctx end
+	case err != nil:
+		e.m.setState(ctx, state, err)
+		return false
+	case check.served() != e.api:
+		e.m.setState(ctx, Connecting, e.apiChanged(check))
+		return false
+	}
+	if err := e.failing.over(time.Now(), e.m.deps.failingLimit); err != nil {
+		e.m.setState(ctx, Failed, err)
+		return false
+	}
+	return true
 }
 
 // apiChanged says why a member whose API server now serves the API it

@@ -41,25 +41,7 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 	}
 	for _, m := range members {
 		st := m.getStatus()
-		detail := fmt.Sprintf("%s since %s", st.State, stamp(st.Since))
-		if api := m.mcsAPI(); api != "" && st.State.connected() {
-			detail += " on " + api
-		}
-		if st.Cause != "" {
-			detail += ": " + st.Cause
-		}
-		if note := s.inventory.note(m.id()); note != "" {
-			detail += "; " + note
-		}
-		switch h := s.Health(m.id()); healthName(h, st.State) {
-		case HealthHeld:
-			detail = "held: the hub it is read through cannot be read, so its exports are kept as they are; the hub is " + detail
-		case HealthUp:
-		case HealthSilent:
-			detail = fmt.Sprintf("silent since %s: engaged, but its mcs-syncer has not renewed its heartbeat; its exports are withdrawn once the grace after that has run out", stamp(h.Since))
-		case HealthDown:
-			detail += fmt.Sprintf("; down since %s, its exports are withdrawn once the grace after that has run out", stamp(h.Since))
-		}
+		detail := s.detail(m, st)
 		if (st.State == Connecting || st.State == Syncing) && m.firstSync() {
 			ready = false
 			lines = append(lines, fmt.Sprintf("[-]member %s failed: %s", m.id(), detail))
@@ -68,6 +50,31 @@ func (s *Set) Readiness() (ready bool, lines []string) {
 		lines = append(lines, fmt.Sprintf("[+]member %s ok: %s", m.id(), detail))
 	}
 	return ready, lines
+}
+
+// detail is member m's /readyz text, of its status st: its state, since
+// when and why, the MCS API it is engaged on, what its ClusterProfile says,
+// and its health.
+func (s *Set) detail(m *member, st Status) string {
+	detail := fmt.Sprintf("%s since %s", st.State, stamp(st.Since))
+	if api := m.mcsAPI(); api != "" && st.State.connected() {
+		detail += " on " + api
+	}
+	if st.Cause != "" {
+		detail += ": " + st.Cause
+	}
+	if note := s.inventory.note(m.id()); note != "" {
+		detail += "; " + note
+	}
+	switch h := s.Health(m.id()); healthName(h, st.State) {
+	case HealthHeld:
+		detail = "held: the hub it is read through cannot be read, so its exports are kept as they are; the hub is " + detail
+	case HealthSilent:
+		detail = fmt.Sprintf("silent since %s: engaged, but its mcs-syncer has not renewed its heartbeat; its exports are withdrawn once the grace after that has run out", stamp(h.Since))
+	case HealthDown:
+		detail += fmt.Sprintf("; down since %s, its exports are withdrawn once the grace after that has run out", stamp(h.Since))
+	}
+	return detail
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/inventory"
@@ -164,10 +165,11 @@ func newTestInventory(ctx context.Context, t *testing.T) *testInventory {
 	})
 	for _, c := range bed.Clusters {
 		token := memberToken(ctx, t, c.Name)
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.Name + "-token", Namespace: inventoryNamespace}, Data: map[string][]byte{"token": []byte(token)}}
-		if err := hub.Create(ctx, secret); apierrors.IsAlreadyExists(err) {
-			err = hub.Update(ctx, secret)
-		} else if err != nil {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: c.Name + "-token", Namespace: inventoryNamespace}}
+		if _, err := controllerutil.CreateOrUpdate(ctx, hub, secret, func() error {
+			secret.Data = map[string][]byte{"token": []byte(token)}
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
