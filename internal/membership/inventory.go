@@ -164,12 +164,7 @@ func (r *inventoryReader) expand(cfg *Config) (*Config, []unresolved) {
 	}
 	out := *cfg
 	out.Members = slices.Clone(cfg.Members)
-	taken := map[clusterset.ClusterID]string{}
-	for _, m := range cfg.Members {
-		if !m.IDFromCluster {
-			taken[m.ID] = "the config's member"
-		}
-	}
+	taken := namedIDs(cfg, "the config's member")
 	var left []unresolved
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -152,6 +152,18 @@ func (u unresolved) leftOut() string {
 	return "left out until its cluster names it: " + u.cause
 }
 
+// namedIDs returns the IDs that cfg's entries name (not those left to
+// their clusters), each said to be by's.
+func namedIDs(cfg *Config, by string) map[clusterset.ClusterID]string {
+	taken := map[clusterset.ClusterID]string{}
+	for _, m := range cfg.Members {
+		if !m.IDFromCluster {
+			taken[m.ID] = by
+		}
+	}
+	return taken
+}
+
 // resolve returns cfg with the IDs its clusters gave filled in, and the
 // ID-less members left out, with why, in the config's order: those whose
 // cluster has not named itself yet, and those that name an ID another
@@ -159,12 +171,7 @@ func (u unresolved) leftOut() string {
 func (r *idResolver) resolve(cfg *Config) (*Config, []unresolved) {
 	out := *cfg
 	out.Members = make([]Member, 0, len(cfg.Members))
-	taken := map[clusterset.ClusterID]string{}
-	for _, m := range cfg.Members {
-		if !m.IDFromCluster {
-			taken[m.ID] = "the config's"
-		}
-	}
+	taken := namedIDs(cfg, "the config's")
 	var left []unresolved
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -354,12 +354,12 @@ func (s *Set) Start(ctx context.Context) error {
 	resolving := make(chan struct{})
 	go func() {
 		defer close(resolving)
-		s.readIDs(ctx)
+		s.inBackground(ctx, s.resolver.refresh)
 	}()
 	reading := make(chan struct{})
 	go func() {
 		defer close(reading)
-		s.readInventory(ctx)
+		s.inBackground(ctx, s.inventory.refresh)
 	}()
 	ticker := time.NewTicker(s.opts.ConfigPollInterval)
 	defer ticker.Stop()
@@ -382,31 +382,13 @@ func (s *Set) Start(ctx context.Context) error {
 	}
 }
 
-// readIDs reads the IDs the config in force leaves to the clusters, again
-// and again until ctx ends (a cluster that is down, or has not named
-// itself yet, may later); poll applies what was read.
-func (s *Set) readIDs(ctx context.Context) {
+// inBackground calls read with the config in force, again and again
+// until ctx ends, a config poll apart: what the config leaves to be read
+// elsewhere (the IDs of the clusters that name themselves, which may name
+// themselves later; an inventory's profiles), which poll then applies.
+func (s *Set) inBackground(ctx context.Context, read func(context.Context, *Config)) {
 	for {
-		s.mu.Lock()
-		cfg := s.cfg
-		s.mu.Unlock()
-		s.resolver.refresh(ctx, cfg)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(s.opts.ConfigPollInterval):
-		}
-	}
-}
-
-// readInventory reads the ClusterProfiles of the config in force again
-// and again until ctx ends; poll applies what was read.
-func (s *Set) readInventory(ctx context.Context) {
-	for {
-		s.mu.Lock()
-		cfg := s.cfg
-		s.mu.Unlock()
-		s.inventory.refresh(ctx, cfg)
+		read(ctx, s.config())
 		select {
 		case <-ctx.Done():
 			return
