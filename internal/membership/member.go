@@ -626,8 +626,8 @@ func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan
 }
 
 // failureStreak follows a member's cache failing to list or watch for
-// another reason than a refusal. A cache that fails for failingLimit
-// without a pause of streakPause is no view of the member, whatever its
+// another reason than a refusal. A cache that keeps failing for
+// failingLimit (no pause of streakPause) is no view of the member, whatever its
 // probe says (seen elsewhere: a CRD upgraded in place stopped a peer's
 // export sync while its heartbeat went on, and the other clusters kept a
 // view that was no longer true); the member is then disengaged, so that
@@ -636,6 +636,7 @@ func watchFailed(ctx context.Context, err error, refused chan<- error, lost chan
 type failureStreak struct {
 	mu          sync.Mutex
 	first, last time.Time
+	count       int
 	err         error
 }
 
@@ -645,9 +646,15 @@ const (
 	// backoff (30 s).
 	failingLimit = time.Minute
 	// streakPause ends a streak: client-go's reflector retries a failed
-	// list or watch within 60 s (30 s backoff, with as much jitter), so a
-	// streak with no failure for two minutes has ended.
-	streakPause = 2 * time.Minute
+	// list or watch after 0.8 s, doubling up to 30 s, with as much jitter,
+	// so the failures of a cache that keeps failing are never more than
+	// 60 s apart; failures further apart are sporadic (a relist that
+	// worked in between), not a streak.
+	streakPause = 65 * time.Second
+	// streakFailures is the fewest failures a streak has: a cache that
+	// keeps failing retries five times in its first 30 s, while two
+	// sporadic failures up to streakPause apart are no streak.
+	streakFailures = 5
 )
 
 func (f *failureStreak) add(now time.Time, err error) {
@@ -657,23 +664,24 @@ func (f *failureStreak) add(now time.Time, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.last.IsZero() || now.Sub(f.last) > streakPause {
-		f.first = now
+		f.first, f.count = now, 0
 	}
 	f.last, f.err = now, err
+	f.count++
 }
 
 // over returns why the member must be disengaged when by now its cache
-// has failed for limit, nil otherwise.
+// has failed for limit (and streakFailures times), nil otherwise.
 func (f *failureStreak) over(now time.Time, limit time.Duration) error {
 	if f == nil {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.last.IsZero() || now.Sub(f.last) > streakPause || now.Sub(f.first) < limit {
+	if f.last.IsZero() || now.Sub(f.last) > streakPause || now.Sub(f.first) < limit || f.count < streakFailures {
 		return nil
 	}
-	return fmt.Errorf("its cache has failed to list or watch since %s (last: %w): no longer read as if it were", stamp(f.first), f.err)
+	return fmt.Errorf("its cache has failed to list or watch %d times since %s (last: %w): no longer read as if it were", f.count, stamp(f.first), f.err)
 }
 
 // isRefusal tells whether a failed list or watch was the API server's

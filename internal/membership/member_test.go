@@ -577,36 +577,45 @@ func TestCacheFailingIsDisengaged(t *testing.T) {
 	if !result(t, done) {
 		t.Error("engage says the member was never engaged")
 	}
-	l.wantState(Failed, "its cache has failed to list or watch since")
+	l.wantState(Failed, "its cache has failed to list or watch")
 	if n := l.runningNow(); n != 0 {
 		t.Errorf("%d controllers still running", n)
 	}
 }
 
-// TestFailureStreak: a cache that fails for a minute with no two-minute
-// pause is over its limit, with since when and its last error; a pause
-// starts a new streak.
+// TestFailureStreak: a cache that keeps failing (at the reflector's
+// backoff) for a minute is over its limit, with since when and its last
+// error; failures more than streakPause apart are no streak, nor are two
+// failures a minute apart; a pause starts a new streak.
 func TestFailureStreak(t *testing.T) {
 	var f failureStreak
 	t0 := time.Date(2026, 11, 28, 4, 0, 0, 0, time.UTC)
 	if err := f.over(t0, failingLimit); err != nil {
 		t.Errorf("no failure yet: %v", err)
 	}
-	for _, after := range []time.Duration{0, 800 * time.Millisecond, 30 * time.Second, 59 * time.Second} {
-		f.add(t0.Add(after), errors.New("Internal error occurred: conversion webhook unreachable"))
+	// Two sporadic failures a minute apart: no streak.
+	f.add(t0, errors.New("very short watch"))
+	f.add(t0.Add(61*time.Second), errors.New("very short watch"))
+	if err := f.over(t0.Add(62*time.Second), failingLimit); err != nil {
+		t.Errorf("two failures a minute apart: %v", err)
 	}
-	if err := f.over(t0.Add(59*time.Second), failingLimit); err != nil {
+	// A cache that keeps failing, at the reflector's backoff.
+	t1 := t0.Add(5 * time.Minute)
+	for _, after := range []time.Duration{0, 800 * time.Millisecond, 2400 * time.Millisecond, 5600 * time.Millisecond, 12 * time.Second, 25 * time.Second, 51 * time.Second} {
+		f.add(t1.Add(after), errors.New("Internal error occurred: conversion webhook unreachable"))
+	}
+	if err := f.over(t1.Add(59*time.Second), failingLimit); err != nil {
 		t.Errorf("59 s of failures: %v", err)
 	}
-	err := f.over(t0.Add(61*time.Second), failingLimit)
-	if err == nil || !strings.Contains(err.Error(), "since 2026-11-28T04:00:00Z") || !strings.Contains(err.Error(), "conversion webhook") {
+	err := f.over(t1.Add(61*time.Second), failingLimit)
+	if err == nil || !strings.Contains(err.Error(), "7 times since 2026-11-28T04:05:00Z") || !strings.Contains(err.Error(), "conversion webhook") {
 		t.Errorf("61 s of failures: %v", err)
 	}
-	if err := f.over(t0.Add(59*time.Second+streakPause+time.Second), failingLimit); err != nil {
+	if err := f.over(t1.Add(51*time.Second+streakPause+time.Second), failingLimit); err != nil {
 		t.Errorf("after a pause: %v", err)
 	}
-	f.add(t0.Add(5*time.Minute), errors.New("again"))
-	if err := f.over(t0.Add(5*time.Minute+30*time.Second), failingLimit); err != nil {
+	f.add(t1.Add(10*time.Minute), errors.New("again"))
+	if err := f.over(t1.Add(10*time.Minute+30*time.Second), failingLimit); err != nil {
 		t.Errorf("a new streak of 30 s: %v", err)
 	}
 	var none *failureStreak
