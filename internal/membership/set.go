@@ -440,7 +440,7 @@ func (s *Set) poll(ctx context.Context) {
 	s.mu.Unlock()
 	for _, u := range left {
 		if !slices.Contains(before, u) {
-			logger.Info("Member "+u.leftOut(), "member", u.name)
+			logger.Info("Member left out", "member", u.name, "why", u.leftOut())
 		}
 	}
 	s.apply(ctx, resolved)
