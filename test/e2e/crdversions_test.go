@@ -18,8 +18,10 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 )
 
@@ -33,7 +35,9 @@ import (
 // longer served) under the running mcs-syncer: each time it is engaged
 // anew on the version served, with no restart, and exports made after
 // each change still flow. Through both changes no ServiceImport is ever
-// deleted in east or north, and north never loses west's endpoints.
+// deleted in east or north, and north never loses west's endpoints. Last,
+// west's MCS API is served in no version: its export side stops, and so
+// does its heartbeat (north sees it silent) until it is served again.
 func TestCRDVersionSkew(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -130,11 +134,60 @@ func TestCRDVersionSkew(t *testing.T) {
 			t.Errorf("ServiceImport %s: UID %s before the CRD changes, %q after", key, uid, after[key])
 		}
 	}
+
+	// West's MCS API served in no version: its export side stops, and its
+	// marker is no longer renewed, so north sees it silent (and holds or
+	// withdraws its exports by the rules of liveness), never a member
+	// whose stale view is vouched for. Served again, it is renewed again.
+	if err := westBed.ServeMCSVersions(ctx, "v1alpha1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "west missing its CRDs", readyzSays(ctx, procs["west"], "[+]member west ok: missing-crds since"))
+	// A renewal under way when west stopped may land: the last is the one
+	// older than a heartbeat (2 s), the publisher's own clock being this
+	// machine's.
+	var stopped time.Time
+	eventually(ctx, t, "west's last renewal a heartbeat old", func() error {
+		if stopped = westRenewal(ctx, t); time.Since(stopped) < 2500*time.Millisecond {
+			return fmt.Errorf("renewed at %s", stopped)
+		}
+		return nil
+	})
+	holds(ctx, t, "west's marker not renewed for three heartbeats", 3*2*time.Second, func() error {
+		if now := westRenewal(ctx, t); !now.Equal(stopped) {
+			return fmt.Errorf("renewed at %s while west's export side does not run", now)
+		}
+		return nil
+	})
+	eventually(ctx, t, "north to see west silent", readyzSays(ctx, procs["north"], "[+]member west ok: silent since"))
+	if err := westBed.ServeMCSVersions(ctx, "v1alpha1", "v1alpha1"); err != nil {
+		t.Fatal(err)
+	}
+	onVersion("v1alpha1")
+	eventually(ctx, t, "west's marker renewed again", func() error {
+		if now := westRenewal(ctx, t); !now.After(stopped) {
+			return fmt.Errorf("renewed last at %s", now)
+		}
+		return nil
+	})
 	for name, p := range procs {
 		if err := p.Exited(); err != nil {
 			t.Errorf("%s's mcs-syncer exited: %v", name, err)
 		}
 	}
+}
+
+// westRenewal returns when west's marker in the hub was last renewed.
+func westRenewal(ctx context.Context, t *testing.T) time.Time {
+	t.Helper()
+	marker := &v1alpha1.PublishedExport{}
+	if err := hubClient(t, "").Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: "west"}, marker); err != nil {
+		t.Fatal(err)
+	}
+	if marker.Spec.RenewTime == nil {
+		t.Fatal("west's marker has no renewTime")
+	}
+	return marker.Spec.RenewTime.Time
 }
 
 // statusSays: kubectl mcs status, given west's hub-mode config (west read
