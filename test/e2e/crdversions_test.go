@@ -160,6 +160,7 @@ func TestCRDVersionSkew(t *testing.T) {
 		return nil
 	})
 	eventually(ctx, t, "north to see west silent", readyzSays(ctx, procs["north"], "[+]member west ok: silent since"))
+	changed = time.Now()
 	if err := westBed.ServeMCSVersions(ctx, "v1alpha1", "v1alpha1"); err != nil {
 		t.Fatal(err)
 	}
