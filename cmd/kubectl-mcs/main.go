@@ -233,13 +233,9 @@ func write(w io.Writer, output string, v any, text func() string) error {
 // (internal/mcsapi); scheme is v1beta1's, for the hub.
 var (
 	schemes = func() map[schema.GroupVersion]*runtime.Scheme {
-		m := map[schema.GroupVersion]*runtime.Scheme{}
-		for _, gv := range mcsapi.Versions {
-			s, err := mcsapi.Scheme(gv, clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
-			if err != nil {
-				panic(err)
-			}
-			m[gv] = s
+		m, err := mcsapi.Schemes(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+		if err != nil {
+			panic(err) // only fails on conflicting registrations, a programming error
 		}
 		return m
 	}()

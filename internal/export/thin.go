@@ -3,7 +3,6 @@ package export
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
@@ -114,8 +114,7 @@ func (e *exportedNames) thinService(obj any) (any, error) {
 }
 
 func controlledByServiceImport(svc *corev1.Service) bool {
-	ref := metav1.GetControllerOfNoCopy(svc)
-	return ref != nil && ref.Kind == "ServiceImport" && strings.HasPrefix(ref.APIVersion, mcsv1beta1.GroupName+"/")
+	return mcsapi.IsServiceImport(metav1.GetControllerOfNoCopy(svc))
 }
 
 func serviceThinned(svc *corev1.Service) bool {

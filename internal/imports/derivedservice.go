@@ -15,6 +15,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 )
 
 // foreignServiceRecheck is how often an import whose derived Service name
@@ -126,11 +127,9 @@ func derivedStateOf(svc *corev1.Service, si *mcsv1beta1.ServiceImport, managedBy
 		return derivedOurs
 	}
 	ref := metav1.GetControllerOfNoCopy(svc)
-	if svc.Labels[ManagedByLabel] == managedBy && ref != nil &&
-		// Of any version: one written before the consumer's CRD was
-		// upgraded or rolled back is still one of ours.
-		ref.Kind == mcsv1beta1.ServiceImportKindName && strings.HasPrefix(ref.APIVersion, mcsv1beta1.GroupName+"/") &&
-		ref.Name == si.Name && ref.UID != si.UID {
+	// Of any version: one written before the consumer's CRD was upgraded
+	// or rolled back is still one of ours.
+	if svc.Labels[ManagedByLabel] == managedBy && mcsapi.IsServiceImport(ref) && ref.Name == si.Name && ref.UID != si.UID {
 		return derivedLeftBehind
 	}
 	return derivedForeign

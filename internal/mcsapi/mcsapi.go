@@ -56,6 +56,29 @@ func Scheme(gv schema.GroupVersion, add ...func(*runtime.Scheme) error) (*runtim
 	return s, nil
 }
 
+// Schemes returns a scheme per version of Versions, each with what add
+// registers (the types of Kubernetes, mcs-syncer's own) and the MCS API
+// in that version: what a process that reads members of either version
+// holds.
+func Schemes(add ...func(*runtime.Scheme) error) (map[schema.GroupVersion]*runtime.Scheme, error) {
+	schemes := map[schema.GroupVersion]*runtime.Scheme{}
+	for _, gv := range Versions {
+		s, err := Scheme(gv, add...)
+		if err != nil {
+			return nil, err
+		}
+		schemes[gv] = s
+	}
+	return schemes, nil
+}
+
+// IsServiceImport reports whether ref refers to a ServiceImport, of any
+// version: an owner written before a member's CRDs changed version is
+// still the same ServiceImport.
+func IsServiceImport(ref *metav1.OwnerReference) bool {
+	return ref != nil && ref.Kind == "ServiceImport" && strings.HasPrefix(ref.APIVersion, V1beta1.Group+"/")
+}
+
 // Version returns the version of the MCS API that s speaks, and whether
 // it speaks one.
 func Version(s *runtime.Scheme) (schema.GroupVersion, bool) {

@@ -89,11 +89,11 @@ type deps struct {
 	changed func()
 	// identified is called when a member's cluster identity is first known.
 	identified func(id clusterset.ClusterID, uid types.UID)
-	// newCluster builds a member's client and cache, which speak the MCS
-	// API in version mcs (zero for a member read through its
-	// publications); onWatchError gets every failed list or watch of the
-	// cache.
-	newCluster func(id clusterset.ClusterID, mcs schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
+	// newCluster builds a member's client and cache for the version of the
+	// API it is engaged on (Options.schemeFor: the MCS API's, or for a
+	// member read through its publications theirs, which Scheme speaks);
+	// onWatchError gets every failed list or watch of the cache.
+	newCluster func(id clusterset.ClusterID, api schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error)
 	// mcsAPI is the MCS API as members must serve it (mcsAPIOf).
 	mcsAPI requiredAPI
 	// newProber returns a member's health check, which asks for api.
@@ -383,9 +383,9 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 
 // newCluster builds a real client and cache of a member (deps.newCluster).
 func newCluster(opts Options) func(clusterset.ClusterID, schema.GroupVersion, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
-	return func(id clusterset.ClusterID, mcs schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
+	return func(id clusterset.ClusterID, api schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
 		return cluster.New(rc, func(o *cluster.Options) {
-			o.Scheme = opts.schemeFor(mcs)
+			o.Scheme = opts.schemeFor(api)
 			o.Cache.DefaultTransform = plumbing.StripUnread
 			if opts.ConfigureCache != nil {
 				opts.ConfigureCache(id, &o.Cache)
@@ -459,11 +459,7 @@ func (m *member) start(ctx context.Context, rc *rest.Config, api schema.GroupVer
 	if m.config.ThroughHub {
 		cl, e.release, err = m.deps.hubs.attach(ctx, m.config, rc, onWatchError)
 	} else {
-		mcs := api
-		if m.deps.opts.ReadsPublications != nil && m.deps.opts.ReadsPublications(m.id()) {
-			mcs = schema.GroupVersion{} // its publications, not the MCS API
-		}
-		cl, err = m.deps.newCluster(m.id(), mcs, rc, onWatchError)
+		cl, err = m.deps.newCluster(m.id(), api, rc, onWatchError)
 	}
 	if err != nil {
 		e.cancel()

@@ -615,9 +615,10 @@ func sortedIDs(members map[clusterset.ClusterID]*member) []clusterset.ClusterID 
 	return ids
 }
 
-// schemeFor returns the scheme of a member's client and cache that speaks
-// version gv of the MCS API (Scheme's own for the zero version, as for a
-// member read through its publications).
+// schemeFor returns the scheme of a member's client and cache engaged on
+// version gv of its API: MCSSchemes' for a version of the MCS API, else
+// Scheme (the one of a member read through its publications, whose API is
+// mcs-syncer's own).
 func (o *Options) schemeFor(gv schema.GroupVersion) *runtime.Scheme {
 	if s, ok := o.MCSSchemes[gv]; ok {
 		return s

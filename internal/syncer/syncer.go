@@ -73,11 +73,8 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	}
 	// One scheme per version of the MCS API a member may serve: each
 	// member's client speaks the version it serves (internal/mcsapi).
-	sy.mcsSchemes = map[schema.GroupVersion]*runtime.Scheme{}
-	for _, gv := range mcsapi.Versions {
-		if sy.mcsSchemes[gv], err = mcsapi.Scheme(gv, clientgoscheme.AddToScheme, v1alpha1.AddToScheme); err != nil {
-			return nil, err
-		}
+	if sy.mcsSchemes, err = mcsapi.Schemes(clientgoscheme.AddToScheme, v1alpha1.AddToScheme); err != nil {
+		return nil, err
 	}
 	sy.scheme = sy.mcsSchemes[mcsapi.V1beta1]
 	if sy.mgr, err = sy.newManager(); err != nil {
