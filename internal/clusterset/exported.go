@@ -20,9 +20,18 @@ type ExportedService struct {
 	Cluster ClusterID
 	// Key is the namespace/name of the Service and its ServiceExport.
 	Key types.NamespacedName
-	// ExportCreated is the ServiceExport's creationTimestamp: the oldest
-	// export wins conflicts.
+	// ExportCreated is the ServiceExport's creationTimestamp, as the
+	// exporting cluster claims it (its API server in central mode, its
+	// mcs-syncer's publication otherwise).
 	ExportCreated metav1.Time
+	// FirstSeen is when the clusterset first saw the export published: the
+	// creationTimestamp of its publication's head, set by the publication
+	// server (a hub's, or the member's own in direct mode), never by the
+	// member's mcs-syncer. Zero where the export is not read from a
+	// publication (central mode) or not yet published. The Store keeps the
+	// earliest it was given while it holds the export, so a republished
+	// head (a wiped hub) moves it no later. See Age.
+	FirstSeen metav1.Time
 	Spec          ExportedSpec
 	// Endpoints are the Service's endpoints, from all its EndpointSlices,
 	// grouped by address type and port set.
@@ -36,6 +45,19 @@ type ExportedService struct {
 	// them go by (several changes can reach the Store as one export). The
 	// propagation latency metric observes each. Not compared by Equal.
 	RecentTriggerTimes []time.Time
+}
+
+// Age is the time that orders exports in a conflict (oldest first): the
+// claimed ExportCreated, but never earlier than FirstSeen. A member can
+// thus make its export no older than the clusterset first saw it, whatever
+// its publication says (docs/security.md); a member that forges nothing is
+// ordered by the claim wherever its publication was written within the
+// second it claims, and otherwise by when it was first published.
+func (e *ExportedService) Age() time.Time {
+	if e.FirstSeen.After(e.ExportCreated.Time) {
+		return e.FirstSeen.Time
+	}
+	return e.ExportCreated.Time
 }
 
 // EndpointCount returns the number of endpoints of every group.
@@ -90,6 +112,7 @@ const LocalClusterFirstAnnotation = "mcs-syncer.io/local-cluster-first"
 // Equal reports whether two exports carry the same information.
 func (e *ExportedService) Equal(o *ExportedService) bool {
 	return e.Cluster == o.Cluster && e.Key == o.Key && e.ExportCreated.Equal(&o.ExportCreated) &&
+		e.FirstSeen.Equal(&o.FirstSeen) &&
 		e.LastChangeTriggerTime.Equal(o.LastChangeTriggerTime) &&
 		equality.Semantic.DeepEqual(e.Spec, o.Spec) &&
 		equality.Semantic.DeepEqual(e.Endpoints, o.Endpoints)

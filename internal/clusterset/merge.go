@@ -110,11 +110,11 @@ func internalPolicy(s *ExportedSpec) corev1.ServiceInternalTrafficPolicy {
 	return ptr.Deref(s.InternalTrafficPolicy, corev1.ServiceInternalTrafficPolicyCluster)
 }
 
-// SortByAge orders exports oldest first (ties: lowest cluster ID), the
-// order in which they win conflicts.
+// SortByAge orders exports oldest first by their Age (ties: lowest
+// cluster ID), the order in which they win conflicts.
 func SortByAge(exports []*ExportedService) {
 	slices.SortStableFunc(exports, func(a, b *ExportedService) int {
-		return cmp.Or(a.ExportCreated.Time.Compare(b.ExportCreated.Time), cmp.Compare(a.Cluster, b.Cluster))
+		return cmp.Or(a.Age().Compare(b.Age()), cmp.Compare(a.Cluster, b.Cluster))
 	})
 }
 

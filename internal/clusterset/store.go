@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -46,10 +47,18 @@ func NewStore() *Store {
 // key. It reports whether anything changed. es is the Store's from then
 // on: never modified (a change is a new ExportedService), so that readers
 // may know an export unchanged by its pointer (internal/imports's settled).
+// The export keeps the earliest FirstSeen of those it replaces (a copy of
+// es carries it then).
 func (s *Store) Put(es *ExportedService) bool {
 	s.mu.Lock()
 	byCluster := s.byKey[es.Key]
-	if old, ok := byCluster[es.Cluster]; ok && old.Equal(es) {
+	old, ok := byCluster[es.Cluster]
+	if ok && earlier(old.FirstSeen, es.FirstSeen) {
+		kept := *es
+		kept.FirstSeen = old.FirstSeen
+		es = &kept
+	}
+	if ok && old.Equal(es) {
 		s.mu.Unlock()
 		return false
 	}
@@ -57,6 +66,32 @@ func (s *Store) Put(es *ExportedService) bool {
 	s.mu.Unlock()
 	s.notify(es.Key, es.Cluster)
 	return true
+}
+
+// SawFirst records that cluster's export of key was first seen published
+// at t (its head's creationTimestamp, as the publication server set it):
+// the export's FirstSeen becomes t unless it is earlier already. It
+// reports whether anything changed; an export the Store does not hold is
+// left alone. The publisher calls it for its own member's exports, so that
+// the member orders its exports as its readers do.
+func (s *Store) SawFirst(cluster ClusterID, key types.NamespacedName, t metav1.Time) bool {
+	s.mu.Lock()
+	old, ok := s.byKey[key][cluster]
+	if !ok || !earlier(t, old.FirstSeen) {
+		s.mu.Unlock()
+		return false
+	}
+	seen := *old
+	seen.FirstSeen = t
+	s.putLocked(&seen)
+	s.mu.Unlock()
+	s.notify(key, cluster)
+	return true
+}
+
+// earlier reports whether a is set and earlier than b (or b unset).
+func earlier(a, b metav1.Time) bool {
+	return !a.IsZero() && (b.IsZero() || a.Before(&b))
 }
 
 // Delete withdraws one cluster's export of key. It reports whether there

@@ -316,6 +316,10 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 	case err != nil:
 		return reconcile.Result{}, "", fmt.Errorf("get publication %s: %w", name, err)
 	}
+	if head != nil && mine != nil {
+		// Ordered here as the readers order it (clusterset.ExportedService.Age).
+		p.opts.Store.SawFirst(p.opts.Cluster, key, head.CreationTimestamp)
+	}
 	parts, err := p.parts(ctx, key)
 	if err != nil {
 		return reconcile.Result{}, "", err

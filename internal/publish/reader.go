@@ -273,6 +273,9 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 		}
 		return
 	}
+	// The order of conflicts trusts the publication server's clock, not
+	// the member's claim alone (clusterset.ExportedService.Age).
+	es.FirstSeen = pub.CreationTimestamp
 	r.heads[key] = es
 	r.keys[key] = true
 	r.assemble(key)

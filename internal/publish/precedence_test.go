@@ -1,0 +1,64 @@
+package publish
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+)
+
+// TestReaderTrustsTheServersClock: a head's creationTimestamp, which the
+// publication server sets, is the export's FirstSeen; a head rewritten by
+// its member with an exportCreated of 1970 is ordered no earlier than that
+// (clusterset.ExportedService.Age), and a head deleted and created again
+// (a wiped hub) keeps the FirstSeen it was first seen with.
+func TestReaderTrustsTheServersClock(t *testing.T) {
+	store := clusterset.NewStore()
+	delayed := &delayed{}
+	r := newReader("east", store, nil, nil)
+	r.delay = delayed.add
+	created := metav1.NewTime(export().ExportCreated.Add(time.Hour).Truncate(time.Second))
+	head := Encode(export(), "mcs-system")
+	head.CreationTimestamp = created
+	r.put(head)
+	got := store.GetFrom(webKey, "east")
+	if got == nil || !got.FirstSeen.Equal(&created) || !got.Age().Equal(created.Time) {
+		t.Fatalf("read %+v, want FirstSeen and Age %v", got, created)
+	}
+
+	forged := head.DeepCopy()
+	forged.Spec.ExportCreated = metav1.NewTime(time.Unix(0, 0))
+	r.put(forged)
+	if got := store.GetFrom(webKey, "east"); !got.Age().Equal(created.Time) {
+		t.Errorf("a claim of 1970 made the export's age %v, want %v", got.Age(), created)
+	}
+
+	// The hub wiped: the head deleted, then created again an hour later.
+	r.remove(head)
+	again := head.DeepCopy()
+	again.CreationTimestamp = metav1.NewTime(created.Add(time.Hour))
+	r.put(again)
+	delayed.fire()
+	if got := store.GetFrom(webKey, "east"); got == nil || !got.FirstSeen.Equal(&created) {
+		t.Errorf("after the head was created again: %+v, want FirstSeen %v", got, created)
+	}
+}
+
+// TestPublisherOrdersItsOwnAsReadersDo: the publisher hands its member's
+// Store the creationTimestamp of the export's head, so that the member's
+// own ServiceExport conditions order the export as every reader does.
+func TestPublisherOrdersItsOwnAsReadersDo(t *testing.T) {
+	store := clusterset.NewStore()
+	created := metav1.NewTime(export().ExportCreated.Add(time.Minute))
+	head := Encode(export(), "mcs-system")
+	head.CreationTimestamp = created
+	p, _ := publisherOf(t, store, head)
+	store.BeginResync("east")
+	store.Put(export())
+	reconcileOK(t, p, webKey)
+	if got := store.GetFrom(webKey, "east"); got == nil || !got.FirstSeen.Equal(&created) {
+		t.Errorf("own export after a sync: %+v, want FirstSeen %v", got, created)
+	}
+}
