@@ -60,6 +60,25 @@ type ClusterSetConfiguration struct {
 	// Inventory, if set, is a ClusterProfile inventory (KEP-4322): each
 	// profile it selects is a member too, beside Members.
 	Inventory *ClusterInventory `json:"inventory,omitempty"`
+	// ExportNamespaces limits the namespaces whose Services the clusterset
+	// exports and imports. Whatever it says, kube-system, kube-public,
+	// kube-node-lease (unless Allow names them) and PublicationNamespace
+	// are not exported.
+	ExportNamespaces *ExportNamespaces `json:"exportNamespaces,omitempty"`
+}
+
+// ExportNamespaces are the namespaces a clusterset exports from. Each
+// entry is a namespace's name, or a prefix followed by "*" ("team-*").
+//
+// +kubebuilder:object:generate=true
+type ExportNamespaces struct {
+	// Allow, if not empty, are the only namespaces exported; naming
+	// kube-system, kube-public or kube-node-lease here (by name, not by a
+	// prefix) allows it.
+	Allow []string `json:"allow,omitempty"`
+	// Deny are namespaces never exported, besides the defaults; a
+	// namespace both allowed and denied is denied.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // ClusterInventory is where a clusterset's ClusterProfiles (KEP-4322,

@@ -36,6 +36,17 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		}
 		return 0, fmt.Errorf("get ServiceExport %s: %w", key, err)
 	}
+	if why := w.namespaces.Refuses(key.Namespace); why != "" {
+		// An export from before the policy (an upgrade) leaves with a
+		// condition and an event that say why.
+		if w.store.Delete(w.cluster, key) {
+			logger.Info("Export withdrawn: its namespace is not exported", "serviceExport", klogRef(se), "why", why)
+		}
+		if !writeStatus {
+			return 0, nil
+		}
+		return 0, w.setInvalid(ctx, se, clusterset.ReasonRestrictedNamespace, why+" (docs/configuration.md, \"Namespaces\")")
+	}
 
 	svc, err := w.service(ctx, key)
 	if err != nil {

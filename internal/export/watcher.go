@@ -82,6 +82,9 @@ type Options struct {
 	Membership clusterset.Membership
 	// Workers is the number of ServiceExports reconciled at once (default 1).
 	Workers int
+	// Namespaces say which namespaces may be exported: a ServiceExport
+	// elsewhere is Valid=False (clusterset.ReasonRestrictedNamespace).
+	Namespaces clusterset.NamespacePolicy
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -98,6 +101,7 @@ type Watcher struct {
 	writeStatus bool
 	recorder    events.EventRecorder
 	membership  clusterset.Membership
+	namespaces  clusterset.NamespacePolicy
 	triggers    *triggerLog
 	// conditions counts the ServiceExports by their conditions
 	// (exportConditions, but in a unit test).
@@ -123,7 +127,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(),
 		store: opts.Store, feedback: opts.Feedback, writeStatus: opts.WriteStatus,
-		recorder: opts.Recorder, membership: opts.Membership, triggers: newTriggerLog(), conditions: exportConditions,
+		recorder: opts.Recorder, membership: opts.Membership, namespaces: opts.Namespaces, triggers: newTriggerLog(), conditions: exportConditions,
 	}
 	// Slices are looked up by their Service: an index, so that a change
 	// costs the same however many slices the namespace holds.

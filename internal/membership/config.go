@@ -53,6 +53,9 @@ type Config struct {
 	// Inventory, if set, is a ClusterProfile inventory whose selected
 	// profiles are members too (inventory.go).
 	Inventory *Inventory
+	// Namespaces are the namespaces exported and imported (the file's
+	// exportNamespaces, with PublicationNamespace as mcs-syncer's own).
+	Namespaces clusterset.NamespacePolicy
 }
 
 // The schema of the clusterset config file. A file of another apiVersion
@@ -196,6 +199,10 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	if errs := validation.IsDNS1123Label(cfg.PublicationNamespace); len(errs) > 0 {
 		return nil, fmt.Errorf("publicationNamespace: %q is not a namespace name: %v", cfg.PublicationNamespace, errs)
 	}
+	if err := errors.Join(clusterset.CheckNamespacePatterns("exportNamespaces.allow", cfg.Namespaces.Allow),
+		clusterset.CheckNamespacePatterns("exportNamespaces.deny", cfg.Namespaces.Deny)); err != nil {
+		return nil, err
+	}
 	if h := cfg.Hub; h != nil {
 		if h.Kubeconfig == "" {
 			return nil, errors.New("hub: kubeconfig is missing")
@@ -213,6 +220,10 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 // fromFile is the Config of a file as written, before its checks.
 func fromFile(file *v1alpha1.ClusterSetConfiguration) *Config {
 	cfg := &Config{APIVersion: file.APIVersion, Kind: file.Kind, Clusterset: file.Clusterset, PublicationNamespace: file.PublicationNamespace}
+	cfg.Namespaces.Own = file.PublicationNamespace
+	if n := file.ExportNamespaces; n != nil {
+		cfg.Namespaces.Allow, cfg.Namespaces.Deny = n.Allow, n.Deny
+	}
 	for _, m := range file.Members {
 		cfg.Members = append(cfg.Members, Member{ID: clusterset.ClusterID(m.ID), Kubeconfig: m.Kubeconfig, Context: m.Context, InCluster: m.InCluster})
 	}

@@ -72,6 +72,7 @@ func TestParseConfig(t *testing.T) {
 		{"hub without kubeconfig", configHeader + "clusterset: prod\nhub: {context: x}\nmembers:\n- id: east\n", "hub: kubeconfig is missing"},
 		{"context without kubeconfig", configHeader + "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  context: ctx\n", "member east: context needs a kubeconfig"},
 		{"bad publication namespace", configHeader + "clusterset: prod\npublicationNamespace: MCS\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `publicationNamespace: "MCS" is not a namespace name`},
+		{"bad exportNamespaces", configHeader + "clusterset: prod\nexportNamespaces: {allow: [demo], deny: [ok, Team_*]}\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `exportNamespaces.deny[1]: "Team_*" is neither a namespace name nor one's prefix followed by "*"`},
 		{"two in-cluster", configHeader + "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
 		// The schema is checked before the fields: a file without it (as
 		// they were before it was required) is told what to add.
@@ -95,6 +96,22 @@ func TestParseConfig(t *testing.T) {
 // TestParseHubConfig: with a hub, members without connection settings are
 // read through it (many members may share its address), and the default
 // publication namespace is mcs-system.
+// TestParseExportNamespaces: the file's exportNamespaces become the
+// policy, with the publication namespace as mcs-syncer's own.
+func TestParseExportNamespaces(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\npublicationNamespace: mcs\nexportNamespaces: {allow: [kube-system, team-*], deny: [team-x]}\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, allowed := range map[string]bool{"kube-system": true, "team-a": true, "team-x": false, "mcs": false, "demo": false} {
+		if why := cfg.Namespaces.Refuses(ns); (why == "") != allowed {
+			t.Errorf("%s: refused %q, want allowed %v", ns, why, allowed)
+		}
+	}
+}
+
 func TestParseHubConfig(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")

@@ -62,3 +62,24 @@ func TestPublisherOrdersItsOwnAsReadersDo(t *testing.T) {
 		t.Errorf("own export after a sync: %+v, want FirstSeen %v", got, created)
 	}
 }
+
+// TestReaderRefusesRestrictedNamespaces: a publication of a namespace the
+// clusterset does not export from (kube-system by default) is refused and
+// counted, whatever the member's own export side did; the others are read.
+func TestReaderRefusesRestrictedNamespaces(t *testing.T) {
+	store := clusterset.NewStore()
+	r := newReader("east", store, nil, nil)
+	r.namespaces = clusterset.NamespacePolicy{Own: "mcs-system"}
+	before := refusedCount(t, "east")
+	for _, ns := range []string{"kube-system", "mcs-system", "ns"} {
+		es := export()
+		es.Key.Namespace = ns
+		r.put(Encode(es, "mcs-system"))
+	}
+	if n := refusedCount(t, "east") - before; n != 2 {
+		t.Errorf("refusals counted %v, want 2", n)
+	}
+	if got := store.Keys(); len(got) != 1 || got[0] != webKey {
+		t.Errorf("imported %v, want only %v", got, webKey)
+	}
+}

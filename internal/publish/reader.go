@@ -41,6 +41,9 @@ type Reader struct {
 	heartbeats *Heartbeats
 	cache      cache.Cache
 	logger     logr.Logger
+	// namespaces are those the clusterset exports: a publication of
+	// another is refused, whatever its member's export side did.
+	namespaces clusterset.NamespacePolicy
 
 	mu sync.Mutex
 	// keys are the member's exports the reader put into the Store.
@@ -79,9 +82,11 @@ var RemovalDelay = 500 * time.Millisecond
 // NewReader returns the Reader of member's publications in cl, registers
 // its informer, and marks the member's exports in the Store as being read
 // anew until the member's marker and the first list are in. What it sees
-// of the member's marker goes to heartbeats (nil: nowhere).
-func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats) (*Reader, error) {
+// of the member's marker goes to heartbeats (nil: nowhere). A publication
+// of a namespace that namespaces refuses is refused.
+func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, namespaces clusterset.NamespacePolicy) (*Reader, error) {
 	r := newReader(member, store, heartbeats, cl.GetCache())
+	r.namespaces = namespaces
 	if _, err := r.cache.GetInformer(context.Background(), &v1alpha1.PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
@@ -263,6 +268,9 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	es, err := Decode(pub)
 	if err == nil && es.Cluster != r.cluster {
 		err = fmt.Errorf("published as %s, read from the publications of %s", es.Cluster, r.cluster)
+	}
+	if why := r.namespaces.Refuses(key.Namespace); err == nil && why != "" {
+		err = fmt.Errorf("%s: %s", clusterset.ReasonRestrictedNamespace, why)
 	}
 	if err != nil {
 		r.refuse(err, pub)

@@ -193,7 +193,7 @@ func (sy *Syncer) configureCache(id clusterset.ClusterID, o *cache.Options) {
 // doc).
 func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 	if sy.readsPublications(id) {
-		r, err := publish.NewReader(cl, id, sy.store, sy.heartbeats)
+		r, err := publish.NewReader(cl, id, sy.store, sy.heartbeats, sy.cfg.Namespaces)
 		if err != nil {
 			return nil, err
 		}
@@ -202,7 +202,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	s := sy.settings
 	w, err := export.New(cl, export.Options{
 		Cluster: id, Store: sy.store, Feedback: sy.feedback, WriteStatus: sy.writesInto(id), Recorder: plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
-		Membership: sy.set, Workers: s.ExportSyncs,
+		Membership: sy.set, Workers: s.ExportSyncs, Namespaces: sy.cfg.Namespaces,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export watcher: %w", err)
