@@ -32,7 +32,7 @@ type ExportedService struct {
 	// earliest it was given while it holds the export, so a republished
 	// head (a wiped hub) moves it no later. See Age.
 	FirstSeen metav1.Time
-	Spec          ExportedSpec
+	Spec      ExportedSpec
 	// Endpoints are the Service's endpoints, from all its EndpointSlices,
 	// grouped by address type and port set.
 	Endpoints []reconciler.EndpointGroup

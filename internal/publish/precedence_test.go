@@ -19,6 +19,8 @@ func TestReaderTrustsTheServersClock(t *testing.T) {
 	delayed := &delayed{}
 	r := newReader("east", store, nil, nil)
 	r.delay = delayed.add
+	r.listed = true
+	r.put(Marker("east", "mcs-system", 0))
 	created := metav1.NewTime(export().ExportCreated.Add(time.Hour).Truncate(time.Second))
 	head := Encode(export(), "mcs-system")
 	head.CreationTimestamp = created
@@ -43,6 +45,18 @@ func TestReaderTrustsTheServersClock(t *testing.T) {
 	delayed.fire()
 	if got := store.GetFrom(webKey, "east"); got == nil || !got.FirstSeen.Equal(&created) {
 		t.Errorf("after the head was created again: %+v, want FirstSeen %v", got, created)
+	}
+
+	// Withdrawn from the Store meanwhile (the marker back before the head,
+	// CI stop 38's order): the reader still knows when it first saw it.
+	r.remove(again)
+	delayed.fire()
+	if got := store.GetFrom(webKey, "east"); got != nil {
+		t.Fatalf("not withdrawn: %+v", got)
+	}
+	r.put(again)
+	if got := store.GetFrom(webKey, "east"); got == nil || !got.FirstSeen.Equal(&created) {
+		t.Errorf("after a withdrawal and a new head: %+v, want FirstSeen %v", got, created)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -53,6 +54,14 @@ type Reader struct {
 	// endpoints and its parts' (assemble).
 	heads map[types.NamespacedName]*clusterset.ExportedService
 	parts map[types.NamespacedName]map[string]*Part
+	// firstSeen is the earliest creationTimestamp of each export's head
+	// the reader has seen, kept while the reader lives, through a head's
+	// deletion: a head created again (a wiped hub, whose deletions and
+	// republications reach the reader in no set order) keeps the export's
+	// place in conflicts. Keeping it past a real withdrawal gives a member
+	// that exports the Service again no more than the place the reader saw
+	// it hold before.
+	firstSeen map[types.NamespacedName]metav1.Time
 	// stale are the exports whose parts were removed in a first pass:
 	// the Store keeps their endpoints until the member is synced again.
 	stale map[types.NamespacedName]bool
@@ -97,7 +106,18 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
 	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
 		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{},
-		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{}}
+		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{},
+		firstSeen: map[types.NamespacedName]metav1.Time{}}
+}
+
+// sawFirst records that a head of key created at created was seen, and
+// returns the earliest such time; r.mu must be held.
+func (r *Reader) sawFirst(key types.NamespacedName, created metav1.Time) metav1.Time {
+	if was, ok := r.firstSeen[key]; ok && (created.IsZero() || was.Before(&created)) {
+		return was
+	}
+	r.firstSeen[key] = created
+	return created
 }
 
 // Start feeds the Store until ctx ends.
@@ -283,7 +303,7 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	}
 	// The order of conflicts trusts the publication server's clock, not
 	// the member's claim alone (clusterset.ExportedService.Age).
-	es.FirstSeen = pub.CreationTimestamp
+	es.FirstSeen = r.sawFirst(key, pub.CreationTimestamp)
 	r.heads[key] = es
 	r.keys[key] = true
 	r.assemble(key)
