@@ -327,3 +327,57 @@ func suffixSlash(entry string) string {
 	}
 	return ""
 }
+
+// TestSecurityRowsNameTests: every row of docs/security.md's tables names a
+// test, and every test it names (`TestXxx`) is a test function of the
+// repository, so that the threat model cannot claim a proof that does not
+// exist or was renamed.
+func TestSecurityRowsNameTests(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defined := map[string]bool{}
+	err = filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".cache" || d.Name() == ".git" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`).FindAllStringSubmatch(string(src), -1) {
+			defined[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile("`(Test\\w+)`")
+	rows := 0
+	for i, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| it ") || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		rows++
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(named.FindAllString(cells[len(cells)-1], -1)) == 0 {
+			t.Errorf("docs/security.md:%d: the row names no test in its last column: %s", i+1, line)
+		}
+	}
+	if rows == 0 {
+		t.Fatal("docs/security.md has no rows")
+	}
+	for _, m := range named.FindAllStringSubmatch(string(raw), -1) {
+		if !defined[m[1]] {
+			t.Errorf("docs/security.md names %s, which is no test function of the repository", m[1])
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
+)
+
+// The tests of docs/security.md's threat model that need a testbed.
+
+// TestForgedPrecedenceInTheHub (hub mode): east exports web with port 80,
+// west later with 8080; east's is the oldest export. With west's
+// mcs-syncer stopped, west's own hub identity rewrites its head with
+// exportCreated in 1970 (the admission policy lets it: the field is the
+// member's to write) and publishes kube-system/kube-dns. Neither changes
+// north's import: port 80 and east's endpoints (checked once north has
+// read both writes: it has imported a change of east's published after
+// them, through the same watch on the hub), east still the oldest export,
+// and the kube-system publication refused and counted. Then west's
+// mcs-syncer returns and the hub is wiped: every member republishes, and
+// no conflict winner flips meanwhile (north's ServiceImport never says
+// another port).
+func TestForgedPrecedenceInTheHub(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exclusive(t)
+	ns := "trust-forged"
+	bed.Namespace(ctx, t, ns)
+	procs := startHubMode(ctx, t)
+	defer func() { stopAll(t, procs) }()
+	t.Cleanup(func() { clearHub(t) })
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+
+	eastApp := workloads.CreateApp(ctx, t, east, ns, 2, 80, true, nil)
+	eventually(ctx, t, "east's export to be Ready for over a second", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionReady)
+		if err != nil {
+			return err
+		}
+		if c.Status != metav1.ConditionTrue || time.Since(c.LastTransitionTime.Time) < 1100*time.Millisecond {
+			return fmt.Errorf("Ready=%s since %s", c.Status, c.LastTransitionTime)
+		}
+		return nil
+	})
+	workloads.CreateApp(ctx, t, west, ns, 2, 8080, true, nil)
+	eventually(ctx, t, "north to import port 80 and east's endpoints only", importsPort80From(ctx, north, ns, 2))
+	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "east (oldest export)")
+
+	// West's mcs-syncer stopped, its hub identity forges.
+	at := slices.IndexFunc(bed.Clusters, func(c *testbed.Cluster) bool { return c.Name == "west" })
+	if err := procs[at].stop(); err != nil {
+		t.Fatal(err)
+	}
+	hubWest := hubClient(t, "west")
+	key := types.NamespacedName{Namespace: ns, Name: "web"}
+	head := &v1alpha1.PublishedExport{}
+	if err := hubWest.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: publish.ObjectName("west", key)}, head); err != nil {
+		t.Fatal(err)
+	}
+	head.Spec.ExportCreated = metav1.NewTime(time.Unix(0, 0).UTC())
+	if err := hubWest.Update(ctx, head); err != nil {
+		t.Fatalf("west's identity could not rewrite its own head (the test's premise): %v", err)
+	}
+	dns := publish.EncodeHead(&clusterset.ExportedService{
+		Cluster: "west", Key: types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, ExportCreated: metav1.Now(),
+		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP, Ports: []mcsv1beta1.ServicePort{{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53}}},
+	}, testbed.HubNamespace)
+	if err := hubWest.Create(ctx, dns); err != nil {
+		t.Fatalf("west's identity could not publish kube-system/kube-dns into the hub (the test's premise): %v", err)
+	}
+	refused := `mcs_syncer_publications_refused_total{source="west"}`
+	northAt := slices.IndexFunc(bed.Clusters, func(c *testbed.Cluster) bool { return c.Name == "north" })
+
+	scale(ctx, t, east, eastApp, 3)
+	eventually(ctx, t, "north to import east's third endpoint (published after the forged head), still on port 80", importsPort80From(ctx, north, ns, 3))
+	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east}, "east (oldest export)")
+	if err := north.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, &mcsv1beta1.ServiceImport{}); !apierrors.IsNotFound(err) {
+		t.Errorf("north imported kube-system/kube-dns published by west's identity: %v", err)
+	}
+	if v, err := procs[northAt].metric(ctx, refused); err != nil || v < 1 {
+		t.Errorf("north's %s = %v (%v), want at least 1", refused, v, err)
+	}
+
+	// West back (its honest head replaces the forged one), then the hub
+	// wiped: north's ServiceImport never says another port meanwhile.
+	next, err := startMemberSyncer(ctx, bed.HubConfigPath("west"), "west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs[at] = next
+	if err := hubClient(t, "").Delete(ctx, dns); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	flips := watchPorts(ctx, t, north, ns)
+	clearHub(t)
+	eventually(ctx, t, "every head and marker back in the hub", func() error {
+		got, err := hubPublications(ctx, t)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"east", "west", "north", "east." + ns + ".web", "west." + ns + ".web"} {
+			if !slices.Contains(got, want) {
+				return fmt.Errorf("publications %v lack %s", got, want)
+			}
+		}
+		return nil
+	})
+	scale(ctx, t, east, eastApp, 4)
+	eventually(ctx, t, "north to import east's fourth endpoint, on port 80", importsPort80From(ctx, north, ns, 4))
+	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "east (oldest export)")
+	if got := flips(); len(got) > 0 {
+		t.Errorf("north's ServiceImport said other ports while the hub was wiped and republished: %v", got)
+	}
+}
+
+// importsPort80From returns a check that north's import of ns/web is on
+// port 80 with n of east's endpoints and none of west's.
+func importsPort80From(ctx context.Context, north client.Client, ns string, n int) func() error {
+	return func() error {
+		if err := readyImported(ctx, north, ns, map[string]int{"east": n, "west": 0})(); err != nil {
+			return err
+		}
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if len(si.Spec.Ports) != 1 || si.Spec.Ports[0].Port != 80 {
+			return fmt.Errorf("ports %v, want east's 80", si.Spec.Ports)
+		}
+		return nil
+	}
+}
+
+// watchPorts samples cl's ServiceImport ns/web every 50 ms until ctx ends
+// and returns what it saw other than port 80 (a missing import included).
+func watchPorts(ctx context.Context, t *testing.T, cl client.Client, ns string) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	go func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			si, err := getImport(ctx, cl, ns)
+			what := ""
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				what = err.Error()
+			case len(si.Spec.Ports) != 1 || si.Spec.Ports[0].Port != 80:
+				what = fmt.Sprint(si.Spec.Ports)
+			}
+			if what != "" {
+				mu.Lock()
+				seen = append(seen, what)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
+// TestRestrictedNamespaceIsNotExported (central mode): a ServiceExport in
+// kube-system is Valid=False RestrictedNamespace and imported nowhere;
+// one in an application namespace is imported.
+func TestRestrictedNamespaceIsNotExported(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	east := bed.ClientOf(t, "east")
+	ns := "trust-allowed"
+	bed.Namespace(ctx, t, ns)
+	objs := []client.Object{
+		workloads.Deployment("kube-system", "mcs-probe", 1), workloads.Service("kube-system", "mcs-probe", 80),
+		&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "mcs-probe"}},
+	}
+	for _, o := range objs {
+		if err := east.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, o := range objs {
+			if err := east.Delete(context.Background(), o); client.IgnoreNotFound(err) != nil {
+				t.Errorf("delete %s: %v", o.GetName(), err)
+			}
+		}
+	})
+	workloads.CreateApp(ctx, t, east, ns, 1, 80, true, nil)
+
+	eventually(ctx, t, "kube-system/mcs-probe's ServiceExport to be Valid=False RestrictedNamespace", func() error {
+		c, err := workloads.ExportCondition(ctx, east, "kube-system", "mcs-probe", mcsv1beta1.ServiceExportConditionValid)
+		if err != nil {
+			return err
+		}
+		if c.Status != metav1.ConditionFalse || c.Reason != clusterset.ReasonRestrictedNamespace {
+			return fmt.Errorf("Valid=%s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
+	// The application's import is there once the central mcs-syncer has
+	// been through both exports of east (one worker pass each).
+	for _, consumer := range []string{"west", "north"} {
+		eventually(ctx, t, consumer+": the import of "+ns+"/web", readyImported(ctx, bed.ClientOf(t, consumer), ns, map[string]int{"east": 1}))
+	}
+	for _, consumer := range []string{"east", "west", "north"} {
+		err := bed.ClientOf(t, consumer).Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "mcs-probe"}, &mcsv1beta1.ServiceImport{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("%s: kube-system/mcs-probe imported (%v)", consumer, err)
+		}
+	}
+}
