@@ -129,6 +129,11 @@ type ClusterSetMember struct {
 	// InCluster uses the service account mcs-syncer runs as, instead of a
 	// kubeconfig.
 	InCluster bool `json:"inCluster,omitempty"`
+	// AddressRanges, if set, are the only addresses (CIDRs, such as the
+	// member's pod and node CIDRs) that the member's endpoints may have:
+	// every consumer leaves out and counts an endpoint with another
+	// address. Needs ID.
+	AddressRanges []string `json:"addressRanges,omitempty"`
 }
 
 // HubConnection is how the hub API server is reached.

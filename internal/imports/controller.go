@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -85,6 +86,11 @@ type Options struct {
 	Metrics *Metrics
 	// Workers is the number of ServiceImports reconciled at once (default 1).
 	Workers int
+	// AddressRanges, by member, are the only addresses that member's
+	// endpoints may have: an endpoint with another is left out and counted
+	// (mcs_syncer_unimportable_endpoints, the EndpointsNotImported event).
+	// A member without ranges is not limited.
+	AddressRanges map[clusterset.ClusterID][]netip.Prefix
 }
 
 // Controller is the import controller of one consumer cluster. Its parts

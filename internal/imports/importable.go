@@ -3,6 +3,8 @@ package imports
 import (
 	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -86,9 +88,14 @@ type leftOut struct {
 	// (unimportable); example says why, for the first of them.
 	refused int
 	example string
+	// outside: endpoints with an address outside the address ranges the
+	// clusterset config gives their source (outsideRanges); outsideExample
+	// names the first.
+	outside        int
+	outsideExample string
 }
 
-func (l leftOut) total() int { return l.otherType + l.refused }
+func (l leftOut) total() int { return l.otherType + l.refused + l.outside }
 
 // String says why, in words that stay the same while the endpoints do
 // (an event quoting it aggregates).
@@ -100,17 +107,25 @@ func (l leftOut) String() string {
 	if l.refused > 0 {
 		whys = append(whys, fmt.Sprintf("%d that the API server refuses in an EndpointSlice (e.g. %s)", l.refused, l.example))
 	}
+	if l.outside > 0 {
+		whys = append(whys, fmt.Sprintf("%d outside the address ranges the clusterset config gives their cluster (e.g. %s)", l.outside, l.outsideExample))
+	}
 	return strings.Join(whys, ", and ")
 }
 
 // importableOnly returns g's endpoints less those unimportable says the
-// API server refuses, counted in left. g's own slice is never changed (it
-// is the Store's): a copy is made when something is left out.
-func importableOnly(endpoints []discoveryv1.Endpoint, addressType discoveryv1.AddressType, left *leftOut) []discoveryv1.Endpoint {
+// API server refuses, and (ranges set) those with an address outside
+// ranges, counted in left. g's own slice is never changed (it is the
+// Store's): a copy is made when something is left out.
+func importableOnly(endpoints []discoveryv1.Endpoint, addressType discoveryv1.AddressType, ranges []netip.Prefix, left *leftOut) []discoveryv1.Endpoint {
 	var kept []discoveryv1.Endpoint
 	for i := range endpoints {
 		why := Unimportable(addressType, &endpoints[i])
+		outside := ""
 		if why == "" {
+			outside = outsideRanges(&endpoints[i], ranges)
+		}
+		if why == "" && outside == "" {
 			if kept != nil {
 				kept = append(kept, endpoints[i])
 			}
@@ -119,13 +134,37 @@ func importableOnly(endpoints []discoveryv1.Endpoint, addressType discoveryv1.Ad
 		if kept == nil {
 			kept = append(make([]discoveryv1.Endpoint, 0, len(endpoints)-1), endpoints[:i]...)
 		}
-		if left.refused == 0 {
-			left.example = why
+		switch {
+		case why != "":
+			if left.refused == 0 {
+				left.example = why
+			}
+			left.refused++
+		default:
+			if left.outside == 0 {
+				left.outsideExample = outside
+			}
+			left.outside++
 		}
-		left.refused++
 	}
 	if kept == nil {
 		return endpoints
 	}
 	return kept
+}
+
+// outsideRanges names the first of endpoint's addresses that no prefix of
+// ranges holds ("" when all are held, or ranges is empty: no limit). The
+// addresses were checked by Unimportable first.
+func outsideRanges(endpoint *discoveryv1.Endpoint, ranges []netip.Prefix) string {
+	if len(ranges) == 0 {
+		return ""
+	}
+	for _, address := range endpoint.Addresses {
+		ip, err := netip.ParseAddr(address)
+		if err != nil || !slices.ContainsFunc(ranges, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+			return strconv.Quote(address)
+		}
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package imports
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -8,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
 // TestUnimportable: the EndpointSlice validation of the pinned Kubernetes
@@ -78,5 +82,53 @@ func TestSpecialAddressesLeftOut(t *testing.T) {
 	h.reconcile()
 	if w, ev := h.takeWrites(), h.events(); len(w) != 0 || len(ev) != 0 {
 		t.Errorf("again: writes %v, events %v; want none", w, ev)
+	}
+}
+
+// TestAddressesOutsideTheirRangesLeftOut: with address ranges given for
+// east, its endpoints outside them are left out, counted and evented, the
+// others imported; west, without ranges, is not limited.
+func TestAddressesOutsideTheirRangesLeftOut(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Options{Metrics: m, AddressRanges: map[clusterset.ClusterID][]netip.Prefix{
+		"east": {netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("10.9.9.0/24")},
+	}})
+	h.put(h.export("east", 0, "10.1.0.1", "10.2.0.1", "10.9.9.9"))
+	h.put(h.export("west", 0, "10.3.0.1"))
+	h.reconcile()
+	bySource := h.slicesBySource()
+	if got := bySource["east"]; !slices.Equal(got, []string{"10.1.0.1", "10.9.9.9"}) {
+		t.Errorf("imported from east %v, want 10.1.0.1 and 10.9.9.9", got)
+	}
+	if got := bySource["west"]; !slices.Equal(got, []string{"10.3.0.1"}) {
+		t.Errorf("imported from west %v, want 10.3.0.1", got)
+	}
+	if got := testutil.ToFloat64(m.unimportable.vec.WithLabelValues("east", "north")); got != 1 {
+		t.Errorf("unimportable_endpoints of east %v, want 1", got)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], `1 outside the address ranges the clusterset config gives their cluster (e.g. "10.2.0.1")`) {
+		t.Errorf("events %q", ev)
+	}
+}
+
+func TestOutsideRanges(t *testing.T) {
+	ranges := []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00:1::/64")}
+	for _, tc := range []struct {
+		addresses []string
+		ranges    []netip.Prefix
+		want      string
+	}{
+		{[]string{"10.2.0.1"}, nil, ""},
+		{[]string{"10.1.2.3"}, ranges, ""},
+		{[]string{"fd00:1::5"}, ranges, ""},
+		{[]string{"10.1.2.3", "10.2.0.1"}, ranges, `"10.2.0.1"`},
+		{[]string{"fd00:2::5"}, ranges, `"fd00:2::5"`},
+	} {
+		if got := outsideRanges(&discoveryv1.Endpoint{Addresses: tc.addresses}, tc.ranges); got != tc.want {
+			t.Errorf("%v in %v: %q, want %q", tc.addresses, tc.ranges, got, tc.want)
+		}
 	}
 }

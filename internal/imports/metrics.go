@@ -73,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		imported: newShareGauge("mcs_syncer_imported_endpoints",
 			"Endpoints of the source cluster imported into the consumer cluster, all Services together."),
 		unimportable: newShareGauge("mcs_syncer_unimportable_endpoints",
-			"Endpoints of the source cluster that the consumer cluster's imports cannot carry: FQDN endpoints, or an IP family the import does not have."),
+			"Endpoints of the source cluster that the consumer cluster's imports cannot carry: FQDN endpoints, an IP family the import does not have, addresses the consumer's API server refuses, or addresses outside the source's address ranges."),
 		duplicate: newShareGauge("mcs_syncer_duplicate_endpoints",
 			"Endpoints of the source cluster whose address another source cluster of the same import exports too (overlapping pod CIDRs): both are imported."),
 		reconcilerRegisterer: prometheus.WrapRegistererWithPrefix("mcs_syncer_", reg),

@@ -3,6 +3,7 @@ package imports
 import (
 	"cmp"
 	"maps"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,6 +146,8 @@ type sliceInputs struct {
 	consumer  clusterset.ClusterID
 	zones     []string
 	settled   settledSources
+	// ranges are the members' address ranges (Options.AddressRanges).
+	ranges map[clusterset.ClusterID][]netip.Prefix
 }
 
 // slicesPlan is what the slices' stage does.
@@ -190,7 +193,7 @@ func planSlices(in sliceInputs) slicesPlan {
 	}
 	plan := slicesPlan{sources: membersAnd(in.members, named, exporters)}
 	addressTypes := addressTypesOf(in.merged.Spec.IPFamilies)
-	local, _ := desiredGroups(in.merged, exportOf[in.consumer], addressTypes)
+	local, _ := desiredGroups(in.merged, exportOf[in.consumer], addressTypes, in.ranges)
 	hints := localFirstHints(in.merged, local, in.zones, in.consumer)
 	shared := sharedInputs(in.si, in.merged, addressTypes)
 	for _, source := range plan.sources {
@@ -214,7 +217,7 @@ func planSlices(in sliceInputs) slicesPlan {
 		}
 		if es != nil {
 			p.input.TriggerTime = es.LastChangeTriggerTime
-			p.input.Desired, p.leftOut = desiredGroups(in.merged, es, addressTypes)
+			p.input.Desired, p.leftOut = desiredGroups(in.merged, es, addressTypes, in.ranges)
 		}
 		for _, g := range p.input.Desired {
 			p.endpoints += len(g.Endpoints)

@@ -66,7 +66,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	plan := planSlices(sliceInputs{
 		si: si, siGVK: c.siGVK, merged: merged, exports: v.exports, unsettled: v.unsettled,
 		members: c.opts.Membership.IDs(), held: seen.slices, consumer: c.opts.Consumer,
-		zones: seen.zones, settled: known,
+		zones: seen.zones, settled: known, ranges: c.opts.AddressRanges,
 	})
 	return c.applySlicesPlan(ctx, si, v.exports, plan, known)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,9 +91,10 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 // desiredGroups returns the endpoint groups of an export (nil: none) that
 // the import takes: those of its address types, on the ports the export
 // exposes as the import defines them, without the endpoints that the
-// consumer's API server would refuse (importable.go); left counts the
-// endpoints left out.
-func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType) (groups []reconciler.EndpointGroup, left leftOut) {
+// consumer's API server would refuse or that lie outside the export's
+// cluster's address ranges (importable.go); left counts the endpoints
+// left out.
+func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType, ranges map[clusterset.ClusterID][]netip.Prefix) (groups []reconciler.EndpointGroup, left leftOut) {
 	if es == nil {
 		return nil, left
 	}
@@ -103,7 +105,7 @@ func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, add
 			continue
 		}
 		if g, ok := onExposedPorts(g, exposed); ok {
-			g.Endpoints = importableOnly(g.Endpoints, g.AddressType, &left)
+			g.Endpoints = importableOnly(g.Endpoints, g.AddressType, ranges[es.Cluster], &left)
 			groups = append(groups, g)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,9 @@ type Config struct {
 	// Namespaces are the namespaces exported and imported (the file's
 	// exportNamespaces, with PublicationNamespace as mcs-syncer's own).
 	Namespaces clusterset.NamespacePolicy
+	// AddressRanges are the members' addressRanges, by ID: the only
+	// addresses their endpoints are imported with.
+	AddressRanges map[clusterset.ClusterID][]netip.Prefix
 }
 
 // The schema of the clusterset config file. A file of another apiVersion
@@ -184,6 +188,10 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 	}
 	configScheme.Default(&file)
 	cfg := fromFile(&file)
+	var err error
+	if cfg.AddressRanges, err = addressRanges(file.Members); err != nil {
+		return nil, err
+	}
 	if cfg.Clusterset == "" {
 		return nil, errors.New("clusterset: name is missing")
 	}
@@ -215,6 +223,31 @@ func ParseConfig(raw []byte, dir string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// addressRanges reads the members' addressRanges: CIDRs in canonical form
+// (no host bits set), on members with an ID.
+func addressRanges(members []v1alpha1.ClusterSetMember) (map[clusterset.ClusterID][]netip.Prefix, error) {
+	var out map[clusterset.ClusterID][]netip.Prefix
+	for i, m := range members {
+		if len(m.AddressRanges) == 0 {
+			continue
+		}
+		if m.ID == "" {
+			return nil, fmt.Errorf("members[%d]: addressRanges needs an id (a member named by its cluster's ClusterProperty has none here to hold them by)", i)
+		}
+		for j, r := range m.AddressRanges {
+			p, err := netip.ParsePrefix(r)
+			if err != nil || p != p.Masked() {
+				return nil, fmt.Errorf("members[%d].addressRanges[%d]: %q is not a CIDR such as 10.100.0.0/16 or fd00:100::/64 (no host bits set)", i, j, r)
+			}
+			if out == nil {
+				out = map[clusterset.ClusterID][]netip.Prefix{}
+			}
+			out[clusterset.ClusterID(m.ID)] = append(out[clusterset.ClusterID(m.ID)], p)
+		}
+	}
+	return out, nil
 }
 
 // fromFile is the Config of a file as written, before its checks.

@@ -73,6 +73,8 @@ func TestParseConfig(t *testing.T) {
 		{"context without kubeconfig", configHeader + "clusterset: prod\nhub: {kubeconfig: east.kubeconfig}\nmembers:\n- id: east\n  context: ctx\n", "member east: context needs a kubeconfig"},
 		{"bad publication namespace", configHeader + "clusterset: prod\npublicationNamespace: MCS\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `publicationNamespace: "MCS" is not a namespace name`},
 		{"bad exportNamespaces", configHeader + "clusterset: prod\nexportNamespaces: {allow: [demo], deny: [ok, Team_*]}\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", `exportNamespaces.deny[1]: "Team_*" is neither a namespace name nor one's prefix followed by "*"`},
+		{"addressRanges not a CIDR", configHeader + "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  addressRanges: [10.100.0.0/16, 10.1.2.3/16]\n", `members[0].addressRanges[1]: "10.1.2.3/16" is not a CIDR`},
+		{"addressRanges without id", configHeader + "clusterset: prod\nmembers:\n- kubeconfig: east.kubeconfig\n  addressRanges: [10.100.0.0/16]\n", "members[0]: addressRanges needs an id"},
 		{"two in-cluster", configHeader + "clusterset: prod\nmembers:\n- id: east\n  inCluster: true\n- id: west\n  inCluster: true\n", "member west: inCluster is already member east"},
 		// The schema is checked before the fields: a file without it (as
 		// they were before it was required) is told what to add.
@@ -105,10 +107,26 @@ func TestParseExportNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.AddressRanges != nil {
+		t.Errorf("address ranges %v, want none", cfg.AddressRanges)
+	}
 	for ns, allowed := range map[string]bool{"kube-system": true, "team-a": true, "team-x": false, "mcs": false, "demo": false} {
 		if why := cfg.Namespaces.Refuses(ns); (why == "") != allowed {
 			t.Errorf("%s: refused %q, want allowed %v", ns, why, allowed)
 		}
+	}
+}
+
+// TestParseAddressRanges: a member's addressRanges are parsed, by ID.
+func TestParseAddressRanges(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n  addressRanges: [10.100.0.0/16, \"fd00:100::/64\"]\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(cfg.AddressRanges); got != "map[east:[10.100.0.0/16 fd00:100::/64]]" {
+		t.Errorf("address ranges %s", got)
 	}
 }
 

@@ -213,7 +213,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	c, err := imports.New(cl, imports.Options{
 		Consumer: id, Store: sy.store, Feedback: sy.feedback, Membership: sy.set, ManagedBy: s.ManagedBy,
 		MaxEndpointsPerSlice: s.MaxEndpointsPerSlice, UnreachableGrace: s.UnreachableGrace, Metrics: sy.importMetrics,
-		Workers: s.ImportSyncs,
+		Workers: s.ImportSyncs, AddressRanges: sy.cfg.AddressRanges,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("import controller: %w", err)
