@@ -78,6 +78,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.ImportSyncs, "concurrent-import-syncs", 10, "ServiceImports synced at once in each consumer cluster")
 	fs.IntVar(&o.ExportSyncs, "concurrent-export-syncs", 5, "ServiceExports synced at once in each member cluster")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", publish.DefaultHeartbeat, "per-cluster mode: how often this member renews its marker where it publishes (the other members count it gone after 3 intervals without a renewal, then withdraw its endpoints after --cluster-unreachable-grace)")
+	fs.IntVar(&o.MaxPublicationsPerMember, "max-publications-per-member", publish.DefaultMaxObjectsPerMember, "per-cluster and hub mode: most publications (heads and parts) held of one member; more are left out, logged and counted (mcs_syncer_publications_over_limit_total)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and the source revision, then exit")
 	o.zap.BindFlags(fs)
 	return fs
@@ -105,6 +106,7 @@ func (o *options) validate() error {
 	check(o.ImportSyncs < 1, "--concurrent-import-syncs: %d is not positive", o.ImportSyncs)
 	check(o.ExportSyncs < 1, "--concurrent-export-syncs: %d is not positive", o.ExportSyncs)
 	check(o.Heartbeat < time.Second, "--heartbeat-interval: %s is under a second", o.Heartbeat)
+	check(o.MaxPublicationsPerMember < 1, "--max-publications-per-member: %d is not positive", o.MaxPublicationsPerMember)
 	check(!o.LeaderElect && (o.LeaderElectKubeconfig != "" || o.LeaderElectCluster != ""), "--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
 	check(o.LeaderElectKubeconfig != "" && o.LeaderElectCluster != "", "--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
 	if len(bad) > 0 {

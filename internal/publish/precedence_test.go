@@ -1,11 +1,17 @@
 package publish
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
@@ -95,5 +101,66 @@ func TestReaderRefusesRestrictedNamespaces(t *testing.T) {
 	}
 	if got := store.Keys(); len(got) != 1 || got[0] != webKey {
 		t.Errorf("imported %v, want only %v", got, webKey)
+	}
+}
+
+// part returns part i of east's ns/web with one endpoint.
+func part(i int) *v1alpha1.PublishedExport {
+	return encodePart("east", webKey, "mcs-system", strconv.Itoa(i), []v1alpha1.EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)}}}}})
+}
+
+// TestReaderLimit: a reader holds at most MaxObjects heads and parts of its
+// member: one past it is left out and counted, what is held keeps being
+// read (an update of a held part), and what was left out is read once the
+// member deletes some.
+func TestReaderLimit(t *testing.T) {
+	store := clusterset.NewStore()
+	d := &demux{readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport{}}
+	r := newReader("east", store, nil, nil)
+	r.maxObjects = 3
+	delayed := &delayed{}
+	r.delay = delayed.add
+	d.readers["east"] = r
+	replayed := make(chan []string, 1)
+	r.replay = func(names []string) { replayed <- names }
+	r.listed = true
+	d.put(Marker("east", "mcs-system", 0))
+	d.put(Encode(export(), "mcs-system"))
+	for i := range 4 {
+		d.put(part(i))
+	}
+	before := testutil.ToFloat64(overLimit.WithLabelValues("east"))
+	d.put(part(4))
+	if got := testutil.ToFloat64(overLimit.WithLabelValues("east")) - before; got != 1 {
+		t.Errorf("over the limit counted %v, want 1", got)
+	}
+	if got := store.GetFrom(webKey, "east"); got == nil || got.EndpointCount() != 3+2 {
+		t.Fatalf("held %+v, want the head's 3 endpoints and two parts'", got)
+	}
+	changed := part(0)
+	changed.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.9.9.9"}
+	d.put(changed)
+	held := func() (addresses []string) {
+		for _, g := range store.GetFrom(webKey, "east").Endpoints {
+			for _, e := range g.Endpoints {
+				addresses = append(addresses, e.Addresses[0])
+			}
+		}
+		return addresses
+	}
+	if got := held(); !slices.Contains(got, "10.9.9.9") {
+		t.Errorf("a held part's update was not read: %v", got)
+	}
+
+	d.remove(part(1))
+	delayed.fire()
+	names := <-replayed
+	if !slices.Equal(names, []string{part(2).Name, part(3).Name, part(4).Name}) {
+		t.Errorf("replayed %v, want the three parts left out", names)
+	}
+	d.replay(r, names)
+	if got := held(); len(got) != 5 || !slices.Contains(got, "10.1.0.3") {
+		t.Errorf("after a part left: %v, want the head's 3, part 0's and part 2's (10.1.0.3)", got)
 	}
 }

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,8 +30,39 @@ var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Publications of another member that were refused because a field is invalid; their export is withdrawn until a valid one replaces it (the log says what was wrong).",
 }, []string{"source"})
 
+// overLimit counts the publications a reader left out because their
+// member holds its limit already (ReaderOptions.MaxObjects).
+var overLimit = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "mcs_syncer_publications_over_limit_total",
+	Help: "Publications (heads or parts) of another member left out because the reader already holds as many of that member's as --max-publications-per-member allows; the member's other exports keep being read.",
+}, []string{"source"})
+
 // RegisterMetrics registers the package's metrics.
-func RegisterMetrics(reg prometheus.Registerer) error { return reg.Register(refused) }
+func RegisterMetrics(reg prometheus.Registerer) error {
+	return errors.Join(reg.Register(refused), reg.Register(overLimit))
+}
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// Heartbeats hears what the reader sees of the member's marker (nil:
+	// nobody).
+	Heartbeats *Heartbeats
+	// Namespaces are those the clusterset exports: a publication of
+	// another is refused, whatever its member's export side did.
+	Namespaces clusterset.NamespacePolicy
+	// MaxObjects bounds the heads and parts the reader holds of its
+	// member (0: DefaultMaxObjectsPerMember): a member's identity may
+	// write any number into a hub, and every reader would hold them all.
+	// A new one past it is left out, logged and counted
+	// (mcs_syncer_publications_over_limit_total); what is held stays.
+	MaxObjects int
+}
+
+// DefaultMaxObjectsPerMember is the most heads and parts a reader holds of
+// one member unless set otherwise: 1,000 exports and 400,000 endpoints in
+// parts of 100 fit; at the limit, a reader holds about 0.5 million
+// endpoints of the member (docs/benchmarks.md, BenchmarkReaderAtLimit).
+const DefaultMaxObjectsPerMember = 5000
 
 // Reader puts one member's publications into the Store, read from a
 // publication server through a cache set up with ConfigureCache: for that
@@ -45,6 +77,11 @@ type Reader struct {
 	// namespaces are those the clusterset exports: a publication of
 	// another is refused, whatever its member's export side did.
 	namespaces clusterset.NamespacePolicy
+	// maxObjects bounds held, the heads and parts held; overflow names
+	// those left out for it, read again once there is room (replay).
+	maxObjects, held int
+	overflow         map[string]bool
+	replay           func(names []string)
 
 	mu sync.Mutex
 	// keys are the member's exports the reader put into the Store.
@@ -90,12 +127,13 @@ var RemovalDelay = 500 * time.Millisecond
 
 // NewReader returns the Reader of member's publications in cl, registers
 // its informer, and marks the member's exports in the Store as being read
-// anew until the member's marker and the first list are in. What it sees
-// of the member's marker goes to heartbeats (nil: nowhere). A publication
-// of a namespace that namespaces refuses is refused.
-func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, namespaces clusterset.NamespacePolicy) (*Reader, error) {
-	r := newReader(member, store, heartbeats, cl.GetCache())
-	r.namespaces = namespaces
+// anew until the member's marker and the first list are in.
+func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, opts ReaderOptions) (*Reader, error) {
+	r := newReader(member, store, opts.Heartbeats, cl.GetCache())
+	r.namespaces = opts.Namespaces
+	if opts.MaxObjects > 0 {
+		r.maxObjects = opts.MaxObjects
+	}
 	if _, err := r.cache.GetInformer(context.Background(), &v1alpha1.PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
@@ -107,7 +145,42 @@ func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats 
 	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
 		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{},
 		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{},
-		firstSeen: map[types.NamespacedName]metav1.Time{}}
+		firstSeen: map[types.NamespacedName]metav1.Time{}, maxObjects: DefaultMaxObjectsPerMember}
+}
+
+// admit reports whether the reader may hold pub, new or already held (was),
+// within maxObjects; one left out is counted, remembered in overflow and
+// logged when the member first goes over. r.mu must be held.
+func (r *Reader) admit(pub *v1alpha1.PublishedExport, was bool) bool {
+	if was || r.held < r.maxObjects {
+		if !was {
+			r.held++
+		}
+		return true
+	}
+	overLimit.WithLabelValues(string(r.cluster)).Inc()
+	if len(r.overflow) == 0 {
+		r.logger.Error(nil, "The member publishes more than this reader holds of one member: what is over is left out until there is room (--max-publications-per-member)",
+			"limit", r.maxObjects, "publication", pub.Namespace+"/"+pub.Name)
+	}
+	if r.overflow == nil {
+		r.overflow = map[string]bool{}
+	}
+	r.overflow[pub.Name] = true
+	return false
+}
+
+// release records that a held head or part is no longer held, and has
+// what was left out for the limit read again. r.mu must be held.
+func (r *Reader) release() {
+	r.held--
+	if len(r.overflow) == 0 || r.replay == nil {
+		return
+	}
+	names := slices.Sorted(maps.Keys(r.overflow))
+	clear(r.overflow)
+	// Not under r.mu: the demux takes its lock before the reader's.
+	go r.replay(names)
 }
 
 // sawFirst records that a head of key created at created was seen, and
@@ -199,10 +272,28 @@ func attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.readers[r.cluster] = r
+	r.mu.Lock()
+	r.replay = func(names []string) { d.replay(r, names) }
+	r.mu.Unlock()
 	for _, pub := range d.seen[r.cluster] {
 		r.put(pub)
 	}
 	return d, nil
+}
+
+// replay hands r again the publications named that it left out for its
+// limit (ReaderOptions.MaxObjects), as the demux holds them now.
+func (d *demux) replay(r *Reader, names []string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.readers[r.cluster] != r {
+		return
+	}
+	for _, name := range names {
+		if pub := d.seen[r.cluster][name]; pub != nil {
+			r.put(pub)
+		}
+	}
 }
 
 // detach stops handing r publications; the last reader to leave removes
@@ -294,7 +385,7 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	}
 	if err != nil {
 		r.refuse(err, pub)
-		delete(r.heads, key)
+		r.dropHead(key)
 		if r.keys[key] {
 			delete(r.keys, key)
 			r.store.Delete(r.cluster, key)
@@ -304,6 +395,9 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	// The order of conflicts trusts the publication server's clock, not
 	// the member's claim alone (clusterset.ExportedService.Age).
 	es.FirstSeen = r.sawFirst(key, pub.CreationTimestamp)
+	if _, was := r.heads[key]; !r.admit(pub, was) {
+		return
+	}
 	r.heads[key] = es
 	r.keys[key] = true
 	r.assemble(key)
@@ -317,10 +411,12 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 	}
 	if err != nil {
 		r.refuse(err, pub)
-		if _, ok := r.parts[key][pub.Name]; ok {
-			delete(r.parts[key], pub.Name)
+		if r.dropPart(key, pub.Name) {
 			r.assemble(key)
 		}
+		return
+	}
+	if _, was := r.parts[key][pub.Name]; !r.admit(pub, was) {
 		return
 	}
 	if r.parts[key] == nil {
@@ -328,6 +424,28 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 	}
 	r.parts[key][pub.Name] = part
 	r.assemble(key)
+}
+
+// dropHead forgets key's head, if held; r.mu must be held.
+func (r *Reader) dropHead(key types.NamespacedName) {
+	if _, ok := r.heads[key]; ok {
+		delete(r.heads, key)
+		r.release()
+	}
+}
+
+// dropPart forgets part name of key, if held, and reports whether it was;
+// r.mu must be held.
+func (r *Reader) dropPart(key types.NamespacedName, name string) bool {
+	if _, ok := r.parts[key][name]; !ok {
+		return false
+	}
+	delete(r.parts[key], name)
+	if len(r.parts[key]) == 0 {
+		delete(r.parts, key)
+	}
+	r.release()
+	return true
 }
 
 func (r *Reader) refuse(err error, pub *v1alpha1.PublishedExport) {
@@ -412,6 +530,7 @@ func (r *Reader) remove(pub *v1alpha1.PublishedExport) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+	delete(r.overflow, pub.Name)
 	part := IsPart(pub)
 	if part {
 		if _, ok := r.parts[key][pub.Name]; !ok {
@@ -453,10 +572,7 @@ func (r *Reader) removed(key types.NamespacedName, name string, part bool, seq u
 	}
 	delete(r.removing, name)
 	if part {
-		delete(r.parts[key], name)
-		if len(r.parts[key]) == 0 {
-			delete(r.parts, key)
-		}
+		r.dropPart(key, name)
 		if r.marked {
 			r.assemble(key)
 		} else {
@@ -465,7 +581,7 @@ func (r *Reader) removed(key types.NamespacedName, name string, part bool, seq u
 		return
 	}
 	delete(r.keys, key)
-	delete(r.heads, key)
+	r.dropHead(key)
 	if r.marked {
 		r.store.Delete(r.cluster, key)
 	}

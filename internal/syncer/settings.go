@@ -31,6 +31,9 @@ type Settings struct {
 	ExportSyncs  int
 	// Heartbeat is how often the local member renews its marker.
 	Heartbeat time.Duration
+	// MaxPublicationsPerMember bounds the heads and parts a reader holds
+	// of one member (0: publish.DefaultMaxObjectsPerMember).
+	MaxPublicationsPerMember int
 }
 
 // ConfigError is a bad setting in the clusterset config or in how the

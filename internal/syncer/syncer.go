@@ -193,7 +193,9 @@ func (sy *Syncer) configureCache(id clusterset.ClusterID, o *cache.Options) {
 // doc).
 func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
 	if sy.readsPublications(id) {
-		r, err := publish.NewReader(cl, id, sy.store, sy.heartbeats, sy.cfg.Namespaces)
+		r, err := publish.NewReader(cl, id, sy.store, publish.ReaderOptions{
+			Heartbeats: sy.heartbeats, Namespaces: sy.cfg.Namespaces, MaxObjects: sy.settings.MaxPublicationsPerMember,
+		})
 		if err != nil {
 			return nil, err
 		}
