@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,9 @@ import (
 // north's import: port 80 and east's endpoints (checked once north has
 // read both writes: it has imported a change of east's published after
 // them, through the same watch on the hub), east still the oldest export,
-// and the kube-system publication refused and counted. Then west's
+// and the kube-system publication refused and counted. With a per-member
+// list of namespaces in the hub's admission, west's identity may no
+// longer publish from another namespace. Then west's
 // mcs-syncer returns and the hub is wiped: every member republishes, and
 // no conflict winner flips meanwhile (north's ServiceImport never says
 // another port).
@@ -96,6 +99,48 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 	if v, err := procs[northAt].metric(ctx, refused); err != nil || v < 1 {
 		t.Errorf("north's %s = %v (%v), want at least 1", refused, v, err)
 	}
+
+	// A per-member list in the hub's admission: west may publish from its
+	// namespace only; a head elsewhere is refused, its own still passes.
+	limits := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: "mcs-syncer-member-namespaces"},
+		Data: map[string]string{"west": "other-ns, " + ns}}
+	if err := hubClient(t, "").Create(ctx, limits); err != nil {
+		t.Fatal(err)
+	}
+	unlimit := func() {
+		if err := hubClient(t, "").Delete(context.Background(), limits); client.IgnoreNotFound(err) != nil {
+			t.Error(err)
+		}
+	}
+	defer unlimit()
+	elsewhere := publish.EncodeHead(&clusterset.ExportedService{
+		Cluster: "west", Key: types.NamespacedName{Namespace: "elsewhere", Name: "web"}, ExportCreated: metav1.Now(),
+		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP, Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+	}, testbed.HubNamespace)
+	eventually(ctx, t, "the hub's admission to refuse west's head of elsewhere/web", func() error {
+		err := hubWest.Create(ctx, elsewhere.DeepCopy())
+		if err == nil {
+			_ = hubClient(t, "").Delete(ctx, elsewhere.DeepCopy())
+			return fmt.Errorf("created")
+		}
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may publish only from namespaces") {
+			return fmt.Errorf("not the policy's refusal: %w", err)
+		}
+		return nil
+	})
+	own := &v1alpha1.PublishedExport{}
+	if err := hubWest.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: publish.ObjectName("west", key)}, own); err != nil {
+		t.Fatal(err)
+	}
+	own.Spec.ExportCreated = metav1.NewTime(time.Unix(1, 0).UTC())
+	if err := hubWest.Update(ctx, own); err != nil {
+		t.Errorf("west's identity could not update its head of %s, a namespace its list names: %v", ns, err)
+	}
+	// Gone before west's mcs-syncer returns: it still exports from the
+	// namespaces of earlier tests, which the list leaves out, and a member
+	// refused one export by the hub's admission writes no marker
+	// (docs/configuration.md, "Hub mode").
+	unlimit()
 
 	// West back (its honest head replaces the forged one), then the hub
 	// wiped: north's ServiceImport never says another port meanwhile.
