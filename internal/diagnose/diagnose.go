@@ -171,6 +171,9 @@ func overlaps(ctx context.Context, members []Member) []Check {
 			continue
 		}
 		ranges = append(ranges, got...)
+		if len(got) > 0 {
+			checks = append(checks, addressRanges(m.ID, got))
+		}
 	}
 	c := Check{Name: "pod and service CIDRs do not overlap between members"}
 	var clashes []string
@@ -191,6 +194,20 @@ func overlaps(ctx context.Context, members []Member) []Check {
 		c.Result, c.Detail = Pass, fmt.Sprintf("%d ranges of %d members, none shared", len(ranges), len(members))
 	}
 	return append(checks, c)
+}
+
+// addressRanges says a member's ranges as its entry of the clusterset
+// config takes them (members[].addressRanges: docs/configuration.md,
+// "Address ranges"), each once, in the order found.
+func addressRanges(member string, ranges []cidr) Check {
+	var list []string
+	for _, r := range ranges {
+		if s := r.prefix.String(); !slices.Contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return Check{Name: "address ranges", Member: member, Result: Pass,
+		Detail: "addressRanges: [" + strings.Join(list, ", ") + "] (its nodes' pod CIDRs and its ServiceCIDRs: to limit the addresses it may publish, paste into its entry of the clusterset config, adding the node addresses of hostNetwork pods it exports)"}
 }
 
 // cidrsOf returns a member's node pod CIDRs and ServiceCIDRs.

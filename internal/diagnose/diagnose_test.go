@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,20 @@ func TestClockErrorsFail(t *testing.T) {
 	c := clocks(t.Context(), []Member{east}, func() time.Time { return t0 })
 	if c.Result != Fail || !strings.Contains(c.Detail, "east: no Date header") || c.Fix == "" {
 		t.Errorf("%+v", c)
+	}
+}
+
+// TestAddressRangesToPaste: diagnose says each member's pod CIDRs and
+// ServiceCIDRs as its clusterset config entry's addressRanges, and the
+// line parses as the config reads it.
+func TestAddressRangesToPaste(t *testing.T) {
+	checks := Run(t.Context(), []Member{healthy("east", 1).member(t)}, func() time.Time { return t0 })
+	i := slices.IndexFunc(checks, func(c Check) bool { return c.Name == "address ranges" && c.Member == "east" })
+	if i < 0 {
+		t.Fatalf("no address ranges check in %+v", checks)
+	}
+	line, _, _ := strings.Cut(checks[i].Detail, " (")
+	if line != "addressRanges: [10.1.0.0/24, 10.101.0.0/16]" || checks[i].Result != Pass {
+		t.Errorf("%s %q", checks[i].Result, checks[i].Detail)
 	}
 }
