@@ -29,11 +29,11 @@ import (
 // west later with 8080; east's is the oldest export. With west's
 // mcs-syncer stopped, west's own hub identity rewrites its head with
 // exportCreated in 1970 (the admission policy lets it: the field is the
-// member's to write) and publishes kube-system/kube-dns. Neither changes
-// north's import: port 80 and east's endpoints (checked once north has
-// read both writes: it has imported a change of east's published after
-// them, through the same watch on the hub), east still the oldest export,
-// and the kube-system publication refused and counted. With a per-member
+// member's to write), with a port "extra" besides, and publishes
+// kube-system/kube-dns. Once north and east have read the forged head
+// (north's ServiceImport has port extra, east's Conflict names it), port
+// http is still east's 80 with east's endpoints, east is still the oldest
+// export, and the kube-system publication is refused and counted. With a per-member
 // list of namespaces in the hub's admission, west's identity may no
 // longer publish from another namespace. Then west's
 // mcs-syncer returns and the hub is wiped: every member republishes, and
@@ -62,7 +62,7 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 		return nil
 	})
 	workloads.CreateApp(ctx, t, west, ns, 2, 8080, true, nil)
-	eventually(ctx, t, "north to import port 80 and east's endpoints only", importsPort80From(ctx, north, ns, 2))
+	eventually(ctx, t, "north to import port 80 and east's endpoints only", importsPort80From(ctx, north, ns, 2, true))
 	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "east (oldest export)")
 
 	// West's mcs-syncer stopped, its hub identity forges.
@@ -76,7 +76,12 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 	if err := hubWest.Get(ctx, types.NamespacedName{Namespace: testbed.HubNamespace, Name: publish.ObjectName("west", key)}, head); err != nil {
 		t.Fatal(err)
 	}
+	// The forged head also defines a port of its own, "extra": a port
+	// that no other export defines is imported from whoever defines it,
+	// so its arrival in north's ServiceImport (and in east's Conflict
+	// message) says that the forged head was read there.
 	head.Spec.ExportCreated = metav1.NewTime(time.Unix(0, 0).UTC())
+	head.Spec.Ports = append(head.Spec.Ports, mcsv1beta1.ServicePort{Name: "extra", Protocol: corev1.ProtocolTCP, Port: 9090})
 	if err := hubWest.Update(ctx, head); err != nil {
 		t.Fatalf("west's identity could not rewrite its own head (the test's premise): %v", err)
 	}
@@ -90,14 +95,40 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 	refused := `mcs_syncer_publications_refused_total{source="west"}`
 	northAt := slices.IndexFunc(bed.Clusters, func(c *testbed.Cluster) bool { return c.Name == "north" })
 
-	scale(ctx, t, east, eastApp, 3)
-	eventually(ctx, t, "north to import east's third endpoint (published after the forged head), still on port 80", importsPort80From(ctx, north, ns, 3))
-	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east}, "east (oldest export)")
+	eventually(ctx, t, "north's ServiceImport to have the forged head's port extra", func() error {
+		si, err := getImport(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(si.Spec.Ports, func(p mcsv1beta1.ServicePort) bool { return p.Name == "extra" }) {
+			return fmt.Errorf("ports %v", si.Spec.Ports)
+		}
+		return nil
+	})
+	if err := importsPort80From(ctx, north, ns, 2, false)(); err != nil {
+		t.Errorf("north, once it read the forged head: %v", err)
+	}
+	eventually(ctx, t, "east's Conflict condition to name the forged head's port extra", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionConflict)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(c.Message, `"extra"`) {
+			return fmt.Errorf("message %q", c.Message)
+		}
+		return nil
+	})
+	if c, err := workloads.ExportCondition(ctx, east, ns, "web", mcsv1beta1.ServiceExportConditionConflict); err != nil || !strings.Contains(c.Message, "east (oldest export)") {
+		t.Errorf("east's Conflict condition once it read the forged head: %v %v", c, err)
+	}
+	eventually(ctx, t, "north to count the kube-system publication refused", func() error {
+		if v, err := procs[northAt].metric(ctx, refused); err != nil || v < 1 {
+			return fmt.Errorf("%s = %v (%v)", refused, v, err)
+		}
+		return nil
+	})
 	if err := north.Get(ctx, types.NamespacedName{Namespace: "kube-system", Name: "kube-dns"}, &mcsv1beta1.ServiceImport{}); !apierrors.IsNotFound(err) {
 		t.Errorf("north imported kube-system/kube-dns published by west's identity: %v", err)
-	}
-	if v, err := procs[northAt].metric(ctx, refused); err != nil || v < 1 {
-		t.Errorf("north's %s = %v (%v), want at least 1", refused, v, err)
 	}
 
 	// A per-member list in the hub's admission: west may publish from its
@@ -152,6 +183,7 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 	if err := hubClient(t, "").Delete(ctx, dns); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
+	eventually(ctx, t, "north's import on port 80 alone, once west's own head replaced the forged one", importsPort80From(ctx, north, ns, 2, true))
 	flips := watchPorts(ctx, t, north, ns)
 	clearHub(t)
 	eventually(ctx, t, "every head and marker back in the hub", func() error {
@@ -166,17 +198,18 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 		}
 		return nil
 	})
-	scale(ctx, t, east, eastApp, 4)
-	eventually(ctx, t, "north to import east's fourth endpoint, on port 80", importsPort80From(ctx, north, ns, 4))
+	scale(ctx, t, east, eastApp, 3)
+	eventually(ctx, t, "north to import east's third endpoint, on port 80", importsPort80From(ctx, north, ns, 3, true))
 	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "east (oldest export)")
 	if got := flips(); len(got) > 0 {
 		t.Errorf("north's ServiceImport said other ports while the hub was wiped and republished: %v", got)
 	}
 }
 
-// importsPort80From returns a check that north's import of ns/web is on
-// port 80 with n of east's endpoints and none of west's.
-func importsPort80From(ctx context.Context, north client.Client, ns string, n int) func() error {
+// importsPort80From returns a check that north's import of ns/web has
+// port http on 80 (with no other port, alone) with n of east's endpoints
+// and none of west's.
+func importsPort80From(ctx context.Context, north client.Client, ns string, n int, alone bool) func() error {
 	return func() error {
 		if err := readyImported(ctx, north, ns, map[string]int{"east": n, "west": 0})(); err != nil {
 			return err
@@ -185,8 +218,12 @@ func importsPort80From(ctx context.Context, north client.Client, ns string, n in
 		if err != nil {
 			return err
 		}
-		if len(si.Spec.Ports) != 1 || si.Spec.Ports[0].Port != 80 {
-			return fmt.Errorf("ports %v, want east's 80", si.Spec.Ports)
+		http := slices.IndexFunc(si.Spec.Ports, func(p mcsv1beta1.ServicePort) bool { return p.Name == "http" })
+		switch {
+		case http < 0 || si.Spec.Ports[http].Port != 80:
+			return fmt.Errorf("ports %v, want east's http 80", si.Spec.Ports)
+		case alone && len(si.Spec.Ports) != 1:
+			return fmt.Errorf("ports %v, want east's http 80 alone", si.Spec.Ports)
 		}
 		return nil
 	}
