@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -317,4 +320,76 @@ func TestRestrictedNamespaceIsNotExported(t *testing.T) {
 			t.Errorf("%s: kube-system/mcs-probe imported (%v)", consumer, err)
 		}
 	}
+}
+
+// TestAddressOutsideItsRangesIsLeftOut (central mode): east's entry in the
+// clusterset config gives it one address range, a /32 of one of its three
+// endpoints. North imports that endpoint alone, counts the other two
+// (mcs_syncer_unimportable_endpoints) and says why in an
+// EndpointsNotImported event.
+func TestAddressOutsideItsRangesIsLeftOut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	exclusive(t)
+	ns := "trust-ranges"
+	bed.Namespace(ctx, t, ns)
+	east, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "north")
+	workloads.CreateApp(ctx, t, east, ns, 3, 80, true, nil)
+	var ips []string
+	eventually(ctx, t, "east's EndpointSlice controller to hold 3 ready endpoints of web", func() error {
+		var list discoveryv1.EndpointSliceList
+		if err := east.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
+			discoveryv1.LabelServiceName: "web", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}); err != nil {
+			return err
+		}
+		ips = nil
+		for _, s := range list.Items {
+			for _, e := range s.Endpoints {
+				if ptr.Deref(e.Conditions.Ready, false) {
+					ips = append(ips, e.Addresses[0])
+				}
+			}
+		}
+		if len(ips) != 3 {
+			return fmt.Errorf("ready %v", ips)
+		}
+		return nil
+	})
+
+	var members []testbed.Member
+	for _, c := range bed.Clusters {
+		m := testbed.Member{ID: c.Name, Kubeconfig: c.KubeconfigPath, Context: c.Context}
+		if c.Name == "east" {
+			m.AddressRanges = []string{ips[0] + "/32"}
+		}
+		members = append(members, m)
+	}
+	path := filepath.Join(t.TempDir(), "clusterset.yaml")
+	writeMembers(t, path, members...)
+	s := ownSyncer(ctx, t, path)
+
+	eventually(ctx, t, "north to import "+ips[0]+" alone of east's endpoints", func() error {
+		bySource, err := importedSlices(ctx, north, ns)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, sl := range bySource["east"] {
+			for _, e := range sl.Endpoints {
+				got = append(got, e.Addresses[0])
+			}
+		}
+		if !slices.Equal(got, ips[:1]) {
+			return fmt.Errorf("imported %v", got)
+		}
+		return nil
+	})
+	sample := `mcs_syncer_unimportable_endpoints{consumer_cluster="north",source_cluster="east"}`
+	eventually(ctx, t, sample+" = 2", func() error {
+		if v, err := s.metric(ctx, sample); err != nil || v != 2 {
+			return fmt.Errorf("%v (%v)", v, err)
+		}
+		return nil
+	})
+	eventually(ctx, t, "an EndpointsNotImported event on north's ServiceImport", warningEvent(ctx, north, ns, "web", "EndpointsNotImported"))
 }
