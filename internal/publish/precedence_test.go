@@ -164,3 +164,25 @@ func TestReaderLimit(t *testing.T) {
 		t.Errorf("after a part left: %v, want the head's 3, part 0's and part 2's (10.1.0.3)", got)
 	}
 }
+
+// TestReaderForgetsFirstSeenOfGoneHeads: what a reader remembers of heads
+// it no longer holds is bounded, however many names a member publishes
+// and withdraws.
+func TestReaderForgetsFirstSeenOfGoneHeads(t *testing.T) {
+	r := newReader("east", clusterset.NewStore(), nil, nil)
+	r.maxObjects = 2
+	delayed := &delayed{}
+	r.delay = delayed.add
+	for i := range 20 {
+		es := export()
+		es.Key.Name = fmt.Sprintf("web-%d", i)
+		head := Encode(es, "mcs-system")
+		head.CreationTimestamp = metav1.NewTime(time.Unix(int64(i), 0))
+		r.put(head)
+		r.remove(head)
+		delayed.fire()
+	}
+	if n := len(r.firstSeen); n > 2*r.maxObjects {
+		t.Errorf("remembers %d heads, want at most %d", n, 2*r.maxObjects)
+	}
+}

@@ -77,13 +77,15 @@ type Reader struct {
 	// namespaces are those the clusterset exports: a publication of
 	// another is refused, whatever its member's export side did.
 	namespaces clusterset.NamespacePolicy
-	// maxObjects bounds held, the heads and parts held; overflow names
-	// those left out for it, read again once there is room (replay).
-	maxObjects, held int
-	overflow         map[string]bool
-	replay           func(names []string)
+	// maxObjects bounds held (below).
+	maxObjects int
 
 	mu sync.Mutex
+	// held counts the heads and parts held; overflow names those left out
+	// for maxObjects, read again through replay once there is room.
+	held     int
+	overflow map[string]bool
+	replay   func(names []string)
 	// keys are the member's exports the reader put into the Store.
 	keys map[types.NamespacedName]bool
 	// heads are the member's valid heads, decoded; parts its valid parts,
@@ -184,10 +186,15 @@ func (r *Reader) release() {
 }
 
 // sawFirst records that a head of key created at created was seen, and
-// returns the earliest such time; r.mu must be held.
+// returns the earliest such time; r.mu must be held. What it remembers is
+// bounded: past twice maxObjects keys, those without a head now are
+// forgotten (a member that publishes ever new names costs no more).
 func (r *Reader) sawFirst(key types.NamespacedName, created metav1.Time) metav1.Time {
 	if was, ok := r.firstSeen[key]; ok && (created.IsZero() || was.Before(&created)) {
 		return was
+	}
+	if len(r.firstSeen) >= 2*r.maxObjects {
+		maps.DeleteFunc(r.firstSeen, func(k types.NamespacedName, _ metav1.Time) bool { return r.heads[k] == nil })
 	}
 	r.firstSeen[key] = created
 	return created
@@ -392,12 +399,12 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 		}
 		return
 	}
-	// The order of conflicts trusts the publication server's clock, not
-	// the member's claim alone (clusterset.ExportedService.Age).
-	es.FirstSeen = r.sawFirst(key, pub.CreationTimestamp)
 	if _, was := r.heads[key]; !r.admit(pub, was) {
 		return
 	}
+	// The order of conflicts trusts the publication server's clock, not
+	// the member's claim alone (clusterset.ExportedService.Age).
+	es.FirstSeen = r.sawFirst(key, pub.CreationTimestamp)
 	r.heads[key] = es
 	r.keys[key] = true
 	r.assemble(key)
