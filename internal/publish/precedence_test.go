@@ -1,15 +1,18 @@
 package publish
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -80,6 +83,50 @@ func TestPublisherOrdersItsOwnAsReadersDo(t *testing.T) {
 	reconcileOK(t, p, webKey)
 	if got := store.GetFrom(webKey, "east"); got == nil || !got.FirstSeen.Equal(&created) {
 		t.Errorf("own export after a sync: %+v, want FirstSeen %v", got, created)
+	}
+}
+
+// TestPublisherWarnsOfABackdatedHead: a head that claims an export time
+// before the ServiceExport's creation (written by another holder of the
+// member's identity) is rewritten with the ServiceExport's, and the export
+// gets a Warning that says what was found; a head that is merely out of
+// date (another port) is rewritten without one.
+func TestPublisherWarnsOfABackdatedHead(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		edit   func(*v1alpha1.PublishedExport)
+		warned bool
+	}{
+		{"backdated", func(h *v1alpha1.PublishedExport) { h.Spec.ExportCreated = metav1.NewTime(time.Unix(0, 0)) }, true},
+		{"out of date", func(h *v1alpha1.PublishedExport) { h.Spec.Ports = nil }, false},
+		{"newer", func(h *v1alpha1.PublishedExport) { h.Spec.ExportCreated = metav1.NewTime(h.Spec.ExportCreated.Add(time.Hour)) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := clusterset.NewStore()
+			head := EncodeHead(export(), "mcs-system")
+			tc.edit(head)
+			p, cl := publisherOf(t, store, head)
+			var warnings []string
+			p.opts.Warn = func(_ context.Context, key types.NamespacedName, reason, message string) {
+				warnings = append(warnings, fmt.Sprintf("%s %s: %s", key, reason, message))
+			}
+			store.BeginResync("east")
+			store.Put(export())
+			reconcileOK(t, p, webKey)
+			if got := publications(t, cl)["east.ns.web"]; got == nil || !got.Spec.ExportCreated.Equal(&export().ExportCreated) {
+				t.Fatalf("head not rewritten: %+v", got)
+			}
+			if !tc.warned {
+				if len(warnings) > 0 {
+					t.Errorf("warned: %q", warnings)
+				}
+				return
+			}
+			want := "ns/web PublicationRewritten: the publication east.ns.web said the export was created at 1970-01-01T00:00:00Z, before this ServiceExport was (2026-01-02T03:04:05Z); rewritten"
+			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], want) {
+				t.Errorf("warnings %q, want one starting %q", warnings, want)
+			}
+		})
 	}
 }
 

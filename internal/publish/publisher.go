@@ -73,7 +73,17 @@ type PublisherOptions struct {
 	// parts; and whether what is known of the readers is settled (each
 	// member read has been read once). Nil: every reader assembles parts.
 	Readers func() (wholeOnly []clusterset.ClusterID, settled bool)
+	// Warn tells the member about one of its exports (a Warning event on
+	// its ServiceExport); nil: the log only.
+	Warn func(ctx context.Context, key types.NamespacedName, reason, message string)
 }
+
+// ReasonPublicationRewritten is the reason of the Warning that a
+// publisher gives an export whose publication it found claiming an
+// export time before the ServiceExport's creation: written by another
+// holder of the member's identity (docs/security.md), or left from an
+// earlier ServiceExport of the same name.
+const ReasonPublicationRewritten = "PublicationRewritten"
 
 // DefaultMaxEndpointsPerPart is the most endpoints in one part unless set
 // otherwise: an EndpointSlice's default, so a part is about 15 KB.
@@ -406,6 +416,9 @@ func (p *Publisher) write(ctx context.Context, name types.NamespacedName, head, 
 		if err := p.client.Update(ctx, want); err != nil {
 			return retry(ctx, fmt.Errorf("update publication %s: %w", name, err))
 		}
+		if head.Spec.ExportCreated.Before(&want.Spec.ExportCreated) {
+			p.warnBackdated(ctx, head, want)
+		}
 	}
 	for _, part := range plan.remove {
 		if err := p.remove(ctx, part); err != nil {
@@ -413,6 +426,24 @@ func (p *Publisher) write(ctx context.Context, name types.NamespacedName, head, 
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// warnBackdated says that the head it replaced claimed an export time
+// before the ServiceExport existed. mcs-syncer never writes that: the
+// head was left from an earlier ServiceExport of the same name, or
+// written by another holder of the member's identity, which is worth an
+// administrator's look (precedence never trusted it: readers order by the
+// later of it and when the publication server first saw the head).
+func (p *Publisher) warnBackdated(ctx context.Context, head, want *v1alpha1.PublishedExport) {
+	key := types.NamespacedName{Namespace: want.Spec.Namespace, Name: want.Spec.Name}
+	msg := fmt.Sprintf("the publication %s said the export was created at %s, before this ServiceExport was (%s); rewritten. "+
+		"Left from an earlier ServiceExport of the same name, or written by another holder of this member's identity (docs/security.md: rotate it). "+
+		"Exports are ordered by when the publication server first saw them, so the earlier time won no conflict",
+		head.Name, head.Spec.ExportCreated.UTC().Format(time.RFC3339), want.Spec.ExportCreated.UTC().Format(time.RFC3339))
+	log.FromContext(ctx).Info("Backdated publication rewritten", "publication", head.Name, "exportCreated", head.Spec.ExportCreated.UTC(), "serviceExportCreated", want.Spec.ExportCreated.UTC())
+	if p.opts.Warn != nil {
+		p.opts.Warn(ctx, key, ReasonPublicationRewritten, msg)
+	}
 }
 
 // plan returns the head to publish of mine and what makes its parts

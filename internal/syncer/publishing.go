@@ -7,9 +7,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
@@ -141,7 +145,7 @@ func waitChanged(ctx context.Context, hub *membership.Hub, print [32]byte) {
 func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, error) {
 	cfg, s := sy.cfg, sy.settings
 	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Feedback: sy.feedback, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat,
-		MaxEndpointsPerPart: s.MaxEndpointsPerSlice, Readers: sy.publicationReaders}
+		MaxEndpointsPerPart: s.MaxEndpointsPerSlice, Readers: sy.publicationReaders, Warn: warnExport(cl)}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)
 		if err != nil {
@@ -166,6 +170,22 @@ func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, 
 		return []func(context.Context) error{hub.Start, p.Start}, p, nil
 	}
 	return []func(context.Context) error{sy.published.throughHub(cfg.Hub, build)}, nil
+}
+
+// warnExport returns what gives a Warning event to the ServiceExport of
+// key in cl (the local member): the event names the ServiceExport by its
+// UID, as kubectl describe looks events up, so the object is read first;
+// an export gone meanwhile needs no warning.
+func warnExport(cl cluster.Cluster) func(ctx context.Context, key types.NamespacedName, reason, message string) {
+	recorder := plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer"))
+	return func(ctx context.Context, key types.NamespacedName, reason, message string) {
+		se := &mcsv1beta1.ServiceExport{}
+		if err := cl.GetClient().Get(ctx, key, se); err != nil {
+			log.FromContext(ctx).V(1).Info("No warning given to the ServiceExport", "export", key, "reason", reason, "error", err)
+			return
+		}
+		recorder.Eventf(se, nil, corev1.EventTypeWarning, reason, "Publish", "%s", message)
+	}
 }
 
 // readersSettleLimit bounds how long a publisher waits, after the process

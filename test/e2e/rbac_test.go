@@ -193,10 +193,11 @@ func startPerCluster(ctx context.Context, t *testing.T, dir string, localTokens,
 }
 
 // startMemberSyncer runs member's own mcs-syncer (per-cluster mode, with
-// leader election in its cluster) with the clusterset config at path.
-func startMemberSyncer(ctx context.Context, path, member string) (*syncerProcess, error) {
-	return startSyncerWith(ctx, syncer.stateDir, "--clusterset-config", path, "--local-cluster", member,
-		"--leader-elect", "--leader-election-namespace", "mcs-system")
+// leader election in its cluster) with the clusterset config at path, and
+// flags besides.
+func startMemberSyncer(ctx context.Context, path, member string, flags ...string) (*syncerProcess, error) {
+	return startSyncerWith(ctx, syncer.stateDir, append([]string{"--clusterset-config", path, "--local-cluster", member,
+		"--leader-elect", "--leader-election-namespace", "mcs-system"}, flags...)...)
 }
 
 func stopAll(t *testing.T, procs []*syncerProcess) {

@@ -39,8 +39,10 @@ import (
 // export, and the kube-system publication is refused and counted. With a per-member
 // list of namespaces in the hub's admission, west's identity may no
 // longer publish from another namespace. Then west's
-// mcs-syncer returns and the hub is wiped: every member republishes, and
-// no conflict winner flips meanwhile (north's ServiceImport never says
+// mcs-syncer returns: it rewrites the forged head and its export gets a
+// PublicationRewritten Warning, and its Conflict condition still names
+// east the oldest export. Then the hub is wiped: every member republishes,
+// and no conflict winner flips meanwhile (north's ServiceImport never says
 // another port).
 func TestForgedPrecedenceInTheHub(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -69,7 +71,7 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 	portConflictOn(ctx, t, ns, map[string]client.Client{"east": east, "west": west}, "east (oldest export)")
 
 	// West's mcs-syncer stopped, its hub identity forges.
-	at := slices.IndexFunc(bed.Clusters, func(c *testbed.Cluster) bool { return c.Name == "west" })
+	at := memberAt("west")
 	if err := procs[at].stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 		t.Fatalf("west's identity could not publish kube-system/kube-dns into the hub (the test's premise): %v", err)
 	}
 	refused := `mcs_syncer_publications_refused_total{source="west"}`
-	northAt := slices.IndexFunc(bed.Clusters, func(c *testbed.Cluster) bool { return c.Name == "north" })
+	northAt := memberAt("north")
 
 	eventually(ctx, t, "north's ServiceImport to have the forged head's port extra", func() error {
 		si, err := getImport(ctx, north, ns)
@@ -187,6 +189,9 @@ func TestForgedPrecedenceInTheHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(ctx, t, "north's import on port 80 alone, once west's own head replaced the forged one", importsPort80From(ctx, north, ns, 2, true))
+	// West's export says what its mcs-syncer found and why it lost.
+	eventually(ctx, t, "west's export to be warned of the backdated head it rewrote", warningEvent(ctx, west, ns, "web", publish.ReasonPublicationRewritten))
+	portConflictOn(ctx, t, ns, map[string]client.Client{"west": west}, "east (oldest export)")
 	flips := watchPorts(ctx, t, north, ns)
 	clearHub(t)
 	eventually(ctx, t, "every head and marker back in the hub", func() error {
