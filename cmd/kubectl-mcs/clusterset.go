@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -126,12 +127,13 @@ func (f clustersetFlags) hub() (*hubConn, error) {
 	return nil, nil
 }
 
-// statusHub returns the hub as status reads it (nil: none).
-func (h *hubConn) statusHub() (*status.Hub, error) {
+// statusHub returns the hub as status reads it (nil: none), its requests
+// bounded as a command's of total (its --timeout).
+func (h *hubConn) statusHub(total time.Duration) (*status.Hub, error) {
 	if h == nil {
 		return nil, nil
 	}
-	c, err := newClient(h.rest)
+	c, err := newClient(h.rest, requestWithin(total))
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
@@ -174,78 +176,112 @@ func fromKubeconfig(path, contexts string) ([]memberConn, error) {
 }
 
 // requestTimeout bounds each request: one member that does not answer
-// holds a report for this long at most per request.
+// holds a report for this long at most per request (never longer than
+// the command's --timeout: requestWithin).
 const requestTimeout = 10 * time.Second
 
-func newClient(rc *rest.Config) (client.Client, error) {
-	return client.New(withTimeout(rc), client.Options{Scheme: scheme})
+// requestWithin is the bound of each request of a command given total
+// (its --timeout) in all.
+func requestWithin(total time.Duration) time.Duration { return min(requestTimeout, total) }
+
+func newClient(rc *rest.Config, timeout time.Duration) (client.Client, error) {
+	return client.New(withTimeout(rc, timeout), client.Options{Scheme: scheme})
 }
 
 // newMemberClient returns a client of a member that speaks the version of
 // the MCS API the member serves (internal/mcsapi), and that version; a
-// member that serves none, or cannot be asked, gets v1beta1's, whose
-// lists then fail with its server's answer.
-func newMemberClient(rc *rest.Config) (client.Client, schema.GroupVersion, error) {
-	rc = withTimeout(rc)
+// member that serves none, or cannot be asked within discover, gets
+// v1beta1's, whose lists then fail with its server's answer. Its requests
+// time out after timeout.
+func newMemberClient(rc *rest.Config, discover, timeout time.Duration) (client.Client, schema.GroupVersion, error) {
 	gv := mcsapi.V1beta1
-	if dc, err := discovery.NewDiscoveryClientForConfig(rc); err == nil {
+	if dc, err := discovery.NewDiscoveryClientForConfig(withTimeout(rc, discover)); err == nil {
 		if served, err := mcsapi.Served(dc); err == nil {
 			gv = served
 		}
 	}
-	c, err := client.New(rc, client.Options{Scheme: schemes[gv]})
+	c, err := client.New(withTimeout(rc, timeout), client.Options{Scheme: schemes[gv]})
 	return c, gv, err
 }
 
-// withTimeout returns a copy of rc whose requests time out after
-// requestTimeout.
-func withTimeout(rc *rest.Config) *rest.Config {
+// memberClient is a member's client as newMemberClient returns it.
+type memberClient struct {
+	client client.Client
+	gv     schema.GroupVersion
+	err    error
+}
+
+// newMemberClients returns newMemberClient of each of conns (nil ones
+// left zero), all asked at once, within half of total (a command's
+// --timeout): a member that does not answer costs the others no more than
+// that, and leaves them the other half for their reads.
+func newMemberClients(conns []memberConn, total time.Duration) []memberClient {
+	out := make([]memberClient, len(conns))
+	var wg sync.WaitGroup
+	for i, m := range conns {
+		if m.rest == nil {
+			continue
+		}
+		wg.Go(func() {
+			c, gv, err := newMemberClient(m.rest, requestWithin(total/2), requestWithin(total))
+			out[i] = memberClient{client: c, gv: gv, err: err}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// withTimeout returns a copy of rc whose requests time out after timeout.
+func withTimeout(rc *rest.Config, timeout time.Duration) *rest.Config {
 	rc = rest.CopyConfig(rc)
-	rc.Timeout = requestTimeout
+	rc.Timeout = timeout
 	return rc
 }
 
-// statusMembers returns the members as status reads them.
-func statusMembers(conns []memberConn) ([]status.Member, error) {
+// statusMembers returns the members as status reads them, within total
+// (the command's --timeout).
+func statusMembers(conns []memberConn, total time.Duration) ([]status.Member, error) {
 	var members []status.Member
-	for _, m := range conns {
+	clients := newMemberClients(conns, total)
+	for i, m := range conns {
 		if m.rest == nil {
 			members = append(members, status.Member{ID: m.id})
 			continue
 		}
-		c, gv, err := newMemberClient(m.rest)
+		c := clients[i]
+		if c.err != nil {
+			return nil, fmt.Errorf("member %s: %w", m.id, c.err)
+		}
+		cs, err := kubernetes.NewForConfig(withTimeout(m.rest, requestWithin(total)))
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		cs, err := kubernetes.NewForConfig(withTimeout(m.rest))
-		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", m.id, err)
-		}
-		members = append(members, status.Member{ID: m.id, Client: c, Syncers: podSyncers(m.id, c, clientsetPods{cs}), MCSAPI: gv.String()})
+		members = append(members, status.Member{ID: m.id, Client: c.client, Syncers: podSyncers(m.id, c.client, clientsetPods{cs}), MCSAPI: c.gv.String()})
 	}
 	return members, nil
 }
 
 // diagnoseMembers returns the members diagnose can reach, and the IDs of
-// those it cannot (read through the hub).
-func diagnoseMembers(conns []memberConn) ([]diagnose.Member, []string, error) {
+// those it cannot (read through the hub), within total (the command's
+// --timeout).
+func diagnoseMembers(conns []memberConn, total time.Duration) ([]diagnose.Member, []string, error) {
 	var members []diagnose.Member
 	var throughHub []string
-	for _, m := range conns {
+	clients := newMemberClients(conns, total)
+	for i, m := range conns {
 		if m.rest == nil {
 			throughHub = append(throughHub, m.id)
 			continue
 		}
-		c, _, err := newMemberClient(m.rest)
-		if err != nil {
-			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
+		if clients[i].err != nil {
+			return nil, nil, fmt.Errorf("member %s: %w", m.id, clients[i].err)
 		}
-		rc := withTimeout(m.rest)
+		rc := withTimeout(m.rest, requestWithin(total))
 		dc, err := discovery.NewDiscoveryClientForConfig(rc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		members = append(members, diagnose.Member{ID: m.id, Client: c, Discovery: dc, ServerTime: serverTime(rc)})
+		members = append(members, diagnose.Member{ID: m.id, Client: clients[i].client, Discovery: dc, ServerTime: serverTime(rc)})
 	}
 	return members, throughHub, nil
 }

@@ -27,6 +27,9 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if len(positional) > 0 {
 		return fail(fmt.Errorf("no arguments, not %q", positional))
 	}
+	// --timeout in all: from the first read (an inventory's profiles) on.
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	conns, err := o.members(ctx)
 	if err != nil {
 		return fail(err)
@@ -35,9 +38,7 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return fail(err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
-	checks, err := runChecks(ctx, conns, hub)
+	checks, err := runChecks(ctx, conns, hub, o.timeout)
 	if err != nil {
 		return fail(err)
 	}
@@ -51,9 +52,9 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 }
 
 // runChecks runs diagnose's checks of the members, and of the hub if
-// there is one.
-func runChecks(ctx context.Context, conns []memberConn, hub *hubConn) ([]diagnose.Check, error) {
-	members, throughHub, err := diagnoseMembers(conns)
+// there is one, within total (the command's --timeout; ctx ends then).
+func runChecks(ctx context.Context, conns []memberConn, hub *hubConn, total time.Duration) ([]diagnose.Check, error) {
+	members, throughHub, err := diagnoseMembers(conns, total)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func runChecks(ctx context.Context, conns []memberConn, hub *hubConn) ([]diagnos
 	if hub == nil {
 		return checks, nil
 	}
-	c, err := newClient(hub.rest)
+	c, err := newClient(hub.rest, requestWithin(total))
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}

@@ -118,7 +118,7 @@ func contextClient(o exportOptions) (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	c, _, err := newMemberClient(rc)
+	c, _, err := newMemberClient(rc, requestTimeout, requestTimeout)
 	return c, ns, err
 }
 

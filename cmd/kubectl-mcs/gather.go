@@ -59,11 +59,11 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(err)
 	}
-	hub, err := conn.statusHub()
+	hub, err := conn.statusHub(o.timeout)
 	if err != nil {
 		return fail(err)
 	}
-	if err := b.gather(ctx, conns, conn, status.Input{Syncers: o.statusSyncers(), Hub: hub}); err != nil {
+	if err := b.gather(ctx, conns, conn, status.Input{Syncers: o.statusSyncers(), Hub: hub}, o.timeout); err != nil {
 		return fail(err)
 	}
 	if err := b.write(*out); err != nil {
@@ -100,15 +100,16 @@ func (p clientsetPods) proxy(ctx context.Context, ns, pod, port, path string, pa
 func ptrTo[T any](v T) *T { return &v }
 
 // gather reads every member into b, then adds the status and diagnose
-// reports of the whole clusterset.
-func (b *bundle) gather(ctx context.Context, conns []memberConn, hub *hubConn, in status.Input) error {
+// reports of the whole clusterset, each member's requests bounded as a
+// command's of total (its --timeout).
+func (b *bundle) gather(ctx context.Context, conns []memberConn, hub *hubConn, in status.Input, total time.Duration) error {
 	var err error
-	if in.Members, err = statusMembers(conns); err != nil {
+	if in.Members, err = statusMembers(conns, total); err != nil {
 		return err
 	}
 	report := status.Gather(ctx, in)
 	b.files["status.txt"] = []byte(report.Text(true))
-	checks, err := runChecks(ctx, conns, hub)
+	checks, err := runChecks(ctx, conns, hub, total)
 	if err != nil {
 		return err
 	}
@@ -118,7 +119,7 @@ func (b *bundle) gather(ctx context.Context, conns []memberConn, hub *hubConn, i
 			b.files[m.id+"/errors.txt"] = []byte("read through the hub (its publications are in status.txt): give a kubeconfig with a context per member to gather it\n")
 			continue
 		}
-		c, _, err := newMemberClient(m.rest)
+		c, _, err := newMemberClient(m.rest, requestWithin(total), requestWithin(total))
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.id, err)
 		}

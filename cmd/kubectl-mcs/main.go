@@ -147,27 +147,29 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return exitUsage
 	}
+	// --timeout in all: from the first read (an inventory's profiles, the
+	// versions the members serve) on.
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
 	only, err := onlyService(positional)
 	var members []status.Member
 	var hub *status.Hub
 	if err == nil {
 		var conns []memberConn
 		if conns, err = o.members(ctx); err == nil {
-			members, err = statusMembers(conns)
+			members, err = statusMembers(conns, o.timeout)
 		}
 	}
 	if err == nil {
 		var conn *hubConn
 		if conn, err = o.hub(); err == nil {
-			hub, err = conn.statusHub()
+			hub, err = conn.statusHub(o.timeout)
 		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs status:", err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
-	defer cancel()
 	report := status.Gather(ctx, status.Input{Members: members, Syncers: o.statusSyncers(), Only: only, Hub: hub})
 	if err := write(stdout, o.output, report, func() string { return report.Text(o.output == "wide") }); err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs status:", err)

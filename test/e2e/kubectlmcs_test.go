@@ -24,7 +24,8 @@ import (
 // west's web (kubectl mcs export); status reads the testbed's clusterset
 // from mcs-syncer's config: with web of east and west imported everywhere it exits 0 and reports each member's
 // import with each source's endpoints, as many as the source holds; with
-// west's API server stopped it exits 1 and names west.
+// west's API server hung, `--timeout 5s` returns within 7 s, exits 1 and
+// names west; with it stopped, the same.
 func TestKubectlMCSStatus(t *testing.T) {
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -82,11 +83,28 @@ func TestKubectlMCSStatus(t *testing.T) {
 	}
 
 	westBed := bed.Cluster("west")
+	// West's API server hung (frozen: connections accepted, never
+	// answered): --timeout 5s is the whole wait, and west is named.
+	if err := westBed.PauseAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = westBed.ResumeAPIServer() })
+	start := time.Now()
+	_, code, stderr := statusOf(ns+"/web", "--timeout", "5s")
+	took := time.Since(start)
+	if err := westBed.ResumeAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl mcs status --timeout 5s with west's API server hung: %v, exit %d", took, code)
+	if code != 1 || !strings.Contains(stderr, "member west cannot be read") || took > 7*time.Second {
+		t.Errorf("west hung, --timeout 5s: exit %d after %v (want 1 within 7 s), %s", code, took, stderr)
+	}
+
 	if err := westBed.StopAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = westBed.StartAPIServer(context.Background()) })
-	r, code, stderr := statusOf(ns + "/web")
+	r, code, stderr = statusOf(ns + "/web")
 	if code != 1 || !strings.Contains(stderr, "member west cannot be read") {
 		t.Errorf("west down: exit %d, %s", code, stderr)
 	}

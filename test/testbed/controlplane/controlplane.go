@@ -491,6 +491,33 @@ func (cp *ControlPlane) StopAPIServer(ctx context.Context) error {
 	return holdPort(ctx, port)
 }
 
+// PauseAPIServer freezes this cluster's kube-apiserver (SIGSTOP): the
+// kernel still accepts connections on its port, and nothing answers, as
+// from a server that hangs. ResumeAPIServer thaws it. For a single API
+// server (not HA).
+func (cp *ControlPlane) PauseAPIServer() error { return cp.signalAPIServer(syscall.SIGSTOP) }
+
+// ResumeAPIServer thaws the kube-apiserver that PauseAPIServer froze.
+func (cp *ControlPlane) ResumeAPIServer() error { return cp.signalAPIServer(syscall.SIGCONT) }
+
+func (cp *ControlPlane) signalAPIServer(sig syscall.Signal) error {
+	if cp.HA != nil {
+		return fmt.Errorf("testbed: %s: pausing an HA control plane's API servers is not supported", cp.Name)
+	}
+	pids, err := cp.Pids()
+	if err != nil {
+		return err
+	}
+	pid, ok := pids["kube-apiserver"]
+	if !ok {
+		return fmt.Errorf("testbed: %s: kube-apiserver is not running", cp.Name)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("testbed: %s: signal %v to kube-apiserver: %w", cp.Name, sig, err)
+	}
+	return nil
+}
+
 // StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with
 // the same flags and data, and returns once it is ready.
 func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
