@@ -204,7 +204,23 @@ func Gather(ctx context.Context, in Input) Report {
 	for _, key := range keysOf(holds) {
 		r.Services = append(r.Services, service(key, members, holds, &r.Problems))
 	}
+	if only != nil && len(r.Services) == 0 && allRead(r.Members) {
+		// Asked of one Service, nothing found is no convergence: a typo,
+		// or an export that never reached any member.
+		r.Problems = append(r.Problems, fmt.Sprintf("%s is exported by no member and imported by none", only))
+	}
 	return r
+}
+
+// allRead reports whether every member was read (directly or through the
+// hub): only then does finding nothing of a Service mean there is none.
+func allRead(members []MemberReport) bool {
+	for _, m := range members {
+		if !m.Read {
+			return false
+		}
+	}
+	return true
 }
 
 // Converged reports whether r has no problem.

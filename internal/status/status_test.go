@@ -75,6 +75,7 @@ func TestGather(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		members  func(t *testing.T) []Member
+		only     *types.NamespacedName
 		problems []string // each a part of one problem, in order
 	}{
 		{name: "converged", members: func(t *testing.T) []Member {
@@ -89,6 +90,12 @@ func TestGather(t *testing.T) {
 		{name: "an import nobody exports", members: func(t *testing.T) []Member {
 			return []Member{member(t, "north", serviceImport("east"))}
 		}, problems: []string{"imported into north, but no member exports it"}},
+		{name: "one Service asked for, exported by none", members: func(t *testing.T) []Member {
+			return []Member{member(t, "east", converged(t)...), member(t, "north")}
+		}, only: &types.NamespacedName{Namespace: "demo", Name: "wbe"}, problems: []string{"demo/wbe is exported by no member and imported by none"}},
+		{name: "one Service asked for, found", members: func(t *testing.T) []Member {
+			return []Member{member(t, "east", converged(t)...), member(t, "north", serviceImport("east"), slice("web-east", "east", "10.1.0.1", "10.1.0.2"))}
+		}, only: &web},
 		{name: "a member that cannot be read; one read through the hub is left out", members: func(t *testing.T) []Member {
 			broken := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
 				List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
@@ -98,7 +105,7 @@ func TestGather(t *testing.T) {
 		}, problems: []string{"member west cannot be read: connection refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Gather(t.Context(), Input{Members: tc.members(t)})
+			r := Gather(t.Context(), Input{Members: tc.members(t), Only: tc.only})
 			if len(r.Problems) != len(tc.problems) {
 				t.Fatalf("problems %q, want %d:\n%s", r.Problems, len(tc.problems), r.Text(false))
 			}
