@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -400,5 +401,87 @@ func TestEncodeParts(t *testing.T) {
 		if w == nil || !equality.Semantic.DeepEqual(w.Spec, o.Spec) || !equality.Semantic.DeepEqual(w.Labels, o.Labels) {
 			t.Errorf("%s: EncodeParts differs from what the publisher wrote", o.Name)
 		}
+	}
+}
+
+// TestRecreatedPartLosesNoEndpoint (issue 55): 1,000 endpoints in ten
+// full parts; one removed at the source (a part then has room); then the
+// hub's administrator deletes a full part. The publisher writes it again,
+// and may move one of its endpoints into the part with room in a second
+// write. A reader that sees each write as it is made holds every one of
+// the 999 endpoints after each of them, before and after its removals
+// take effect.
+func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
+	store := clusterset.NewStore()
+	es := withEndpoints(999) // 1,000: withEndpoints adds one
+	store.Put(es)
+	read := clusterset.NewStore()
+	delayed := &delayed{}
+	r := newReader("east", read, nil, nil)
+	r.delay = delayed.add
+	want := 0
+	check := func(after string) {
+		t.Helper()
+		if got := len(endpointSet(t, read.GetFrom(webKey, "east"))); want > 0 && got != want {
+			t.Errorf("after %s the reader holds %d endpoints, want %d", after, got, want)
+		}
+	}
+	// Every write reaches the reader as it is made (a watch of the hub).
+	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, o, opts...)
+			if err == nil {
+				r.put(o.(*v1alpha1.PublishedExport).DeepCopy())
+				check("the create of " + o.GetName())
+			}
+			return err
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			err := c.Update(ctx, o, opts...)
+			if err == nil {
+				r.put(o.(*v1alpha1.PublishedExport).DeepCopy())
+				check("the update of " + o.GetName())
+			}
+			return err
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			err := c.Delete(ctx, o, opts...)
+			if err == nil {
+				r.remove(o.(*v1alpha1.PublishedExport).DeepCopy())
+				check("the deletion of " + o.GetName())
+			}
+			return err
+		},
+	}).Build()
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}
+	reconcileOK(t, p, webKey)
+	if got := len(endpointSet(t, read.GetFrom(webKey, "east"))); got != 1000 {
+		t.Fatalf("published %d endpoints, want 1000", got)
+	}
+
+	smaller := withEndpoints(999)
+	smaller.Endpoints[0].Endpoints = smaller.Endpoints[0].Endpoints[1:]
+	store.Put(smaller)
+	reconcileOK(t, p, webKey)
+	delayed.fire()
+	want = 999
+	check("one endpoint removed")
+
+	for i := range 20 {
+		var full *v1alpha1.PublishedExport
+		for _, pub := range publications(t, cl) {
+			if IsPart(pub) && len(pub.Spec.Endpoints[0].Endpoints) == DefaultMaxEndpointsPerPart && (full == nil || pub.Name < full.Name) {
+				full = pub
+			}
+		}
+		if full == nil {
+			t.Fatal("no full part")
+		}
+		if err := cl.Delete(context.Background(), full); err != nil { // the hub's administrator
+			t.Fatal(err)
+		}
+		reconcileOK(t, p, webKey)
+		delayed.fire()
+		check(fmt.Sprintf("deletion %d of a full part and the removals' delay", i+1))
 	}
 }

@@ -116,6 +116,13 @@ type Reader struct {
 	// delay runs a removal after RemovalDelay (the tests' seam; nil:
 	// time.AfterFunc).
 	delay func(func())
+	// leaving are parts deleted and written again before their removal
+	// took effect, by export and name: what each held before, kept beside
+	// what it holds now for RemovalDelay more. A publisher that re-creates
+	// a deleted part may move one of its endpoints into another part in a
+	// second write; without it, that endpoint left the import between the
+	// two (issue 55: 999 → 998 → 999 ready).
+	leaving map[types.NamespacedName]map[string]*Part
 }
 
 // RemovalDelay is how long a deleted publication waits before its export
@@ -378,6 +385,9 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+	if _, pending := r.removing[pub.Name]; pending && IsPart(pub) {
+		r.keepLeaving(key, pub.Name)
+	}
 	delete(r.removing, pub.Name) // back before its removal took effect
 	if IsPart(pub) {
 		r.putPart(key, pub)
@@ -433,6 +443,44 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 	r.assemble(key)
 }
 
+// keepLeaving keeps what part name of key held, deleted and about to be
+// written again, for RemovalDelay more (Reader.leaving); r.mu must be
+// held.
+func (r *Reader) keepLeaving(key types.NamespacedName, name string) {
+	old := r.parts[key][name]
+	if old == nil {
+		return
+	}
+	if r.leaving == nil {
+		r.leaving = map[types.NamespacedName]map[string]*Part{}
+	}
+	if r.leaving[key] == nil {
+		r.leaving[key] = map[string]*Part{}
+	}
+	r.leaving[key][name] = old
+	later := func() { r.left(key, name, old) }
+	if r.delay != nil {
+		r.delay(later)
+	} else {
+		time.AfterFunc(RemovalDelay, later)
+	}
+}
+
+// left lets go of what part name of key held before it was deleted and
+// written again (keepLeaving), unless a later deletion kept another.
+func (r *Reader) left(key types.NamespacedName, name string, old *Part) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.leaving[key][name] != old {
+		return
+	}
+	delete(r.leaving[key], name)
+	if len(r.leaving[key]) == 0 {
+		delete(r.leaving, key)
+	}
+	r.assemble(key)
+}
+
 // dropHead forgets key's head, if held; r.mu must be held.
 func (r *Reader) dropHead(key types.NamespacedName) {
 	if _, ok := r.heads[key]; ok {
@@ -470,20 +518,23 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	if head == nil {
 		return
 	}
-	parts := r.parts[key]
-	if len(parts) == 0 {
+	parts, leaving := r.parts[key], r.leaving[key]
+	if len(parts) == 0 && len(leaving) == 0 {
 		r.store.Put(head)
 		return
 	}
 	es := *head
-	names := slices.Sorted(maps.Keys(parts))
-	sources := make([][]reconciler.EndpointGroup, 0, len(names)+1)
+	sources := make([][]reconciler.EndpointGroup, 0, len(parts)+len(leaving)+1)
 	sources = append(sources, head.Endpoints)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		sources = append(sources, parts[name].Endpoints)
 		if t := parts[name].LastChangeTriggerTime; t.After(es.LastChangeTriggerTime) {
 			es.LastChangeTriggerTime = t
 		}
+	}
+	// Last: an endpoint that a part holds now is taken as it holds it.
+	for _, name := range slices.Sorted(maps.Keys(leaving)) {
+		sources = append(sources, leaving[name].Endpoints)
 	}
 	es.Endpoints = unionOf(sources)
 	r.store.Put(&es)
