@@ -99,7 +99,9 @@ func TestPublisherWarnsOfABackdatedHead(t *testing.T) {
 	}{
 		{"backdated", func(h *v1alpha1.PublishedExport) { h.Spec.ExportCreated = metav1.NewTime(time.Unix(0, 0)) }, true},
 		{"out of date", func(h *v1alpha1.PublishedExport) { h.Spec.Ports = nil }, false},
-		{"newer", func(h *v1alpha1.PublishedExport) { h.Spec.ExportCreated = metav1.NewTime(h.Spec.ExportCreated.Add(time.Hour)) }, false},
+		{"newer", func(h *v1alpha1.PublishedExport) {
+			h.Spec.ExportCreated = metav1.NewTime(h.Spec.ExportCreated.Add(time.Hour))
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := clusterset.NewStore()

@@ -104,7 +104,11 @@ func TestMemberFloodIsBounded(t *testing.T) {
 	stopRewriting()
 	wg.Wait()
 
-	p50 := func(d []time.Duration) time.Duration { s := slices.Clone(d); sort.Slice(s, func(i, j int) bool { return s[i] < s[j] }); return s[len(s)/2] }
+	p50 := func(d []time.Duration) time.Duration {
+		s := slices.Clone(d)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		return s[len(s)/2]
+	}
 	b, d := p50(before), p50(during)
 	t.Logf("a change of east's reaching north, p50 of 5: before the flood %v, during it %v (%.2fx); before %v, during %v", b, d, float64(d)/float64(b), before, during)
 	if d > 2*b && d-b > 250*time.Millisecond {
