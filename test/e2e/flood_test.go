@@ -30,15 +30,17 @@ import (
 const floodLimit = 200
 
 // TestMemberFloodIsBounded (hub mode, every reader holding at most
-// floodLimit publications of one member): west exports web honestly, then
-// its own hub identity writes floodLimit+50 parts of a Service it does not
-// export, and keeps rewriting them. Every reader stops at the limit and
+// floodLimit publications of one member): west exports web honestly; then,
+// with west's mcs-syncer stopped, its own hub identity writes
+// floodLimit+50 parts of a Service it does not export, and keeps
+// rewriting them. Every reader stops at the limit and
 // counts what it left out (mcs_syncer_publications_over_limit_total);
 // west's web is still imported by north and east; and a change of east's
 // reaches north as fast during the flood as before it: the p50 of five
 // changes each, measured in this run, are printed side by side, and the
 // flood's may be at most twice the other's (or 250 ms more: on a shared
-// 2-core machine a few tens of milliseconds are noise).
+// 2-core machine a few tens of milliseconds are noise). West's
+// mcs-syncer, back, deletes the flood.
 func TestMemberFloodIsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -76,7 +78,13 @@ func TestMemberFloodIsBounded(t *testing.T) {
 
 	// West's identity floods: parts of a Service that west does not
 	// export, with no head (the cheapest flood: a reader holds a headless
-	// part until its head comes), then rewritten while east changes.
+	// part until its head comes), then rewritten while east changes. West's
+	// mcs-syncer is stopped first: while it runs, its publisher deletes
+	// within milliseconds whatever of west's it did not write.
+	westAt := memberAt("west")
+	if err := procs[westAt].stop(); err != nil {
+		t.Fatal(err)
+	}
 	hubWest := hubClient(t, "west")
 	flood := floodParts(floodLimit + 50)
 	for _, p := range flood {
@@ -119,6 +127,19 @@ func TestMemberFloodIsBounded(t *testing.T) {
 			t.Errorf("west's web, published within the limit, after the flood: %v", err)
 		}
 	}
+
+	// West's mcs-syncer back: it deletes the flood.
+	p, err := startMemberSyncer(ctx, bed.HubConfigPath("west"), "west", "--max-publications-per-member", fmt.Sprint(floodLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs[westAt] = p
+	eventually(ctx, t, "west's mcs-syncer to delete the flood", func() error {
+		if n := memberPublications(ctx, t, "west"); n != honest {
+			return fmt.Errorf("west has %d publications in the hub, %d before the flood", n, honest)
+		}
+		return nil
+	})
 }
 
 // memberAt is the index of the member named name in bed.Clusters (and so

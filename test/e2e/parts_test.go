@@ -584,3 +584,76 @@ func TestUpgradeFromWholePublications(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedPartsKeepEveryEndpoint (hub mode, issue 55): east exports
+// 1,000 endpoints (ten full parts), then one leaves its source slice, so
+// a part has room. Twenty times, the hub's administrator deletes a full
+// part; east's publisher writes it again and may move one of its
+// endpoints into the part with room in a second write. A watch in west
+// and in north sees none of the 999 endpoints leave its imported slices,
+// or held twice, throughout.
+func TestDeletedPartsKeepEveryEndpoint(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	exclusive(t)
+	ns := "parts-deleted"
+	bed.Namespace(ctx, t, ns)
+	t.Cleanup(func() { clearHub(t) })
+	procs := startHubMode(ctx, t)
+	defer func() { stopAll(t, procs) }()
+	east, hub := bed.ClientOf(t, "east"), hubClient(t, "")
+	addresses := manyIPs(1000)
+	source := writeSlices(ctx, t, east, ns, "parts", addresses)[0]
+	exportService(ctx, t, east, ns, "parts", false)
+	for _, consumer := range []string{"west", "north"} {
+		eventually(ctx, t, consumer+" to import parts' 1,000 endpoints", importedExactly(ctx, bed.ClientOf(t, consumer), ns, "parts", "east", addresses))
+	}
+	source.Endpoints = source.Endpoints[1:]
+	if err := east.Update(ctx, source); err != nil {
+		t.Fatal(err)
+	}
+	stable := addresses[1:]
+	for _, consumer := range []string{"west", "north"} {
+		eventually(ctx, t, consumer+" to import the 999 left", importedExactly(ctx, bed.ClientOf(t, consumer), ns, "parts", "east", stable))
+	}
+	eventually(ctx, t, "east's 999 endpoints in parts", inParts(ctx, hub, testbed.HubNamespace, "east", ns, "parts", len(stable)))
+	watches := map[string]*stableWatch{}
+	for _, consumer := range []string{"west", "north"} {
+		watches[consumer] = watchStable(ctx, t, consumer, "east", ns, "parts", stable)
+	}
+
+	for i := range 20 {
+		pubs, err := publicationsOf(ctx, hub, testbed.HubNamespace, "east", ns, "parts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var full *v1alpha1.PublishedExport
+		for j := range pubs {
+			if p := &pubs[j]; publish.IsPart(p) && len(p.Spec.Endpoints) == 1 && len(p.Spec.Endpoints[0].Endpoints) == publish.DefaultMaxEndpointsPerPart {
+				full = p
+				break
+			}
+		}
+		if full == nil {
+			t.Fatalf("deletion %d: no full part among %d publications", i+1, len(pubs))
+		}
+		if err := hub.Delete(ctx, full); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, fmt.Sprintf("deletion %d: %s written again", i+1, full.Name), func() error {
+			again := &v1alpha1.PublishedExport{}
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(full), again); err != nil {
+				return err
+			}
+			if again.UID == full.UID {
+				return fmt.Errorf("not deleted yet")
+			}
+			return inParts(ctx, hub, testbed.HubNamespace, "east", ns, "parts", len(stable))()
+		})
+	}
+	for _, consumer := range []string{"west", "north"} {
+		eventually(ctx, t, consumer+" to hold the 999 after the deletions", importedExactly(ctx, bed.ClientOf(t, consumer), ns, "parts", "east", stable))
+		watches[consumer].check(t, consumer)
+	}
+}
