@@ -145,6 +145,11 @@ type held struct {
 	syncersErr error
 }
 
+// newHeld holds nothing yet.
+func newHeld() *held {
+	return &held{exports: map[types.NamespacedName]*mcsv1beta1.ServiceExport{}, imports: map[types.NamespacedName]*mcsv1beta1.ServiceImport{}}
+}
+
 // sliceKey names a Service's slices: its own (source "") or those
 // imported from source.
 type sliceKey struct {
@@ -234,7 +239,7 @@ func readAll(ctx context.Context, members []Member, only *types.NamespacedName) 
 	g.SetLimit(parallelReads)
 	for i, m := range members {
 		g.Go(func() error {
-			out[i] = read(ctx, m, only)
+			out[i] = readWithin(ctx, m, only)
 			return nil
 		})
 	}
@@ -242,10 +247,27 @@ func readAll(ctx context.Context, members []Member, only *types.NamespacedName) 
 	return out
 }
 
+// readWithin is read, given up when ctx ends: a request that does not
+// heed ctx (a client's discovery of the resources it lists, bounded only
+// by its own timeout) must not hold the report past the caller's
+// deadline. The member is then reported as not read.
+func readWithin(ctx context.Context, m Member, only *types.NamespacedName) *held {
+	done := make(chan *held, 1)
+	go func() { done <- read(ctx, m, only) }()
+	select {
+	case h := <-done:
+		return h
+	case <-ctx.Done():
+		h := newHeld()
+		h.readable, h.err = m.Client != nil, fmt.Errorf("no answer within the timeout: %w", ctx.Err())
+		return h
+	}
+}
+
 // read lists what member m holds: its ServiceExports, ServiceImports and
 // the EndpointSlices of their namespaces.
 func read(ctx context.Context, m Member, only *types.NamespacedName) *held {
-	h := &held{exports: map[types.NamespacedName]*mcsv1beta1.ServiceExport{}, imports: map[types.NamespacedName]*mcsv1beta1.ServiceImport{}}
+	h := newHeld()
 	if m.Client == nil {
 		return h
 	}

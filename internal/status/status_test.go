@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -207,5 +208,34 @@ func TestGatherReadsEveryPage(t *testing.T) {
 	r := Gather(t.Context(), Input{Members: []Member{{ID: "east", Client: c}}})
 	if !r.Converged() || fmt.Sprintf("%+v", r.Services[0].Imports[0].Endpoints) != "[{Source:east Imported:2 Exported:2 Unimportable:0}]" {
 		t.Errorf("problems %q, services %+v", r.Problems, r.Services)
+	}
+}
+
+// TestGatherHeedsItsDeadline: a member whose client does not heed ctx (a
+// client's discovery, bounded only by its own timeout) holds the report no
+// longer than ctx allows; it is reported as not read, the others as read.
+func TestGatherHeedsItsDeadline(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	hung := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			<-release // ignores ctx, as a discovery request does
+			return errors.New("too late")
+		}}).Build()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan Report, 1)
+	go func() { done <- Gather(ctx, Input{Members: []Member{member(t, "east", converged(t)...), {ID: "west", Client: hung}}}) }()
+	var r Report
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Gather still waits for the hung member a minute after its deadline")
+	}
+	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0], "member west cannot be read: no answer within the timeout") {
+		t.Errorf("problems %q", r.Problems)
+	}
+	if !r.Members[0].Read || r.Members[1].Read {
+		t.Errorf("members %+v", r.Members)
 	}
 }
