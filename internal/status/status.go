@@ -178,13 +178,18 @@ const parallelReads = 16
 func Gather(ctx context.Context, in Input) Report {
 	members, only := in.Members, in.Only
 	r := Report{Members: []MemberReport{}, Syncers: []SyncerReport{}, Services: []ServiceReport{}, Problems: []string{}}
+	// The syncers named by the caller are read beside the members: a
+	// member that does not answer until the deadline must not leave their
+	// view of it (that it is down) unread.
+	named := make(chan []viewed, 1)
+	go func() { named <- readSyncers(ctx, in.Syncers) }()
 	reads := readAll(ctx, members, only)
 	if in.Hub != nil {
 		readHub(ctx, in.Hub, members, reads, only, &r.Problems)
 	}
-	syncers := slices.Clone(in.Syncers)
+	var found []Syncer
 	for _, h := range reads {
-		syncers = append(syncers, h.syncers...)
+		found = append(found, h.syncers...)
 		h.index()
 	}
 	holds := map[string]*held{}
@@ -205,7 +210,7 @@ func Gather(ctx context.Context, in Input) Report {
 		}
 		r.Members = append(r.Members, mr)
 	}
-	r.addHealth(syncers, readSyncers(ctx, syncers))
+	r.addHealth(append(slices.Clone(in.Syncers), found...), append(<-named, readSyncers(ctx, found)...))
 	for _, key := range keysOf(holds) {
 		r.Services = append(r.Services, service(key, members, holds, &r.Problems))
 	}

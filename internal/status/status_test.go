@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 )
 
 var web = types.NamespacedName{Namespace: "demo", Name: "web"}
@@ -213,7 +216,8 @@ func TestGatherReadsEveryPage(t *testing.T) {
 
 // TestGatherHeedsItsDeadline: a member whose client does not heed ctx (a
 // client's discovery, bounded only by its own timeout) holds the report no
-// longer than ctx allows; it is reported as not read, the others as read.
+// longer than ctx allows; it is reported as not read, the others as read,
+// and what a syncer named by the caller sees of it (down) is reported.
 func TestGatherHeedsItsDeadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
@@ -225,14 +229,23 @@ func TestGatherHeedsItsDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	done := make(chan Report, 1)
-	go func() { done <- Gather(ctx, Input{Members: []Member{member(t, "east", converged(t)...), {ID: "west", Client: hung}}}) }()
+	// A syncer named by the caller that sees west down: read beside the
+	// members, so its view counts even though west held the deadline.
+	westDown := membership.MemberView{ID: "west", State: membership.Unreachable, Health: membership.HealthDown, HealthSince: time.Now()}
+	named := Syncer{Name: "central", Read: func(ctx context.Context) (membership.View, error) {
+		return membership.View{Leading: true, Now: time.Now(), Members: []membership.MemberView{westDown}}, ctx.Err()
+	}}
+	go func() {
+		done <- Gather(ctx, Input{Members: []Member{member(t, "east", converged(t)...), {ID: "west", Client: hung}}, Syncers: []Syncer{named}})
+	}()
 	var r Report
 	select {
 	case r = <-done:
 	case <-time.After(time.Minute):
 		t.Fatal("Gather still waits for the hung member a minute after its deadline")
 	}
-	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0], "member west cannot be read: no answer within the timeout") {
+	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0], "member west cannot be read: no answer within the timeout") ||
+		!slices.ContainsFunc(r.Problems, func(p string) bool { return strings.Contains(p, "member west is down since") }) {
 		t.Errorf("problems %q", r.Problems)
 	}
 	if !r.Members[0].Read || r.Members[1].Read {
