@@ -104,7 +104,9 @@ func TestKubectlMCSStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = westBed.StartAPIServer(context.Background()) })
-	r, code, stderr = statusOf(ns + "/web")
+	// --timeout 10s: a stopped server's resets are retried by client-go
+	// until the timeout, which by default is 30 s.
+	r, code, stderr = statusOf(ns+"/web", "--timeout", "10s")
 	if code != 1 || !strings.Contains(stderr, "member west cannot be read") {
 		t.Errorf("west down: exit %d, %s", code, stderr)
 	}
@@ -116,7 +118,7 @@ func TestKubectlMCSStatus(t *testing.T) {
 	// mcs-syncer sees west down once its probe fails (within its health
 	// interval), and status says so.
 	eventually(ctx, t, "status to say west is down as mcs-syncer sees it", func() error {
-		_, _, stderr := statusOf(ns + "/web")
+		_, _, stderr := statusOf(ns+"/web", "--timeout", "10s")
 		if !strings.Contains(stderr, "member west is down since") {
 			return fmt.Errorf("%s", stderr)
 		}
