@@ -120,8 +120,8 @@ func coreDNS(ctx context.Context, m Member) Check {
 		c.Result, c.Detail, c.Fix = Fail, err.Error(), unreadable
 		return c
 	}
-	if !hasPlugin(cm.Data["Corefile"], "multicluster") {
-		c.Result, c.Detail = Fail, "the Corefile of kube-system/coredns has no multicluster plugin: <svc>.<ns>.svc.clusterset.local is not answered"
+	if !servedWith(cm.Data["Corefile"], "clusterset.local", "multicluster") {
+		c.Result, c.Detail = Fail, "the Corefile of kube-system/coredns has no multicluster plugin in a server block for clusterset.local (its own, or . as kubeadm's): <svc>.<ns>.svc.clusterset.local is not answered"
 		c.Fix = "add `multicluster clusterset.local` to its server block, and a CoreDNS built with the plugin (docs/user-guide.md, DNS)"
 		return c
 	}
@@ -141,15 +141,43 @@ func coreDNS(ctx context.Context, m Member) Check {
 	return c
 }
 
-// hasPlugin reports whether a Corefile uses plugin (a line that starts
-// with its name).
-func hasPlugin(corefile, plugin string) bool {
+// servedWith reports whether a Corefile has a server block for zone (its
+// keys name zone, a parent of it or the root) that uses plugin (a line of
+// the block, not of a nested plugin block, that starts with its name). A
+// plugin in a block of other zones answers nothing of zone: CoreDNS sends
+// each query to the block of the longest zone that matches.
+func servedWith(corefile, zone, plugin string) bool {
+	depth, serves := 0, false
 	for _, line := range strings.Split(corefile, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && f[0] == plugin {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if depth == 0 && strings.HasSuffix(line, "{") {
+			serves = false
+			for _, key := range strings.FieldsFunc(strings.TrimSuffix(strings.TrimSpace(line), "{"), func(r rune) bool { return r == ' ' || r == ',' || r == '\t' }) {
+				serves = serves || zoneCovers(key, zone)
+			}
+		} else if depth == 1 && serves && f[0] == plugin {
 			return true
 		}
+		depth += strings.Count(line, "{") - strings.Count(line, "}")
 	}
 	return false
+}
+
+// zoneCovers reports whether a server block's key (dns://zone:port, or
+// zone:port) covers zone.
+func zoneCovers(key, zone string) bool {
+	key = strings.TrimPrefix(key, "dns://")
+	if i := strings.LastIndexByte(key, ':'); i >= 0 {
+		key = key[:i]
+	}
+	key = strings.TrimSuffix(key, ".")
+	return key == "" || zone == key || strings.HasSuffix(zone, "."+key)
 }
 
 // cidr is a member's pod or service range.

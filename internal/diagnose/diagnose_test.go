@@ -169,3 +169,25 @@ func TestAddressRangesToPaste(t *testing.T) {
 		t.Errorf("%s %q", checks[i].Result, checks[i].Detail)
 	}
 }
+
+// TestServedWith: the multicluster plugin counts only in a server block
+// whose zones cover clusterset.local (the root, local, clusterset.local
+// itself), not in another block, a nested plugin block or a comment.
+func TestServedWith(t *testing.T) {
+	for _, tc := range []struct {
+		name, corefile string
+		want           bool
+	}{
+		{"kubeadm's root block", ".:53 {\n    errors\n    kubernetes cluster.local in-addr.arpa {\n       pods insecure\n    }\n    multicluster clusterset.local\n    forward . /etc/resolv.conf\n}\n", true},
+		{"a block of its own", ".:53 {\n    kubernetes cluster.local\n}\nclusterset.local:53 {\n    multicluster clusterset.local\n}\n", true},
+		{"dns:// and several keys", "dns://example.com:53 dns://clusterset.local:53 {\n    multicluster clusterset.local\n}\n", true},
+		{"another zone's block", ".:53 {\n    kubernetes cluster.local\n}\nexample.com:53 {\n    multicluster clusterset.local\n}\n", false},
+		{"a nested block", ".:53 {\n    hosts {\n        multicluster\n    }\n}\n", false},
+		{"a comment", ".:53 {\n    # multicluster clusterset.local\n    kubernetes cluster.local\n}\n", false},
+		{"none", ".:53 {\n    kubernetes cluster.local\n}\n", false},
+	} {
+		if got := servedWith(tc.corefile, "clusterset.local", "multicluster"); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
