@@ -68,7 +68,12 @@ fi
 
 if [ "$mode" != in-cluster ]; then
 	say "Building mcs-syncer"
-	(cd "$root" && CGO_ENABLED=0 go build -trimpath -o "$syncer" ./cmd/mcs-syncer)
+	# Stamped as make build stamps it, so that /members, kubectl mcs status
+	# and the metrics say which commit runs (not "dev", "unknown").
+	version=$(cd "$root" && git describe --tags --always --dirty 2>/dev/null || echo dev)
+	revision=$(cd "$root" && git rev-parse HEAD 2>/dev/null || echo unknown)
+	pkg=github.com/mcs-syncer/mcs-syncer/internal/version
+	(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags "-X $pkg.Version=$version -X $pkg.Revision=$revision" -o "$syncer" ./cmd/mcs-syncer)
 fi
 
 case $mode in
