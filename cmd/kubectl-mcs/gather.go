@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,9 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if err := b.gather(ctx, conns, conn, status.Input{Syncers: o.statusSyncers(), Hub: hub}, o.timeout); err != nil {
 		return fail(err)
+	}
+	for _, addr := range o.syncers {
+		b.syncer(ctx, addr)
 	}
 	if err := b.write(*out); err != nil {
 		return fail(err)
@@ -194,6 +198,27 @@ func (b *bundle) member(ctx context.Context, id string, c client.Client, pods po
 	}
 	if errs.Len() > 0 {
 		b.files[id+"/errors.txt"] = errs.Bytes()
+	}
+}
+
+// syncer adds what the mcs-syncer whose probes answer at addr (--syncer)
+// says: /members and /readyz?verbose, under syncers/<addr>/ (its metrics
+// are served on another port, which the probes do not name). What cannot
+// be read is said in syncers/<addr>/errors.txt.
+func (b *bundle) syncer(ctx context.Context, addr string) {
+	dir := "syncers/" + strings.NewReplacer("://", "_", "/", "_", ":", "_").Replace(addr) + "/"
+	var errs bytes.Buffer
+	for _, get := range []struct{ file, path string }{{"members.json", "/members"}, {"readyz", "/readyz?verbose"}} {
+		raw, _, err := probeGet(ctx, addr, get.path)
+		if err != nil {
+			fmt.Fprintf(&errs, "%s: %v\n", get.file, err)
+			continue
+		}
+		// An answer that is not 200 OK is kept too: /readyz's 503 says why.
+		b.files[dir+get.file] = raw
+	}
+	if errs.Len() > 0 {
+		b.files[dir+"errors.txt"] = errs.Bytes()
 	}
 }
 

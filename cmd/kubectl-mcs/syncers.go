@@ -51,29 +51,43 @@ func podSyncers(id string, c client.Reader, pods podAccess) func(context.Context
 // addrSyncer reads the mcs-syncer whose probes answer at addr
 // (--syncer: one that runs outside the members, or is reached directly).
 func addrSyncer(addr string) status.Syncer {
+	return status.Syncer{Name: addr, Read: func(ctx context.Context) (membership.View, error) {
+		raw, ok, err := probeGet(ctx, addr, "/members")
+		if err != nil {
+			return membership.View{}, err
+		}
+		if !ok {
+			return membership.View{}, fmt.Errorf("%s", firstLine(raw))
+		}
+		return decodeView(raw)
+	}}
+}
+
+// probeGet reads path (with its query) from the probe port at addr
+// (host:port or a URL): the body, at most maxViewBytes of it, and whether
+// the answer was 200 OK (if not, the body begins with the status).
+func probeGet(ctx context.Context, addr, path string) (body []byte, ok bool, err error) {
 	url := strings.TrimSuffix(addr, "/")
 	if !strings.Contains(url, "://") {
 		url = "http://" + url
 	}
-	return status.Syncer{Name: addr, Read: func(ctx context.Context) (membership.View, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/members", nil)
-		if err != nil {
-			return membership.View{}, err
-		}
-		resp, err := (&http.Client{Timeout: requestTimeout}).Do(req)
-		if err != nil {
-			return membership.View{}, err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxViewBytes))
-		if err != nil {
-			return membership.View{}, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return membership.View{}, fmt.Errorf("%s: %s", resp.Status, firstLine(raw))
-		}
-		return decodeView(raw)
-	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	resp, err := (&http.Client{Timeout: requestTimeout}).Do(req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxViewBytes))
+	if err != nil {
+		return nil, false, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return append([]byte(resp.Status+": "), raw...), false, nil
+	}
+	return raw, true, nil
 }
 
 // maxViewBytes bounds a /members answer read: 1,000 members take ~300 KB.

@@ -75,3 +75,43 @@ func TestAddrSyncer(t *testing.T) {
 		t.Errorf("not JSON: %v", err)
 	}
 }
+
+// TestGatherSyncer: gather keeps what a --syncer's probes answer,
+// /readyz's 503 included, and says what could not be read.
+func TestGatherSyncer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/members":
+			_, _ = w.Write([]byte(`{"leading":true}`))
+		case "/readyz":
+			if r.URL.Query().Has("verbose") {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("[-]member west failed: …\n"))
+			}
+		}
+	}))
+	defer srv.Close()
+	b := &bundle{files: map[string][]byte{}}
+	b.syncer(t.Context(), srv.URL)
+	dir := "syncers/" + strings.NewReplacer("://", "_", "/", "_", ":", "_").Replace(srv.URL) + "/"
+	if got := string(b.files[dir+"members.json"]); got != `{"leading":true}` {
+		t.Errorf("members.json: %q (files %v)", got, keysOf(b.files))
+	}
+	if got := string(b.files[dir+"readyz"]); !strings.Contains(got, "503") || !strings.Contains(got, "member west failed") {
+		t.Errorf("readyz: %q", got)
+	}
+	srv.Close()
+	b = &bundle{files: map[string][]byte{}}
+	b.syncer(t.Context(), srv.URL)
+	if got := string(b.files[dir+"errors.txt"]); !strings.Contains(got, "members.json:") || !strings.Contains(got, "readyz:") {
+		t.Errorf("errors.txt: %q", got)
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
