@@ -64,7 +64,7 @@ func TestMemberFloodIsBounded(t *testing.T) {
 	exportService(ctx, t, east, ns, "lat", false)
 	slice := writeSlices(ctx, t, east, ns, "lat", []string{"10.161.0.1"})[0]
 	eventually(ctx, t, "north to import west's web and east's lat", func() error {
-		if err := importedFrom(ctx, north, ns, "web", "west", 2); err != nil {
+		if err := importedEndpoints(ctx, north, ns, "web", "west", 2)(); err != nil {
 			return err
 		}
 		return importedExactly(ctx, north, ns, "lat", "east", []string{"10.161.0.1"})()
@@ -123,7 +123,7 @@ func TestMemberFloodIsBounded(t *testing.T) {
 		t.Errorf("during west's flood a change of east's took %v to reach north (p50), over twice the %v it took before", d, b)
 	}
 	for _, consumer := range []client.Client{north, east} {
-		if err := importedFrom(ctx, consumer, ns, "web", "west", 2); err != nil {
+		if err := importedEndpoints(ctx, consumer, ns, "web", "west", 2)(); err != nil {
 			t.Errorf("west's web, published within the limit, after the flood: %v", err)
 		}
 	}
@@ -156,20 +156,6 @@ func memberPublications(ctx context.Context, t *testing.T, member string) int {
 		t.Fatal(err)
 	}
 	return len(list.Items)
-}
-
-// importedFrom says whether consumer holds n ready endpoints of ns/name
-// from source.
-func importedFrom(ctx context.Context, consumer client.Client, ns, name, source string, n int) error {
-	var list discoveryv1.EndpointSliceList
-	if err := consumer.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
-		mcsv1beta1.LabelServiceName: name, mcsv1beta1.LabelSourceCluster: source}); err != nil {
-		return err
-	}
-	if got := countReady(list.Items); got != n {
-		return fmt.Errorf("%d ready endpoints of %s/%s from %s, want %d", got, ns, name, source, n)
-	}
-	return nil
 }
 
 // floodParts are n parts of west's (as its publisher would write them) of

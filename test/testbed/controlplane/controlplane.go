@@ -462,13 +462,9 @@ func (cp *ControlPlane) StopAPIServer(ctx context.Context) error {
 		}
 		return nil
 	}
-	pids, err := cp.Pids()
+	pid, err := cp.apiServerPid()
 	if err != nil {
 		return err
-	}
-	pid, ok := pids["kube-apiserver"]
-	if !ok {
-		return fmt.Errorf("testbed: %s: kube-apiserver is not running", cp.Name)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("testbed: %s: stop kube-apiserver: %w", cp.Name, err)
@@ -504,18 +500,27 @@ func (cp *ControlPlane) signalAPIServer(sig syscall.Signal) error {
 	if cp.HA != nil {
 		return fmt.Errorf("testbed: %s: pausing an HA control plane's API servers is not supported", cp.Name)
 	}
-	pids, err := cp.Pids()
+	pid, err := cp.apiServerPid()
 	if err != nil {
 		return err
-	}
-	pid, ok := pids["kube-apiserver"]
-	if !ok {
-		return fmt.Errorf("testbed: %s: kube-apiserver is not running", cp.Name)
 	}
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("testbed: %s: signal %v to kube-apiserver: %w", cp.Name, sig, err)
 	}
 	return nil
+}
+
+// apiServerPid is the pid of this cluster's (single) kube-apiserver.
+func (cp *ControlPlane) apiServerPid() (int, error) {
+	pids, err := cp.Pids()
+	if err != nil {
+		return 0, err
+	}
+	pid, ok := pids["kube-apiserver"]
+	if !ok {
+		return 0, fmt.Errorf("testbed: %s: kube-apiserver is not running", cp.Name)
+	}
+	return pid, nil
 }
 
 // StartAPIServer starts the kube-apiserver that StopAPIServer stopped, with
