@@ -427,30 +427,22 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 		}
 	}
 	// Every write reaches the reader as it is made (a watch of the hub).
+	seen := func(err error, o client.Object, what string, take func(*v1alpha1.PublishedExport)) error {
+		if err == nil {
+			take(o.(*v1alpha1.PublishedExport).DeepCopy())
+			check(what + " of " + o.GetName())
+		}
+		return err
+	}
 	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			err := c.Create(ctx, o, opts...)
-			if err == nil {
-				r.put(o.(*v1alpha1.PublishedExport).DeepCopy())
-				check("the create of " + o.GetName())
-			}
-			return err
+			return seen(c.Create(ctx, o, opts...), o, "the create", r.put)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			err := c.Update(ctx, o, opts...)
-			if err == nil {
-				r.put(o.(*v1alpha1.PublishedExport).DeepCopy())
-				check("the update of " + o.GetName())
-			}
-			return err
+			return seen(c.Update(ctx, o, opts...), o, "the update", r.put)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			err := c.Delete(ctx, o, opts...)
-			if err == nil {
-				r.remove(o.(*v1alpha1.PublishedExport).DeepCopy())
-				check("the deletion of " + o.GetName())
-			}
-			return err
+			return seen(c.Delete(ctx, o, opts...), o, "the deletion", r.remove)
 		},
 	}).Build()
 	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}
