@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -47,15 +46,7 @@ func TestMemberFloodIsBounded(t *testing.T) {
 	exclusive(t)
 	ns := "trust-flood"
 	bed.Namespace(ctx, t, ns)
-	var procs []*syncerProcess
-	for _, c := range bed.Clusters {
-		p, err := startMemberSyncer(ctx, bed.HubConfigPath(c.Name), c.Name, "--max-publications-per-member", fmt.Sprint(floodLimit))
-		if err != nil {
-			stopAll(t, procs)
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
-	}
+	procs := startMembers(ctx, t, bed.HubConfigPath, "--max-publications-per-member", fmt.Sprint(floodLimit))
 	defer func() { stopAll(t, procs) }()
 	t.Cleanup(func() { clearHub(t) })
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
@@ -112,11 +103,7 @@ func TestMemberFloodIsBounded(t *testing.T) {
 	stopRewriting()
 	wg.Wait()
 
-	p50 := func(d []time.Duration) time.Duration {
-		s := slices.Clone(d)
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		return s[len(s)/2]
-	}
+	p50 := func(d []time.Duration) time.Duration { return slices.Sorted(slices.Values(d))[len(d)/2] }
 	b, d := p50(before), p50(during)
 	t.Logf("a change of east's reaching north, p50 of 5: before the flood %v, during it %v (%.2fx); before %v, during %v", b, d, float64(d)/float64(b), before, during)
 	if d > 2*b && d-b > 250*time.Millisecond {

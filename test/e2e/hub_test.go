@@ -38,13 +38,13 @@ func startHubMode(ctx context.Context, t *testing.T) []*syncerProcess {
 }
 
 // startMembers runs one mcs-syncer per member, each with the clusterset
-// config at config(member); if one cannot start, those started are
-// stopped.
-func startMembers(ctx context.Context, t *testing.T, config func(member string) string) []*syncerProcess {
+// config at config(member) and flags besides; if one cannot start, those
+// started are stopped.
+func startMembers(ctx context.Context, t *testing.T, config func(member string) string, flags ...string) []*syncerProcess {
 	t.Helper()
 	var procs []*syncerProcess
 	for _, c := range bed.Clusters {
-		p, err := startMemberSyncer(ctx, config(c.Name), c.Name)
+		p, err := startMemberSyncer(ctx, config(c.Name), c.Name, flags...)
 		if err != nil {
 			stopAll(t, procs)
 			t.Fatal(err)

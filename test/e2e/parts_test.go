@@ -316,11 +316,7 @@ func watchStable(ctx context.Context, t *testing.T, consumer, source, ns, name s
 	selector := mcsv1beta1.LabelServiceName + "=" + name + "," + mcsv1beta1.LabelSourceCluster + "=" + source
 	sw := &stableWatch{}
 	sw.ended = watchSlices(ctx, t, consumer, ns, selector, func(e watch.Event, bySlice map[string]*discoveryv1.EndpointSlice) bool {
-		list := make([]discoveryv1.EndpointSlice, 0, len(bySlice))
-		for _, s := range bySlice {
-			list = append(list, *s)
-		}
-		held := readyAddresses(list)
+		held := readyAddresses(slicesOf(bySlice))
 		s, _ := e.Object.(*discoveryv1.EndpointSlice)
 		sw.mu.Lock()
 		defer sw.mu.Unlock()
