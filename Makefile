@@ -81,9 +81,10 @@ image-repro: ## The image is reproducible: built twice from this tree (the secon
 	$(GO_TEST) -tags reproducibility -v -timeout $(IMAGE_REPRO_TIMEOUT) ./hack/image/
 
 .PHONY: e2e
-e2e: tools ## End-to-end tests on a local 3-cluster testbed (hack/e2e.sh; E2E_SHARDS=2: two processes at once, a testbed each).
-	MCS_TOOLS_DIR=$(TOOLS_BIN) GO_TEST="$(GO_TEST)" E2E_TIMEOUT=$(E2E_TIMEOUT) CACHE=$(CACHE) bash hack/e2e.sh
+e2e: tools ## End-to-end tests on local 3-cluster testbeds (hack/e2e.sh: two processes at once, a testbed each; E2E_SHARDS=1: one; E2E_GENERIC_HUB=1: make e2e-generic-hub's tests too, in the second's time).
+	MCS_TOOLS_DIR=$(TOOLS_BIN) GO_TEST="$(GO_TEST)" E2E_TIMEOUT=$(E2E_TIMEOUT) CACHE=$(CACHE) E2E_GENERIC_HUB=$(E2E_GENERIC_HUB) HUB_TESTS='$(HUB_TESTS)' bash hack/e2e.sh
 
+E2E_GENERIC_HUB ?=
 HUB_TESTS = TestHubMode|TestHubRefusesPublishingAsAnother|TestDirectToHubSwitch|TestHubOutageWithdrawsNothing|TestStoppedMemberIsWithdrawnThroughTheHub|TestWipedHubRepublishes|TestRevokedThenRotatedHubToken
 .PHONY: e2e-generic-hub
 e2e-generic-hub: tools ## The end-to-end tests of hub mode with the hub served by the KEP-4080 generic control plane.
@@ -136,9 +137,10 @@ krew: ## kubectl-mcs's krew manifest and its archives (linux, darwin: amd64, arm
 krew-test: ## krew itself (built from hack/tools/krew) installs kubectl-mcs from the manifest and archive that `make krew` writes.
 	CACHE=$(CACHE) bash hack/krew/test.sh
 
+KIND_E2E_MODES ?= per-cluster hub
 .PHONY: kind-e2e
-kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down; fails unless the host's network is left as it was.
-	MCS_TOOLS_DIR=$(TOOLS_BIN) bash hack/kind/clusterset.sh e2e
+kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down, in each of KIND_E2E_MODES (per-cluster hub); fails unless the host's network is left as it was.
+	MCS_TOOLS_DIR=$(TOOLS_BIN) KIND_E2E_MODES="$(KIND_E2E_MODES)" bash hack/kind/clusterset.sh e2e
 
 .PHONY: lint
 lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck, no product function over MAX_COMPLEXITY (gocyclo), and that the generated files are current.

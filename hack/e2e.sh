@@ -1,31 +1,52 @@
 #!/usr/bin/env bash
-# Runs the end-to-end tests (./test/e2e/...): by default in one go test
-# process, one test after another on one testbed. E2E_SHARDS=2 runs them as
-# two processes at once, each on a testbed of its own (a real-node network
-# slot each): the second runs $second (a -run pattern of about half the
-# time: the data plane, the installed and the largest Services), the first
-# every other test and the differential test of pkg/reconciler; the
-# second's output goes to its log, printed when both have ended.
+# Runs the end-to-end tests (./test/e2e/...) as two go test processes at
+# once, each on a testbed of its own (a real-node network slot each). The
+# second runs $second: the tests that mostly wait (out a member's grace, an
+# alert's for, a minute of refused writes, an HA hub's failover) and burn
+# little CPU, about 14 min of them; the first every other test and the
+# differential test of pkg/reconciler. The second's output goes to its
+# log, printed when both have ended. E2E_SHARDS=1 runs every test in one
+# process, one after another on one testbed. E2E_GENERIC_HUB=1 runs the
+# hub-mode tests ($HUB_TESTS) again with the hub served by the KEP-4080
+# generic control plane (make e2e-generic-hub) after the second's tests,
+# in its process's time (or after all of them, with E2E_SHARDS=1).
 #
-# Two at once is not the default: on 2 cores they would take about 35 min
-# (stopped after 30 with 8 tests and diffkcm left) where one
-# takes 42 (2026-11-28), with a load average of 15-23, under which
-# TestInstalledFromTheDocs saw 2 of its 600 requests (1 s timeout each)
-# fail during the upgrade; flaky is failing. On a machine with more cores
-# it is worth trying.
+# The second once held the data plane, the installed and the largest
+# Services (CPU-bound): on 2 cores the two then took about 35 min where one
+# took 42, with a load average of 15-23, under which
+# TestInstalledFromTheDocs saw 2 of its 600 requests fail during the
+# upgrade; flaky is failing. Waiting tests beside the CPU-bound ones add a
+# testbed's idle load and little else.
 # Environment: GO_TEST, E2E_TIMEOUT, MCS_TOOLS_DIR (set by the Makefile),
-# E2E_SHARDS (default 1), CACHE (where the second's log goes).
+# E2E_SHARDS (default 2), E2E_GENERIC_HUB and HUB_TESTS (a -run pattern),
+# CACHE (where the second's log goes).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-second='^(TestInstalledFromTheDocs|TestAnyServiceSize|TestDataPlane.*|TestRefusedSliceWritesBackOff|TestMemberDownAlertOnARealPrometheus)$'
+second='^(TestUnreachableMemberIsWithdrawnAfterGrace|TestRefusedSliceWritesBackOff|TestMemberDownAlertOnARealPrometheus|TestLeaseOutsideTheMembers|TestWipedHubRecovers|TestHubFailover|TestHubOutageWithdrawsNothing|TestStoppedMemberIsWithdrawnThroughTheHub|TestMarkerAheadIsRenewedAnyway|TestMembersFromClusterProfiles|TestNeverMarkedMemberHoldsOthersForTheGraceOnly|TestMembershipFollowsTheConfig|TestForbiddenAfterSyncHoldsOnlyItsOwn|TestForbiddenMemberHoldsOthersForTheGraceOnly|TestLiveMembershipChanges|TestTestbedAPIServerStopAndRestart|TestMemberDownAtStartJoinsWhenItStarts)$'
 go_test=${GO_TEST:-go test -count=1}
 timeout=${E2E_TIMEOUT:-45m}
 
-if [ "${E2E_SHARDS:-1}" = 1 ]; then
+# generic_hub: the hub-mode tests on a generic control plane's hub, when
+# E2E_GENERIC_HUB=1.
+generic_hub() {
+	[ "${E2E_GENERIC_HUB:-}" = 1 ] || return 0
+	echo "== the hub-mode tests (-run '${HUB_TESTS:?}') with the hub served by the generic control plane"
 	# shellcheck disable=SC2086 # GO_TEST is a command line
-	exec $go_test -p 1 -v -timeout "$timeout" ./test/e2e/...
+	MCS_E2E_HUB=generic $go_test -p 1 -v -timeout "$timeout" -run "$HUB_TESTS" ./test/e2e/
+}
+
+if [ "${E2E_SHARDS:-2}" = 1 ]; then
+	# shellcheck disable=SC2086
+	$go_test -p 1 -v -timeout "$timeout" ./test/e2e/... || exit
+	generic_hub
+	exit
 fi
+
+# A name in $second that no test has any more would silently run nothing.
+for name in $(tr -d '^()$' <<<"$second" | tr '|' ' '); do
+	grep -q "^func $name(" test/e2e/*_test.go || { echo "hack/e2e.sh: \$second names $name, which test/e2e has not" >&2; exit 1; }
+done
 
 mkdir -p "${CACHE:-.cache}"
 log="${CACHE:-.cache}/e2e-second.log"
@@ -36,7 +57,12 @@ go test -c -o "$built/" ./test/e2e/... || exit 1
 rm -rf "$built"
 echo "e2e: the second process (-run '$second') writes to $log, printed when it ends"
 # shellcheck disable=SC2086
-$go_test -p 1 -v -timeout "$timeout" -run "$second" ./test/e2e/ >"$log" 2>&1 &
+{
+	$go_test -p 1 -v -timeout "$timeout" -run "$second" ./test/e2e/
+	code=$?
+	generic_hub || code=$?
+	exit "$code"
+} >"$log" 2>&1 &
 second_pid=$!
 trap 'kill "$second_pid" 2>/dev/null' INT TERM
 # shellcheck disable=SC2086
