@@ -45,6 +45,12 @@ type ExportedService struct {
 	// them go by (several changes can reach the Store as one export). The
 	// propagation latency metric observes each. Not compared by Equal.
 	RecentTriggerTimes []time.Time
+	// PartsLeftOut is how many parts of the export's publication the
+	// reader left out because its member publishes more than the reader
+	// holds of one member (--max-publications-per-member): the endpoints
+	// are those of the head and of the other parts alone. The import says
+	// so in its Ready condition and an event.
+	PartsLeftOut int
 }
 
 // Age is the time that orders exports in a conflict (oldest first): the
@@ -113,7 +119,7 @@ const LocalClusterFirstAnnotation = "mcs-syncer.io/local-cluster-first"
 func (e *ExportedService) Equal(o *ExportedService) bool {
 	return e.Cluster == o.Cluster && e.Key == o.Key && e.ExportCreated.Equal(&o.ExportCreated) &&
 		e.FirstSeen.Equal(&o.FirstSeen) &&
-		e.LastChangeTriggerTime.Equal(o.LastChangeTriggerTime) &&
+		e.LastChangeTriggerTime.Equal(o.LastChangeTriggerTime) && e.PartsLeftOut == o.PartsLeftOut &&
 		equality.Semantic.DeepEqual(e.Spec, o.Spec) &&
 		equality.Semantic.DeepEqual(e.Endpoints, o.Endpoints)
 }

@@ -492,6 +492,47 @@ func TestUnimportableEndpoints(t *testing.T) {
 	}
 }
 
+// TestIncompletePublicationIsReported: an export some of whose parts its
+// reader left out for the member's limit is imported with what was read,
+// its ServiceImport's Ready message says so first, and one Warning event
+// tells of it; a count that follows the flood rewrites nothing, and the
+// note leaves once the export is whole.
+func TestIncompletePublicationIsReported(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.put(h.export("east", 0, "10.1.0.1"))
+	flooded := h.export("west", 1, "10.2.0.1")
+	flooded.PartsLeftOut = 3
+	h.put(flooded)
+	h.reconcile()
+	si := h.serviceImport()
+	want := incompleteNote([]clusterset.ClusterID{"west"})
+	if ready(si) != "True/Ready" || !strings.HasPrefix(readyMessage(si.Status), want+"; imported from [east west]") {
+		t.Errorf("Ready %s %q, want True and the note first", ready(si), readyMessage(si.Status))
+	}
+	if got := h.slicesBySource(); len(got["west"]) == 0 || len(got["east"]) == 0 {
+		t.Errorf("slices by source %v: what was read of each is imported", got)
+	}
+	if ev := h.events(); len(ev) != 1 || !strings.Contains(ev[0], ReasonPublicationIncomplete) || !strings.Contains(ev[0], "[west]") {
+		t.Errorf("events %v, want one %s naming west", ev, ReasonPublicationIncomplete)
+	}
+	h.takeWrites()
+	flooded.PartsLeftOut = 7
+	h.put(flooded)
+	h.reconcile()
+	if w := h.takeWrites(); len(w) != 0 {
+		t.Errorf("more parts left out of the same source wrote %v", w)
+	}
+	if ev := h.events(); len(ev) != 0 {
+		t.Errorf("reported again: %v", ev)
+	}
+	flooded.PartsLeftOut = 0
+	h.put(flooded)
+	h.reconcile()
+	if msg := readyMessage(h.serviceImport().Status); msg != "imported from [east west]" {
+		t.Errorf("Ready %q once west's export is whole", msg)
+	}
+}
+
 // TestConflictIsRetriedQuietly: a write that loses a race is no error;
 // the import is requeued shortly.
 func TestConflictIsRetriedQuietly(t *testing.T) {

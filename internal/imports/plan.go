@@ -98,12 +98,14 @@ func planDerivedService(name types.NamespacedName, si *mcsv1beta1.ServiceImport,
 // status.clusters the exporting clusters; endpointSliceObjects Present when
 // the import has slices, Absent when it has none (no endpoints anywhere);
 // Ready True/Ready, or problem (Ready=False) when the derived Service or
-// the slices could not be had. write says that si's differs.
+// the slices could not be had; Ready's message says first which sources'
+// publications are incomplete (incompleteNote). write says that si's
+// differs.
 //
 // The status is compared field by field before anything is copied: an
 // import of 1,000 sources deep-copied and deep-compared its 1,000
 // clusters on every reconcile, for a status that had not changed.
-func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPresent bool, problem *metav1.Condition) (status mcsv1beta1.ServiceImportStatus, write bool) {
+func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPresent bool, problem *metav1.Condition, incomplete []clusterset.ClusterID) (status mcsv1beta1.ServiceImportStatus, write bool) {
 	var clusters []mcsv1beta1.ClusterStatus
 	for _, id := range merged.Clusters {
 		clusters = append(clusters, mcsv1beta1.ClusterStatus{Cluster: string(id)})
@@ -118,6 +120,9 @@ func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPr
 		ready = *problem
 	}
 	ready.ObservedGeneration = si.Generation
+	if note := incompleteNote(incomplete); note != "" {
+		ready.Message = note + "; " + ready.Message
+	}
 	ready.Message = clusterset.CutMessage(ready.Message)
 	conditions := slices.Clone(si.Status.Conditions)
 	meta.SetStatusCondition(&conditions, ready)

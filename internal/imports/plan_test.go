@@ -141,7 +141,7 @@ func TestPlanDerivedService(t *testing.T) {
 func TestPlanStatus(t *testing.T) {
 	si := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Generation: 3}}
 	merged := mergedOf(mcsv1beta1.ClusterSetIP, nil, "east", "west")
-	status, write := planStatus(si, merged, true, nil)
+	status, write := planStatus(si, merged, true, nil, nil)
 	ready := meta.FindStatusCondition(status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
 	if !write || len(status.Clusters) != 2 || status.Clusters[1].Cluster != "west" || status.EndpointSliceObjects != mcsv1beta1.EndpointSliceObjectsPresent ||
 		ready == nil || ready.Status != metav1.ConditionTrue || ready.Message != "imported from [east west]" || ready.ObservedGeneration != 3 {
@@ -149,14 +149,14 @@ func TestPlanStatus(t *testing.T) {
 	}
 	written := si.DeepCopy()
 	written.Status = status
-	if _, write := planStatus(written, merged, true, nil); write {
+	if _, write := planStatus(written, merged, true, nil, nil); write {
 		t.Error("the same status again is written")
 	}
-	if status, write := planStatus(written, merged, false, nil); !write || status.EndpointSliceObjects != mcsv1beta1.EndpointSliceObjectsAbsent {
+	if status, write := planStatus(written, merged, false, nil, nil); !write || status.EndpointSliceObjects != mcsv1beta1.EndpointSliceObjectsAbsent {
 		t.Errorf("no slices left: write %v, %s", write, status.EndpointSliceObjects)
 	}
 	problem := slicesNotWrittenCondition(errorString(strings.Repeat("refused ", 1000)))
-	status, write = planStatus(written, merged, true, problem)
+	status, write = planStatus(written, merged, true, problem, nil)
 	ready = meta.FindStatusCondition(status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
 	if !write || ready.Status != metav1.ConditionFalse || ready.Reason != string(ReasonEndpointSlicesNotWritten) || len(ready.Message) > clusterset.MaxConditionMessage {
 		t.Errorf("a problem: write %v, Ready %s/%s, a message of %d bytes", write, ready.Status, ready.Reason, len(ready.Message))

@@ -138,7 +138,7 @@ func (c *Controller) apply(ctx context.Context, key types.NamespacedName, si *mc
 		blocked = c.slicesNotWritten(key, sliceErr)
 		problem = cmp.Or(problem, slicesNotWrittenCondition(sliceErr))
 	}
-	if err := c.applyStatus(ctx, si, merged, present, problem); err != nil {
+	if err := c.applyStatus(ctx, si, merged, present, problem, v.exports); err != nil {
 		return reconcile.Result{}, blocked, errors.Join(sliceErr, err)
 	}
 	res, err = sliceResult(sliceErr, minPositive(v.recheck, derived.recheck))

@@ -65,6 +65,10 @@ type Options struct {
 	// member that stays silent longer than that is down since it was last
 	// heard from (or since it was engaged, whichever is later).
 	Heartbeat func(clusterset.ClusterID) (last time.Time, timeout time.Duration)
+	// PublicationsLeftOut, if set, says how many of a member's publications
+	// its reader leaves out for the limit per member
+	// (--max-publications-per-member), for the View.
+	PublicationsLeftOut func(clusterset.ClusterID) int
 	// Required names a member that every reloaded config must keep (the
 	// local cluster in per-cluster mode); a config without it is refused.
 	Required clusterset.ClusterID

@@ -60,6 +60,10 @@ type MemberView struct {
 	// cluster (ControlPlaneHealthy not True).
 	ClusterProfile string `json:"clusterProfile,omitempty"`
 	ProfileNote    string `json:"profileNote,omitempty"`
+	// PublicationsLeftOut is how many of the member's publications this
+	// mcs-syncer leaves out because the member publishes more than it
+	// holds of one member (--max-publications-per-member).
+	PublicationsLeftOut int `json:"publicationsLeftOut,omitempty"`
 }
 
 // View returns the Set's view, as this process's member cluster (""
@@ -74,6 +78,9 @@ func (s *Set) View(cluster string) View {
 			MCSAPI: m.mcsAPI(), ProfileNote: s.inventory.note(m.id())}
 		if m.config.Access != nil {
 			mv.ClusterProfile = m.config.Access.Profile
+		}
+		if s.opts.PublicationsLeftOut != nil {
+			mv.PublicationsLeftOut = s.opts.PublicationsLeftOut(m.id())
 		}
 		if s.opts.Heartbeat != nil && s.opts.ReadsPublications != nil && s.opts.ReadsPublications(m.id()) {
 			if last, _ := s.opts.Heartbeat(m.id()); !last.IsZero() {

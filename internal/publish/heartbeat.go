@@ -23,9 +23,14 @@ const DefaultHeartbeat = 15 * time.Second
 // renewed (its own clock, so the members' clocks do not matter). Readers
 // write it; membership asks it (membership.Options.Heartbeat). It
 // outlives the readers, which come and go with their member's connection.
+// It also keeps how many of each member's publications its reader leaves
+// out for its limit (LeftOut).
 type Heartbeats struct {
 	mu sync.Mutex
 	m  map[clusterset.ClusterID]*heartbeat
+	// leftOut counts, by member, the publications its reader leaves out
+	// now (ReaderOptions.MaxObjects); members with none are absent.
+	leftOut map[clusterset.ClusterID]int
 	// listed are the members whose publications were listed once: what
 	// their marker says of their readers (ReadsWholeOnly) is known.
 	listed map[clusterset.ClusterID]bool
@@ -67,6 +72,33 @@ func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *v1alpha1.Publ
 	if hb.heard.IsZero() || !renew.Equal(hb.renew) {
 		hb.renew, hb.heard = renew, now
 	}
+}
+
+// setLeftOut records that cluster's reader leaves n of its publications
+// out for its limit.
+func (h *Heartbeats) setLeftOut(cluster clusterset.ClusterID, n int) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n == 0 {
+		delete(h.leftOut, cluster)
+		return
+	}
+	if h.leftOut == nil {
+		h.leftOut = map[clusterset.ClusterID]int{}
+	}
+	h.leftOut[cluster] = n
+}
+
+// LeftOut returns how many of cluster's publications its reader leaves out
+// for its limit now (--max-publications-per-member): what /members says of
+// it (membership.Options.PublicationsLeftOut).
+func (h *Heartbeats) LeftOut(cluster clusterset.ClusterID) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.leftOut[cluster]
 }
 
 // Of returns when cluster was last heard from (zero if its marker was

@@ -166,7 +166,8 @@ func part(i int) *v1alpha1.PublishedExport {
 func TestReaderLimit(t *testing.T) {
 	store := clusterset.NewStore()
 	d := &demux{readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport{}}
-	r := newReader("east", store, nil, nil)
+	beats := NewHeartbeats()
+	r := newReader("east", store, beats, nil)
 	r.maxObjects = 3
 	delayed := &delayed{}
 	r.delay = delayed.add
@@ -184,8 +185,11 @@ func TestReaderLimit(t *testing.T) {
 	if got := testutil.ToFloat64(overLimit.WithLabelValues("east")) - before; got != 1 {
 		t.Errorf("over the limit counted %v, want 1", got)
 	}
-	if got := store.GetFrom(webKey, "east"); got == nil || got.EndpointCount() != 3+2 {
-		t.Fatalf("held %+v, want the head's 3 endpoints and two parts'", got)
+	if got := store.GetFrom(webKey, "east"); got == nil || got.EndpointCount() != 3+2 || got.PartsLeftOut != 3 {
+		t.Fatalf("held %+v, want the head's 3 endpoints and two parts', three parts left out", got)
+	}
+	if got := beats.LeftOut("east"); got != 3 {
+		t.Errorf("the member's view says %d publications left out, want 3", got)
 	}
 	changed := part(0)
 	changed.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.9.9.9"}
@@ -211,6 +215,27 @@ func TestReaderLimit(t *testing.T) {
 	d.replay(r, names)
 	if got := held(); len(got) != 5 || !slices.Contains(got, "10.1.0.3") {
 		t.Errorf("after a part left: %v, want the head's 3, part 0's and part 2's (10.1.0.3)", got)
+	}
+	if got := testutil.ToFloat64(overLimit.WithLabelValues("east")) - before; got != 1 {
+		t.Errorf("over the limit counted %v after the replay, want 1: parts 3 and 4, left out again, were counted before", got)
+	}
+	if got := store.GetFrom(webKey, "east").PartsLeftOut; got != 2 {
+		t.Errorf("after part 2 was read: %d parts left out, want 2", got)
+	}
+	// A part left out that the member deletes is no longer missing; the
+	// last one read makes the export whole.
+	d.remove(part(3))
+	if got := store.GetFrom(webKey, "east").PartsLeftOut; got != 1 || r.LeftOut() != 1 {
+		t.Errorf("after part 3 left the hub: %d parts left out (%d publications), want 1", got, r.LeftOut())
+	}
+	d.remove(part(2))
+	delayed.fire()
+	d.replay(r, <-replayed)
+	if got := store.GetFrom(webKey, "east"); got.PartsLeftOut != 0 || r.LeftOut() != 0 || !slices.Contains(held(), "10.1.0.5") {
+		t.Errorf("with room for every part: %d parts left out (%d publications), endpoints %v, want none left out and part 4's 10.1.0.5", got.PartsLeftOut, r.LeftOut(), held())
+	}
+	if got := beats.LeftOut("east"); got != 0 {
+		t.Errorf("the member's view says %d publications left out, want none", got)
 	}
 }
 

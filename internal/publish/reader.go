@@ -82,10 +82,13 @@ type Reader struct {
 
 	mu sync.Mutex
 	// held counts the heads and parts held; overflow names those left out
-	// for maxObjects, read again through replay once there is room.
-	held     int
-	overflow map[string]bool
-	replay   func(names []string)
+	// for maxObjects (and the export each is of), read again through
+	// replay whenever one held is let go, and partsLeftOut counts the
+	// parts left out of each export (ExportedService.PartsLeftOut).
+	held         int
+	overflow     map[string]types.NamespacedName
+	partsLeftOut map[types.NamespacedName]int
+	replay       func(names []string)
 	// keys are the member's exports the reader put into the Store.
 	keys map[types.NamespacedName]bool
 	// heads are the member's valid heads, decoded; parts its valid parts,
@@ -157,15 +160,21 @@ func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats 
 		firstSeen: map[types.NamespacedName]metav1.Time{}, maxObjects: DefaultMaxObjectsPerMember}
 }
 
-// admit reports whether the reader may hold pub, new or already held (was),
-// within maxObjects; one left out is counted, remembered in overflow and
-// logged when the member first goes over. r.mu must be held.
-func (r *Reader) admit(pub *v1alpha1.PublishedExport, was bool) bool {
+// admit reports whether the reader may hold pub of key, new or already
+// held (was), within maxObjects. One left out is remembered in overflow,
+// counted once and logged when the member first goes over; a part left
+// out makes its export incomplete (assembled again to say so). r.mu must
+// be held.
+func (r *Reader) admit(key types.NamespacedName, pub *v1alpha1.PublishedExport, was bool) bool {
 	if was || r.held < r.maxObjects {
 		if !was {
 			r.held++
 		}
+		r.forgetLeftOut(pub.Name)
 		return true
+	}
+	if _, known := r.overflow[pub.Name]; known {
+		return false
 	}
 	overLimit.WithLabelValues(string(r.cluster)).Inc()
 	if len(r.overflow) == 0 {
@@ -173,10 +182,42 @@ func (r *Reader) admit(pub *v1alpha1.PublishedExport, was bool) bool {
 			"limit", r.maxObjects, "publication", pub.Namespace+"/"+pub.Name)
 	}
 	if r.overflow == nil {
-		r.overflow = map[string]bool{}
+		r.overflow, r.partsLeftOut = map[string]types.NamespacedName{}, map[types.NamespacedName]int{}
 	}
-	r.overflow[pub.Name] = true
+	r.overflow[pub.Name] = key
+	r.heartbeats.setLeftOut(r.cluster, len(r.overflow))
+	if IsPart(pub) {
+		r.partsLeftOut[key]++
+		r.assemble(key)
+	}
 	return false
+}
+
+// forgetLeftOut forgets that publication name was left out for the limit
+// (it is held now, or gone), and reports whether it was a part whose
+// export is now one part less incomplete. r.mu must be held.
+func (r *Reader) forgetLeftOut(name string) bool {
+	key, ok := r.overflow[name]
+	if !ok {
+		return false
+	}
+	delete(r.overflow, name)
+	r.heartbeats.setLeftOut(r.cluster, len(r.overflow))
+	if r.partsLeftOut[key] == 0 {
+		return false
+	}
+	if r.partsLeftOut[key]--; r.partsLeftOut[key] == 0 {
+		delete(r.partsLeftOut, key)
+	}
+	return true
+}
+
+// LeftOut returns how many of the member's publications the reader leaves
+// out for its limit now (ReaderOptions.MaxObjects).
+func (r *Reader) LeftOut() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.overflow)
 }
 
 // release records that a held head or part is no longer held, and has
@@ -187,7 +228,6 @@ func (r *Reader) release() {
 		return
 	}
 	names := slices.Sorted(maps.Keys(r.overflow))
-	clear(r.overflow)
 	// Not under r.mu: the demux takes its lock before the reader's.
 	go r.replay(names)
 }
@@ -227,6 +267,8 @@ func (r *Reader) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.listed = true
 	r.markSyncedLocked()
+	// An earlier reader of the member may have left out what this one holds.
+	r.heartbeats.setLeftOut(r.cluster, len(r.overflow))
 	r.mu.Unlock()
 	r.heartbeats.markListed(r.cluster)
 	<-ctx.Done()
@@ -409,7 +451,7 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 		}
 		return
 	}
-	if _, was := r.heads[key]; !r.admit(pub, was) {
+	if _, was := r.heads[key]; !r.admit(key, pub, was) {
 		return
 	}
 	// The order of conflicts trusts the publication server's clock, not
@@ -433,7 +475,7 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 		}
 		return
 	}
-	if _, was := r.parts[key][pub.Name]; !r.admit(pub, was) {
+	if _, was := r.parts[key][pub.Name]; !r.admit(key, pub, was) {
 		return
 	}
 	if r.parts[key] == nil {
@@ -519,11 +561,12 @@ func (r *Reader) assemble(key types.NamespacedName) {
 		return
 	}
 	parts, leaving := r.parts[key], r.leaving[key]
-	if len(parts) == 0 && len(leaving) == 0 {
+	if len(parts) == 0 && len(leaving) == 0 && r.partsLeftOut[key] == 0 {
 		r.store.Put(head)
 		return
 	}
 	es := *head
+	es.PartsLeftOut = r.partsLeftOut[key]
 	sources := make([][]reconciler.EndpointGroup, 0, len(parts)+len(leaving)+1)
 	sources = append(sources, head.Endpoints)
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
@@ -588,7 +631,9 @@ func (r *Reader) remove(pub *v1alpha1.PublishedExport) {
 		return
 	}
 	key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
-	delete(r.overflow, pub.Name)
+	if r.forgetLeftOut(pub.Name) {
+		r.assemble(key)
+	}
 	part := IsPart(pub)
 	if part {
 		if _, ok := r.parts[key][pub.Name]; !ok {

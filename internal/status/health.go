@@ -108,6 +108,20 @@ func (r *Report) addHealth(syncers []Syncer, views []viewed) {
 				m.ID, seen.Health, seen.HealthSince.UTC().Format(time.RFC3339), seen.Syncer, why))
 		}
 	}
+	r.addLeftOut()
+}
+
+// addLeftOut adds to r.Problems each member that a syncer reads only in
+// part, because it publishes more than the syncer holds of one member.
+func (r *Report) addLeftOut() {
+	for _, m := range r.Members {
+		for _, seen := range m.SeenBy {
+			if seen.PublicationsLeftOut > 0 {
+				r.Problems = append(r.Problems, fmt.Sprintf("member %s publishes more than %s holds of one member: %d of its publications are left out (--max-publications-per-member)",
+					m.ID, seen.Syncer, seen.PublicationsLeftOut))
+			}
+		}
+	}
 }
 
 // see adds what view (read from syncer) says of m.

@@ -99,3 +99,20 @@ func TestGatherReadsTheSyncersOfMembers(t *testing.T) {
 		t.Error("north held: converged")
 	}
 }
+
+// TestGatherReportsAMemberOverItsLimit: a member that a syncer reads only
+// in part, for its publication limit, is a problem naming the syncer and
+// the count; a member read whole is none.
+func TestGatherReportsAMemberOverItsLimit(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	up := membership.MemberView{ID: "east", State: membership.Engaged, Health: membership.HealthUp, HealthSince: now}
+	flooding := membership.MemberView{ID: "west", State: membership.Engaged, Health: membership.HealthUp, HealthSince: now, PublicationsLeftOut: 50}
+	r := Gather(t.Context(), Input{
+		Members: []Member{member(t, "east", converged(t)...), {ID: "west"}},
+		Syncers: []Syncer{{Name: "north's", Read: view("north", "v1", now, up, flooding)}},
+	})
+	want := "member west publishes more than north's holds of one member: 50 of its publications are left out (--max-publications-per-member)"
+	if len(r.Problems) != 1 || r.Problems[0] != want {
+		t.Errorf("problems %q, want [%q]", r.Problems, want)
+	}
+}

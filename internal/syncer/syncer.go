@@ -85,7 +85,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	}
 	sy.set, err = membership.NewSet(s.ClustersetConfig, cfg, membership.Options{
 		Scheme: sy.scheme, MCSSchemes: sy.mcsSchemes, ConfigureCache: sy.configureCache, ReadsPublications: sy.readsPublications,
-		Heartbeat: sy.heartbeats.Of, Registerer: reg,
+		Heartbeat: sy.heartbeats.Of, PublicationsLeftOut: sy.heartbeats.LeftOut, Registerer: reg,
 		QPS: float32(s.KubeAPIQPS), Burst: s.KubeAPIBurst, Required: sy.local,
 		Engage: sy.engage, Departed: sy.departed, Changed: sy.store.AnnounceAll,
 	})

@@ -2,14 +2,18 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -18,6 +22,8 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/imports"
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
@@ -31,10 +37,13 @@ const floodLimit = 200
 
 // TestMemberFloodIsBounded (hub mode, every reader holding at most
 // floodLimit publications of one member): west exports web honestly; then,
-// with west's mcs-syncer stopped, its own hub identity writes
+// with west's mcs-syncer stopped, its own hub identity writes the head and
 // floodLimit+50 parts of a Service it does not export, and keeps
-// rewriting them. Every reader stops at the limit and
-// counts what it left out (mcs_syncer_publications_over_limit_total);
+// rewriting them. Every reader stops at the limit and says so: it counts
+// what it left out (mcs_syncer_publications_over_limit_total), its
+// /members view says how many of west's publications it leaves out, and
+// north's ServiceImport of the flooded Service says first in its Ready
+// condition that west's publication is incomplete, with a Warning event;
 // west's web is still imported by north and east; and a change of east's
 // reaches north as fast during the flood as before it: the p50 of five
 // changes each, measured in this run, are printed side by side, and the
@@ -68,9 +77,8 @@ func TestMemberFloodIsBounded(t *testing.T) {
 
 	before := changeLatencies(ctx, t, east, north, slice, 5, 0)
 
-	// West's identity floods: parts of a Service that west does not
-	// export, with no head (the cheapest flood: a reader holds a headless
-	// part until its head comes), then rewritten while east changes. West's
+	// West's identity floods: the head and parts of a Service that west
+	// does not export, then rewritten while east changes. West's
 	// mcs-syncer is stopped first: while it runs, its publisher deletes
 	// within milliseconds whatever of west's it did not write.
 	westAt := memberAt("west")
@@ -86,13 +94,24 @@ func TestMemberFloodIsBounded(t *testing.T) {
 	}
 	for _, at := range []int{memberAt("north"), memberAt("east")} {
 		sample := `mcs_syncer_publications_over_limit_total{source="west"}`
-		eventually(ctx, t, bed.Clusters[at].Name+" to leave out what is over the limit", func() error {
+		eventually(ctx, t, bed.Clusters[at].Name+" to leave out what is over the limit, and say so", func() error {
 			if v, err := procs[at].metric(ctx, sample); err != nil || v < float64(len(flood)-floodLimit) {
 				return fmt.Errorf("%s = %v (%v), want at least %d", sample, v, err, len(flood)-floodLimit)
 			}
-			return nil
+			return leavesOut(ctx, procs[at], "west", len(flood)-floodLimit)
 		})
 	}
+	eventually(ctx, t, "north's import of the flooded Service to say that west's publication is incomplete", func() error {
+		si := &mcsv1beta1.ServiceImport{}
+		if err := north.Get(ctx, types.NamespacedName{Namespace: ns, Name: "spam"}, si); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady))
+		if ready == nil || !strings.HasPrefix(ready.Message, "incomplete: [west]") {
+			return fmt.Errorf("Ready %+v", ready)
+		}
+		return warningEvent(ctx, north, ns, "spam", imports.ReasonPublicationIncomplete)()
+	})
 	rewriting, stopRewriting := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -158,8 +177,8 @@ func memberPublications(ctx context.Context, t *testing.T, member string) int {
 	return len(list.Items)
 }
 
-// floodParts are n parts of west's (as its publisher would write them) of
-// Service trust-flood/spam, one endpoint each.
+// floodParts are the head and n parts of west's (as its publisher would
+// write them) of Service trust-flood/spam, one endpoint each.
 func floodParts(n int) []*v1alpha1.PublishedExport {
 	es := &clusterset.ExportedService{Cluster: "west", Key: types.NamespacedName{Namespace: "trust-flood", Name: "spam"}, ExportCreated: metav1.Now(),
 		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP}}
@@ -168,8 +187,35 @@ func floodParts(n int) []*v1alpha1.PublishedExport {
 		endpoints = append(endpoints, podEndpoint("trust-flood", "spam", address, i))
 	}
 	es.Endpoints = []reconciler.EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: endpoints}}
-	_, parts := publish.EncodeParts(es, testbed.HubNamespace, 1)
-	return parts
+	head, parts := publish.EncodeParts(es, testbed.HubNamespace, 1)
+	return append([]*v1alpha1.PublishedExport{head}, parts...)
+}
+
+// leavesOut checks that p's /members says it leaves out at least n of
+// member's publications.
+func leavesOut(ctx context.Context, p *syncerProcess, member string, n int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.ProbeAddr+"/members", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var view membership.View
+	if err := json.NewDecoder(resp.Body).Decode(&view); err != nil {
+		return fmt.Errorf("/members: %w", err)
+	}
+	for _, m := range view.Members {
+		if m.ID == member {
+			if m.PublicationsLeftOut < n {
+				return fmt.Errorf("/members says %d of %s's publications are left out, want at least %d", m.PublicationsLeftOut, member, n)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("/members lists no %s", member)
 }
 
 // rewriteParts rewrites parts (a label changed) one after another, every
