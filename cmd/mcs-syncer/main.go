@@ -24,6 +24,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/internal/syncer"
 	"github.com/mcs-syncer/mcs-syncer/internal/version"
@@ -78,6 +79,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.ImportSyncs, "concurrent-import-syncs", 10, "ServiceImports synced at once in each consumer cluster")
 	fs.IntVar(&o.ExportSyncs, "concurrent-export-syncs", 5, "ServiceExports synced at once in each member cluster")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", publish.DefaultHeartbeat, "per-cluster mode: how often this member renews its marker where it publishes (the other members count it gone after 3 intervals without a renewal, then withdraw its endpoints after --cluster-unreachable-grace)")
+	fs.DurationVar(&o.CredentialPluginTimeout, "credential-plugin-timeout", credentials.DefaultTimeout, "how long one run of a member's (or the hub's) exec credential plugin may take; past it the plugin is stopped and the member is failed, with the plugin's stderr in its cause")
 	fs.IntVar(&o.MaxPublicationsPerMember, "max-publications-per-member", publish.DefaultMaxObjectsPerMember, "per-cluster and hub mode: most publications (heads and parts) held of one member; more are left out, logged and counted (mcs_syncer_publications_over_limit_total)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and the source revision, then exit")
 	o.zap.BindFlags(fs)
@@ -107,6 +109,7 @@ func (o *options) validate() error {
 	check(o.ExportSyncs < 1, "--concurrent-export-syncs: %d is not positive", o.ExportSyncs)
 	check(o.Heartbeat < time.Second, "--heartbeat-interval: %s is under a second", o.Heartbeat)
 	check(o.MaxPublicationsPerMember < 1, "--max-publications-per-member: %d is not positive", o.MaxPublicationsPerMember)
+	check(o.CredentialPluginTimeout <= 0, "--credential-plugin-timeout: %s is not positive", o.CredentialPluginTimeout)
 	check(!o.LeaderElect && (o.LeaderElectKubeconfig != "" || o.LeaderElectCluster != ""), "--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
 	check(o.LeaderElectKubeconfig != "" && o.LeaderElectCluster != "", "--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
 	if len(bad) > 0 {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
@@ -46,7 +47,9 @@ const (
 	// WrongCluster: its ClusterProperties (KEP-2149) name another cluster
 	// ID or another clusterset than the config: it is not engaged.
 	WrongCluster State = "wrong-cluster"
-	// Failed: mcs-syncer could not set up its controllers for it.
+	// Failed: mcs-syncer could not set up its controllers for it, or its
+	// credential plugin gave no credentials (internal/credentials: it did
+	// not return in time, or failed).
 	Failed State = "failed"
 	// Syncing: it answers; its cache is being built.
 	Syncing State = "syncing"
@@ -326,6 +329,9 @@ const retryJitter = 0.25
 // reads the cluster's identity.
 func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 	rc, err := m.config.RESTConfig()
+	if err == nil {
+		rc, err = m.deps.opts.Credentials.Configure(rc)
+	}
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
@@ -790,6 +796,10 @@ func (h *healthCheck) probe(ctx context.Context) (State, error) {
 	// hub's API server started and its RBAC roles were not loaded yet).
 	if err := h.rest.Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
 		var status apierrors.APIStatus
+		var plugin *credentials.Error
+		if errors.As(err, &plugin) {
+			return Failed, plugin
+		}
 		if errors.As(err, &status) && (apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)) {
 			return Forbidden, fmt.Errorf("probe /readyz: %w", err)
 		}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 )
 
 // Options configure a Set.
@@ -77,6 +78,10 @@ type Options struct {
 	// QPS and Burst limit each member's client (rest.Config's fields).
 	QPS   float32
 	Burst int
+	// Credentials run the exec credential plugins of the members' configs
+	// with a deadline (internal/credentials); nil: a Plugins of its own,
+	// with credentials.DefaultTimeout.
+	Credentials *credentials.Plugins
 	// RetryInterval is the first wait before a member that could not be
 	// engaged is tried again (default 1s); it doubles up to
 	// MaxRetryInterval (default 3s), so that a member that returns is seen
@@ -212,6 +217,9 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	}
 	s := &Set{opts: opts, path: path, metrics: m, members: map[clusterset.ClusterID]*member{}, raw: raw, cfg: cfg,
 		reload: reloadOutcome{at: time.Now()}, departures: map[*departure]bool{}, announced: map[clusterset.ClusterID]healthClass{}}
+	if opts.Credentials == nil {
+		opts.Credentials = &credentials.Plugins{}
+	}
 	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
 		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, failingLimit: failingLimit, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
@@ -558,6 +566,9 @@ func (s *Set) departure(ctx context.Context, m *member) Departure {
 	uid, engaged := m.identity()
 	d := Departure{ID: m.id(), Engaged: engaged}
 	if rc, err := m.config.RESTConfig(); err == nil {
+		if rc, err = s.opts.Credentials.Configure(rc); err != nil {
+			return d
+		}
 		rc.QPS, rc.Burst = s.opts.QPS, s.opts.Burst
 		if c, err := client.New(rc, client.Options{Scheme: s.opts.schemeFor(m.apiVersion())}); err == nil {
 			d.Client = c

@@ -155,6 +155,10 @@ func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, 
 		return []func(context.Context) error{p.Start}, nil
 	}
 	build := func(rc *rest.Config) ([]func(context.Context) error, *publish.Publisher, error) {
+		rc, err := sy.credentials.Configure(rc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("hub: %w", err)
+		}
 		hub, err := cluster.New(withClientLimits(rc, s), func(o *cluster.Options) {
 			o.Scheme = sy.scheme
 			o.Cache.DefaultTransform = plumbing.StripUnread

@@ -34,6 +34,9 @@ type Settings struct {
 	// MaxPublicationsPerMember bounds the heads and parts a reader holds
 	// of one member (0: publish.DefaultMaxObjectsPerMember).
 	MaxPublicationsPerMember int
+	// CredentialPluginTimeout bounds one run of a member's (or the hub's)
+	// exec credential plugin (0: credentials.DefaultTimeout).
+	CredentialPluginTimeout time.Duration
 }
 
 // ConfigError is a bad setting in the clusterset config or in how the

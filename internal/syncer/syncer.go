@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 	"github.com/mcs-syncer/mcs-syncer/internal/export"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
@@ -53,6 +54,9 @@ type Syncer struct {
 	mgr       manager.Manager
 	// started is when the process was built (publicationReaders).
 	started time.Time
+	// credentials run the exec credential plugins of the members' and
+	// the hub's configs, each run with a deadline.
+	credentials *credentials.Plugins
 }
 
 // New loads the clusterset config, checks it against the settings and
@@ -67,7 +71,8 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
 	sy := &Syncer{settings: s, cfg: cfg, local: clusterset.ClusterID(s.LocalCluster),
-		store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now()}
+		store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now(),
+		credentials: &credentials.Plugins{Timeout: s.CredentialPluginTimeout}}
 	if err := checkMode(cfg, sy.local); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
@@ -86,7 +91,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	sy.set, err = membership.NewSet(s.ClustersetConfig, cfg, membership.Options{
 		Scheme: sy.scheme, MCSSchemes: sy.mcsSchemes, ConfigureCache: sy.configureCache, ReadsPublications: sy.readsPublications,
 		Heartbeat: sy.heartbeats.Of, PublicationsLeftOut: sy.heartbeats.LeftOut, Registerer: reg,
-		QPS: float32(s.KubeAPIQPS), Burst: s.KubeAPIBurst, Required: sy.local,
+		QPS: float32(s.KubeAPIQPS), Burst: s.KubeAPIBurst, Required: sy.local, Credentials: sy.credentials,
 		Engage: sy.engage, Departed: sy.departed, Changed: sy.store.AnnounceAll,
 	})
 	if err != nil {
