@@ -205,6 +205,11 @@ func checkTypeAndPorts(s *v1alpha1.PublishedExportSpec) (errs []error) {
 	if s.Type != mcsv1beta1.ClusterSetIP && s.Type != mcsv1beta1.Headless {
 		errs = append(errs, fmt.Errorf("spec.type %q is neither %s nor %s", s.Type, mcsv1beta1.ClusterSetIP, mcsv1beta1.Headless))
 	}
+	if s.Type == mcsv1beta1.ClusterSetIP && len(s.Ports) == 0 {
+		// No Service but a headless one has none; a derived Service
+		// without a port is refused by every consumer's API server.
+		errs = append(errs, errors.New("spec.ports: a ClusterSetIP export has none"))
+	}
 	if len(s.Ports) > MaxPorts {
 		errs = append(errs, fmt.Errorf("spec.ports: %d ports, over the %d that an EndpointSlice may carry", len(s.Ports), MaxPorts))
 	}

@@ -145,6 +145,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"bad type", `spec.type "LoadBalancer"`, func(p *v1alpha1.PublishedExport) { p.Spec.Type = "LoadBalancer" }},
 		{"bad port", "spec.ports[0]: port 70000", func(p *v1alpha1.PublishedExport) { p.Spec.Ports[0].Port = 70000 }},
 		{"bad protocol", `spec.ports[0]: protocol "ICMP"`, func(p *v1alpha1.PublishedExport) { p.Spec.Ports[0].Protocol = "ICMP" }},
+		{"ClusterSetIP without a port", "spec.ports: a ClusterSetIP export has none", func(p *v1alpha1.PublishedExport) { p.Spec.Ports = nil }},
 		{"bad affinity", `spec.sessionAffinity "Sticky"`, func(p *v1alpha1.PublishedExport) { p.Spec.SessionAffinity = "Sticky" }},
 		{"bad policy", `spec.internalTrafficPolicy "Node"`, func(p *v1alpha1.PublishedExport) {
 			p.Spec.InternalTrafficPolicy = ptr.To[corev1.ServiceInternalTrafficPolicy]("Node")

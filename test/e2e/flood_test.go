@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -181,7 +182,7 @@ func memberPublications(ctx context.Context, t *testing.T, member string) int {
 // write them) of Service trust-flood/spam, one endpoint each.
 func floodParts(n int) []*v1alpha1.PublishedExport {
 	es := &clusterset.ExportedService{Cluster: "west", Key: types.NamespacedName{Namespace: "trust-flood", Name: "spam"}, ExportCreated: metav1.Now(),
-		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP}}
+		Spec: clusterset.ExportedSpec{Type: mcsv1beta1.ClusterSetIP, Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
 	var endpoints []discoveryv1.Endpoint
 	for i, address := range manyIPs(n) {
 		endpoints = append(endpoints, podEndpoint("trust-flood", "spam", address, i))
