@@ -73,10 +73,11 @@ func try(ctx context.Context, args []string) (string, error) {
 		defer conn.Close()
 		deadline, _ := ctx.Deadline()
 		_ = conn.SetDeadline(deadline)
-		if args[0] == "udp" {
-			if _, err := conn.Write([]byte("?\n")); err != nil {
-				return "", err
-			}
+		// A line of its own, over TCP too: the netserver answers a
+		// client that sends nothing only after it gave up waiting for a
+		// request line.
+		if _, err := conn.Write([]byte("?\n")); err != nil {
+			return "", err
 		}
 		buf := make([]byte, 2048)
 		n, err := conn.Read(buf)
