@@ -585,7 +585,8 @@ type trafficCount struct {
 }
 
 // bareAnswer says whether a probe's failed HTTP try was answered by a
-// netserver in its bare TCP form: it waits 300 ms for a request line,
+// netserver in its bare TCP form: it waits 3 s (300 ms until two e2e
+// processes shared CI's 2 cores) for a request line,
 // then writes "<cluster> <pod> <ip> <proto>/<port>", which Go's HTTP
 // client reads as a status line whose code is the pod's name. The
 // connection reached a backend; the request came late.
@@ -596,7 +597,8 @@ func bareAnswer(line string) bool {
 // traffic sends an HTTP request (a new connection each) to target
 // (host:port) from north's client pod every 50 ms until stop is closed,
 // and counts the tries and the failed ones. HTTP, because the netserver
-// answers a bare TCP connection only after waiting 300 ms for a request.
+// answers a connection that sends nothing only after waiting 3 s for a
+// request.
 // A try fails when it is not answered within 3 s: a lost SYN is sent again
 // after 1 s, which on a busy 2-core node (a rollout's new Pods starting)
 // is no outage, while a route gone fails every try. A try answered in the
@@ -761,7 +763,7 @@ func upgradeUnderTraffic(ctx context.Context, t *testing.T, kubeconfig, ns strin
 		t.Logf("%d probe commands printed nothing (kubectl exec failed; no request made): %q", sent.execFailed, sent.failures)
 	}
 	if sent.bare > 0 {
-		t.Logf("%d requests reached a backend more than 300 ms after connecting (answered in the netserver's bare TCP form)", sent.bare)
+		t.Logf("%d requests reached a backend more than 3 s after connecting (answered in the netserver's bare TCP form)", sent.bare)
 	}
 	if sent.tries < 100 {
 		t.Errorf("only %d requests were sent", sent.tries)

@@ -148,7 +148,7 @@ func TestDataPlaneNodeNamesCollide(t *testing.T) {
 // measured: from the moment a watch of north's own EndpointSlice sees its
 // last endpoint not ready to the first connection answered by another
 // cluster, from a probe that asks over HTTP every 20 ms (a netserver
-// answers HTTP at once, a bare TCP connection only after 300 ms).
+// answers HTTP at once, a connection that sends nothing only after 3 s).
 func TestDataPlaneLocalClusterFirst(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
