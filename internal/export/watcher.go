@@ -269,6 +269,7 @@ func (w *Watcher) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
 	if err != nil {
+		plumbing.ReportFailure(ctx, err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: recheck}, nil

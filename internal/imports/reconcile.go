@@ -32,6 +32,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).V(1).Info("Import will be retried", "reason", err.Error())
 		return reconcile.Result{RequeueAfter: retryAfter}, nil
 	}
+	plumbing.ReportFailure(ctx, err)
 	return res, err
 }
 

@@ -459,6 +459,10 @@ func (m *member) start(ctx context.Context, rc *rest.Config, api schema.GroupVer
 	e := &engagement{m: m, api: api, refused: make(chan error, 1), lost: make(chan struct{}, 1), synced: make(chan bool, 1)}
 	e.ctx, e.cancel = context.WithCancel(ctx)
 	onWatchError := func(ctx context.Context, err error) { watchFailed(ctx, err, e.refused, e.lost, &e.failing) }
+	// The controllers' writes that the API server fails count as its
+	// watches' failures do: a member whose every status write fails (a
+	// conversion webhook that cannot be reached) is failed, not engaged.
+	e.ctx = plumbing.WithFailureReporter(e.ctx, func(err error) { onWatchError(e.ctx, err) })
 	var cl cluster.Cluster
 	var err error
 	e.release = func() {}
@@ -683,7 +687,7 @@ func (f *failureStreak) over(now time.Time, limit time.Duration) error {
 	if f.last.IsZero() || now.Sub(f.last) > streakPause || now.Sub(f.first) < limit || f.count < streakFailures {
 		return nil
 	}
-	return fmt.Errorf("its cache has failed to list or watch %d times since %s (last: %w): no longer read as if it were", f.count, stamp(f.first), f.err)
+	return fmt.Errorf("its API server has failed mcs-syncer's lists, watches or writes %d times since %s (last: %w): no longer read as if it were", f.count, stamp(f.first), f.err)
 }
 
 // isRefusal tells whether a failed list or watch was the API server's

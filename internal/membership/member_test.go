@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // The member's lifecycle against fakes: a prober whose answers the test
@@ -577,7 +578,7 @@ func TestCacheFailingIsDisengaged(t *testing.T) {
 	if !result(t, done) {
 		t.Error("engage says the member was never engaged")
 	}
-	l.wantState(Failed, "its cache has failed to list or watch")
+	l.wantState(Failed, "its API server has failed mcs-syncer's lists, watches or writes")
 	if n := l.runningNow(); n != 0 {
 		t.Errorf("%d controllers still running", n)
 	}
@@ -880,5 +881,37 @@ func TestAddressReadWhenConnecting(t *testing.T) {
 	}
 	if !l.m.sameCluster("", "https://127.0.0.1:6443") {
 		t.Error("not the same cluster as its own address")
+	}
+}
+
+// TestFailingWritesDisengage: a member whose API server fails its
+// controllers' writes (a 500, as from a conversion webhook that cannot be
+// reached, while every read and probe succeeds) is failed once the streak
+// reaches its limit, naming the error; a conflict reported the same way
+// counts for nothing.
+func TestFailingWritesDisengage(t *testing.T) {
+	l := newLifecycle(t)
+	l.m.deps.failingLimit = 50 * time.Millisecond
+	failure := apierrors.NewInternalError(errors.New("conversion webhook for multicluster.x-k8s.io/v1alpha1, Kind=ServiceExport failed"))
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "serviceexports"}, "web", errors.New("changed"))
+	l.runnable = func(ctx context.Context) error {
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(10 * time.Millisecond):
+				plumbing.ReportFailure(ctx, conflict)
+				plumbing.ReportFailure(ctx, failure)
+			}
+		}
+	}
+	done := l.engage(t.Context())
+	close(l.cluster.sync)
+	if !result(t, done) {
+		t.Error("engage says the member was never engaged")
+	}
+	l.wantState(Failed, "conversion webhook for multicluster.x-k8s.io/v1alpha1")
+	if st := l.m.getStatus(); strings.Contains(st.Cause, "changed") {
+		t.Errorf("a conflict counted: %s", st.Cause)
 	}
 }

@@ -10,4 +10,6 @@
 //   - Routine, ConflictRetry: which reconcile errors are routine (a
 //     resourceVersion conflict, a shutdown) and are retried without an
 //     error log.
+//   - WithFailureReporter, ReportFailure: a member's controllers tell
+//     membership of the API server's failures to serve their writes.
 package plumbing
