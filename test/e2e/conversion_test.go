@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +12,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
 // TestBrokenConversionWebhookIsNotSilent (issue 55): east's ServiceExports
@@ -77,5 +81,15 @@ func TestBrokenConversionWebhookIsNotSilent(t *testing.T) {
 	}
 	fixed := time.Now()
 	eventually(ctx, t, "north to import the export made while the webhook was broken", importedEndpoints(ctx, north, ns, "meanwhile", "east", 1))
+	eventually(ctx, t, "the export made while the webhook was broken to get its conditions", func() error {
+		c, err := workloads.ExportCondition(ctx, east, ns, "meanwhile", mcsv1beta1.ServiceExportConditionValid)
+		if err != nil {
+			return err
+		}
+		if c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Valid %s/%s: %s", c.Status, c.Reason, c.Message)
+		}
+		return nil
+	})
 	t.Logf("east's export made meanwhile imported %s after the webhook was removed", time.Since(fixed).Round(time.Second))
 }
