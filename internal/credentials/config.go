@@ -28,10 +28,14 @@ type Plugins struct {
 
 // Configure returns rc with its exec plugin, if it has one, replaced by a
 // Plugin (see the package doc); rc itself is not changed. A config
-// without a plugin is returned as it is.
+// without a plugin is returned as it is. A nil Plugins runs the plugin
+// with DefaultTimeout and keeps nothing between calls.
 func (ps *Plugins) Configure(rc *rest.Config) (*rest.Config, error) {
 	if rc.ExecProvider == nil {
 		return rc, nil
+	}
+	if ps == nil {
+		ps = &Plugins{}
 	}
 	p, err := ps.pluginOf(rc)
 	if err != nil {

@@ -324,14 +324,21 @@ func (m *member) run(ctx context.Context) {
 // retryJitter is the largest share of a retry's wait added at random.
 const retryJitter = 0.25
 
+// restConfig reads the member's client config anew, its credential plugin
+// (if it has one) run with a deadline (internal/credentials).
+func (m *member) restConfig() (*rest.Config, error) {
+	rc, err := m.config.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return m.deps.opts.Credentials.Configure(rc)
+}
+
 // connect reads the member's kubeconfig and probes its API server; on
 // failure the member's state says why. The first probe that succeeds also
 // reads the cluster's identity.
 func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
-	rc, err := m.config.RESTConfig()
-	if err == nil {
-		rc, err = m.deps.opts.Credentials.Configure(rc)
-	}
+	rc, err := m.restConfig()
 	if err != nil {
 		m.setState(ctx, BadConfig, err)
 		return nil, nil, false
