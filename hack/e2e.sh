@@ -5,10 +5,11 @@
 # alert's for, a minute of refused writes, an HA hub's failover) and burn
 # little CPU, about 15 min of them, then the differential test of
 # pkg/reconciler (test/e2e/diffkcm, 2 min); the first every other test.
-# Measured on 2 cores (2026-11-28): the second 22 min with the generic
-# hub's tests, the first 37 before diffkcm and two tests moved over; one
-# process took 45. The second's output goes to its log, printed when both
-# have ended. E2E_SHARDS=1 runs every test in one
+# Measured on 2 cores (2026-11-28, make e2e E2E_GENERIC_HUB=1 as CI runs
+# it): 35 min in all, the second ending 2.5 min before the first, at a
+# load average of 9-22; one process took 45 (and the generic hub's 3
+# more). The second's output goes to its log, printed when both have
+# ended. E2E_SHARDS=1 runs every test in one
 # process, one after another on one testbed. E2E_GENERIC_HUB=1 runs the
 # hub-mode tests ($HUB_TESTS) again with the hub served by the KEP-4080
 # generic control plane (make e2e-generic-hub) after the second's tests,
