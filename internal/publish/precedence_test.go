@@ -225,14 +225,14 @@ func TestReaderLimit(t *testing.T) {
 	// A part left out that the member deletes is no longer missing; the
 	// last one read makes the export whole.
 	d.remove(part(3))
-	if got := store.GetFrom(webKey, "east").PartsLeftOut; got != 1 || r.LeftOut() != 1 {
-		t.Errorf("after part 3 left the hub: %d parts left out (%d publications), want 1", got, r.LeftOut())
+	if got := store.GetFrom(webKey, "east").PartsLeftOut; got != 1 || beats.LeftOut("east") != 1 {
+		t.Errorf("after part 3 left the hub: %d parts left out (%d publications), want 1", got, beats.LeftOut("east"))
 	}
 	d.remove(part(2))
 	delayed.fire()
 	d.replay(r, <-replayed)
-	if got := store.GetFrom(webKey, "east"); got.PartsLeftOut != 0 || r.LeftOut() != 0 || !slices.Contains(held(), "10.1.0.5") {
-		t.Errorf("with room for every part: %d parts left out (%d publications), endpoints %v, want none left out and part 4's 10.1.0.5", got.PartsLeftOut, r.LeftOut(), held())
+	if got := store.GetFrom(webKey, "east"); got.PartsLeftOut != 0 || beats.LeftOut("east") != 0 || !slices.Contains(held(), "10.1.0.5") {
+		t.Errorf("with room for every part: %d parts left out (%d publications), endpoints %v, want none left out and part 4's 10.1.0.5", got.PartsLeftOut, beats.LeftOut("east"), held())
 	}
 	if got := beats.LeftOut("east"); got != 0 {
 		t.Errorf("the member's view says %d publications left out, want none", got)

@@ -212,14 +212,6 @@ func (r *Reader) forgetLeftOut(name string) bool {
 	return true
 }
 
-// LeftOut returns how many of the member's publications the reader leaves
-// out for its limit now (ReaderOptions.MaxObjects).
-func (r *Reader) LeftOut() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.overflow)
-}
-
 // release records that a held head or part is no longer held, and has
 // what was left out for the limit read again. r.mu must be held.
 func (r *Reader) release() {
