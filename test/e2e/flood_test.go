@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +22,6 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
-	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
@@ -195,18 +192,9 @@ func floodParts(n int) []*v1alpha1.PublishedExport {
 // leavesOut checks that p's /members says it leaves out at least n of
 // member's publications.
 func leavesOut(ctx context.Context, p *syncerProcess, member string, n int) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.ProbeAddr+"/members", nil)
+	view, err := p.Members(ctx)
 	if err != nil {
 		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	var view membership.View
-	if err := json.NewDecoder(resp.Body).Decode(&view); err != nil {
-		return fmt.Errorf("/members: %w", err)
 	}
 	for _, m := range view.Members {
 		if m.ID == member {

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/membership"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 )
 
@@ -224,6 +226,24 @@ func (s *Process) Readyz(ctx context.Context) (int, string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// Members returns its /members view (what kubectl mcs status reads).
+func (s *Process) Members(ctx context.Context) (membership.View, error) {
+	var view membership.View
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.ProbeAddr+"/members", nil)
+	if err != nil {
+		return view, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return view, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&view); err != nil {
+		return view, fmt.Errorf("/members: %w", err)
+	}
+	return view, nil
 }
 
 // Pid is the process ID.
