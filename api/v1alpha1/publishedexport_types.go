@@ -69,6 +69,15 @@ type PublishedExportSpec struct {
 	// marker. A part carries Cluster, Namespace, Name and Endpoints only.
 	// +kubebuilder:validation:MaxLength=63
 	Part string `json:"part,omitempty"`
+	// Parts, in a head published in parts, are the IDs of its parts, as
+	// its publisher last wrote them: a reader keeps what a part it held
+	// carried while the head names it, so a part deleted by someone else
+	// and written again takes no endpoint away meanwhile. Empty in a part,
+	// a marker, a head published whole, and a head of an older publisher.
+	// +kubebuilder:validation:MaxItems=10000
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	Parts []string `json:"parts,omitempty"`
 	// ExportCreated is the ServiceExport's creationTimestamp.
 	ExportCreated         metav1.Time                          `json:"exportCreated,omitempty"`
 	Type                  mcsv1beta1.ServiceImportType         `json:"type,omitempty"`

@@ -150,7 +150,7 @@ func Decode(p *v1alpha1.PublishedExport) (*clusterset.ExportedService, error) {
 	if want := ObjectName(cluster, key); p.Name != want {
 		return nil, fmt.Errorf("name %q: the publication of %s from %s is named %q", p.Name, key, cluster, want)
 	}
-	if err := errors.Join(checkSpec(s), checkEndpoints(s.Endpoints)); err != nil {
+	if err := errors.Join(checkSpec(s), checkEndpoints(s.Endpoints), checkPartIDs(s.Parts)); err != nil {
 		return nil, err
 	}
 	es := &clusterset.ExportedService{
@@ -193,6 +193,22 @@ func sourceCluster(p *v1alpha1.PublishedExport) (clusterset.ClusterID, error) {
 		return "", fmt.Errorf("label %s is %q, spec.cluster %q", mcsv1beta1.LabelSourceCluster, got, p.Spec.Cluster)
 	}
 	return cluster, nil
+}
+
+// checkPartIDs checks a head's spec.parts: the IDs of its parts, each a
+// DNS label (a part's name ends in it), each once.
+func checkPartIDs(ids []string) error {
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+			return fmt.Errorf("spec.parts[%d] %q: %s", i, id, strings.Join(errs, "; "))
+		}
+		if seen[id] {
+			return fmt.Errorf("spec.parts[%d] %q: named twice", i, id)
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 // checkSpec checks the exported Service's properties.

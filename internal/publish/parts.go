@@ -35,6 +35,14 @@ import (
 // are held, and an endpoint moved between parts is in one of them at every
 // moment.
 //
+// A head names its parts (spec.parts). A part that its head names and that
+// someone else deletes (a hub's administrator) keeps, in every reader,
+// what it held until its publisher has written it again after every
+// other part that took its endpoints, or has rewritten the head without
+// it: so it takes no endpoint away, however long its publisher takes.
+// Creating or removing a part rewrites the head (once per part's worth of
+// endpoints); changing one does not.
+//
 // The trigger time of a change travels with the parts written for it: a
 // part written carries the export's last-change-trigger-time, a reader
 // takes the newest of its head's and its parts', and a head is not
@@ -87,7 +95,9 @@ func encodePart(cluster clusterset.ClusterID, key types.NamespacedName, namespac
 // generator writes what a member would).
 func EncodeParts(es *clusterset.ExportedService, namespace string, max int) (head *v1alpha1.PublishedExport, parts []*v1alpha1.PublishedExport) {
 	plan := planParts(es.Cluster, es.Key, namespace, formatTriggerTime(es.LastChangeTriggerTime), es.Endpoints, nil, max)
-	return EncodeHead(es, namespace), plan.create
+	head = EncodeHead(es, namespace)
+	head.Spec.Parts = plan.ids
+	return head, plan.create
 }
 
 // Part is a part of a publication as a reader takes it.
@@ -118,7 +128,7 @@ func DecodePart(p *v1alpha1.PublishedExport) (*Part, error) {
 	if want := PartName(cluster, key, s.Part); p.Name != want {
 		return nil, fmt.Errorf("name %q: part %s of the publication of %s from %s is named %q", p.Name, s.Part, key, cluster, want)
 	}
-	if s.Type != "" || len(s.Ports) > 0 || s.RenewTime != nil || s.ReadsParts {
+	if s.Type != "" || len(s.Ports) > 0 || s.RenewTime != nil || s.ReadsParts || len(s.Parts) > 0 {
 		return nil, fmt.Errorf("part %s carries fields of a head or a marker", s.Part)
 	}
 	if err := checkEndpoints(s.Endpoints); err != nil {
@@ -132,9 +142,11 @@ func DecodePart(p *v1alpha1.PublishedExport) (*Part, error) {
 }
 
 // partPlan is what makes an export's parts hold its endpoints: parts to
-// create, to update, then (after the head is written) to delete.
+// create, to update, then (after the head is written) to delete; ids are
+// the parts' IDs once it is done, in order (the head's spec.parts).
 type partPlan struct {
 	create, update, remove []*v1alpha1.PublishedExport
+	ids                    []string
 }
 
 func (p *partPlan) empty() bool { return len(p.create)+len(p.update)+len(p.remove) == 0 }
@@ -201,7 +213,25 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 	for _, part := range append(slices.Clip(pp.plan.create), pp.plan.update...) {
 		part.Spec.LastChangeTriggerTime = trigger
 	}
+	for _, parts := range pp.kept {
+		for _, part := range parts {
+			pp.plan.ids = append(pp.plan.ids, part.Spec.Part)
+		}
+	}
+	for _, part := range pp.plan.create {
+		pp.plan.ids = append(pp.plan.ids, part.Spec.Part)
+	}
+	slices.SortFunc(pp.plan.ids, comparePartIDs)
 	return pp.plan
+}
+
+// comparePartIDs orders part IDs (decimal numbers, as newID makes them)
+// by their number.
+func comparePartIDs(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
 }
 
 // partPlanner is planParts' state while it places the endpoints.

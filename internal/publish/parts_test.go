@@ -69,8 +69,10 @@ func endpointSet(t *testing.T, es *clusterset.ExportedService) map[string]discov
 // at most 100, which a reader assembles into the export exactly; a change
 // of one endpoint, an endpoint added and one removed each rewrite one part
 // and leave the head alone, and the export read back carries the change's
-// trigger time; the endpoints of a whole part removed delete it and bring
-// the trigger time in the head; an unchanged export writes nothing.
+// trigger time; an endpoint that needs a new part writes it and the head,
+// which names it; the endpoints of a whole part removed delete it and
+// bring the trigger time in the head; an unchanged export writes nothing.
+// The head names exactly the parts there are after every change.
 func TestPublishedInParts(t *testing.T) {
 	store := clusterset.NewStore()
 	es := withEndpoints(12000)
@@ -122,8 +124,12 @@ func TestPublishedInParts(t *testing.T) {
 		headWritten bool
 	}{
 		{"one endpoint not ready", func(eps *[]discoveryv1.Endpoint) { (*eps)[5000].Conditions.Ready = ptr.To(false) }, 1, false},
+		// Its group's parts are full: a new part, which the head then names.
 		{"one endpoint added", func(eps *[]discoveryv1.Endpoint) {
 			*eps = append(*eps, discoveryv1.Endpoint{Addresses: []string{"10.99.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		}, 2, true},
+		{"another added, into the new part's room", func(eps *[]discoveryv1.Endpoint) {
+			*eps = append(*eps, discoveryv1.Endpoint{Addresses: []string{"10.99.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
 		}, 1, false},
 		{"one endpoint removed", func(eps *[]discoveryv1.Endpoint) { *eps = append((*eps)[:7000:7000], (*eps)[7001:]...) }, 1, false},
 		{"a whole part's endpoints removed", func(eps *[]discoveryv1.Endpoint) {
@@ -146,7 +152,18 @@ func TestPublishedInParts(t *testing.T) {
 		if rv := publications(t, cl)[head.Name].ResourceVersion; (rv != headRV) != change.headWritten {
 			t.Errorf("%s: the head was rewritten: %v, want %v", change.name, rv != headRV, change.headWritten)
 		}
-		headRV = publications(t, cl)[head.Name].ResourceVersion
+		now := publications(t, cl)
+		headRV = now[head.Name].ResourceVersion
+		var ids []string
+		for _, pub := range now {
+			if IsPart(pub) {
+				ids = append(ids, pub.Spec.Part)
+			}
+		}
+		slices.SortFunc(ids, comparePartIDs)
+		if named := now[head.Name].Spec.Parts; !slices.Equal(named, ids) {
+			t.Errorf("%s: the head names %d parts (%v…), there are %d", change.name, len(named), named[:min(3, len(named))], len(ids))
+		}
 		back := readBack(t, cl, "east", webKey)
 		if !back.LastChangeTriggerTime.Equal(triggered) {
 			t.Errorf("%s: read back with trigger time %s, want %s", change.name, back.LastChangeTriggerTime, triggered)
@@ -219,6 +236,56 @@ func TestReaderAssemblesNeverHalf(t *testing.T) {
 	}
 }
 
+// TestVanishedPartsLetGo: a part that its head names and that is deleted
+// keeps its endpoints, whatever time passes, until the head names it no
+// more; a head that names parts never written changes nothing; the head's
+// removal lets go of all it kept. The reader's count of what it holds
+// follows.
+func TestVanishedPartsLetGo(t *testing.T) {
+	store := clusterset.NewStore()
+	r := newReader("east", store, nil, nil)
+	later := &delayed{}
+	r.delay, r.listed, r.markerSeen, r.marked = later.add, true, true, true
+	es := withEndpoints(3)
+	g := v1alpha1.EndpointGroup(es.Endpoints[0])
+	part := func(id string, i int) *v1alpha1.PublishedExport {
+		one := g
+		one.Endpoints = g.Endpoints[i : i+1]
+		return encodePart("east", webKey, "mcs-system", id, []v1alpha1.EndpointGroup{one})
+	}
+	head := func(ids ...string) *v1alpha1.PublishedExport {
+		h := EncodeHead(es, "mcs-system")
+		h.Spec.Parts = ids
+		return h
+	}
+	count := func(what string, want int) {
+		t.Helper()
+		if got := len(endpointSet(t, store.GetFrom(webKey, "east"))); got != want {
+			t.Errorf("%s: %d endpoints, want %d", what, got, want)
+		}
+	}
+	r.put(part("0", 0))
+	r.put(part("1", 1))
+	r.put(head("0", "1", "7")) // 7 was never written
+	count("the head and its two parts", 2)
+	r.remove(part("1", 1))
+	later.fire()
+	count("part 1 deleted, named by the head", 2)
+	r.put(head("0"))
+	count("the head names part 1 no more", 1)
+	r.remove(part("0", 0))
+	later.fire()
+	count("part 0 deleted, named by the head", 1)
+	if r.held != 2 {
+		t.Errorf("holds %d, want 2 (the head, what part 0 held)", r.held)
+	}
+	r.remove(head("0"))
+	later.fire()
+	if store.GetFrom(webKey, "east") != nil || r.held != 0 || len(r.vanished) != 0 {
+		t.Errorf("the head removed: export %v, %d held, %d vanished", store.GetFrom(webKey, "east"), r.held, len(r.vanished))
+	}
+}
+
 // TestDecodePartRefuses: a part is another cluster's input, checked as a
 // head is; a refused part takes out its own endpoints, not the export.
 func TestDecodePartRefuses(t *testing.T) {
@@ -236,6 +303,7 @@ func TestDecodePartRefuses(t *testing.T) {
 		"as another":      {func(p *v1alpha1.PublishedExport) { p.Labels[mcsv1beta1.LabelSourceCluster] = "west" }, "label"},
 		"bad part ID":     {func(p *v1alpha1.PublishedExport) { p.Spec.Part = "Zero"; p.Name = "east.ns.web.part.Zero" }, "spec.part"},
 		"a head's fields": {func(p *v1alpha1.PublishedExport) { p.Spec.Type = "ClusterSetIP" }, "fields of a head"},
+		"a head's parts":  {func(p *v1alpha1.PublishedExport) { p.Spec.Parts = []string{"1"} }, "fields of a head"},
 		"a bad address":   {func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses = []string{"10.0.0.300"} }, "not an IPv4 address"},
 	} {
 		p := good()
@@ -409,8 +477,10 @@ func TestEncodeParts(t *testing.T) {
 // hub's administrator deletes a full part. The publisher writes it again,
 // and may move one of its endpoints into the part with room in a second
 // write. A reader that sees each write as it is made holds every one of
-// the 999 endpoints after each of them, before and after its removals
-// take effect.
+// the 999 endpoints after each of them, however late the publisher is:
+// the reader's removal delays all run out after each write and before
+// the publisher sees the deletion. It holds no part twice in its count
+// at the end.
 func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 	store := clusterset.NewStore()
 	es := withEndpoints(999) // 1,000: withEndpoints adds one
@@ -431,6 +501,8 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 		if err == nil {
 			take(o.(*v1alpha1.PublishedExport).DeepCopy())
 			check(what + " of " + o.GetName())
+			delayed.fire()
+			check(what + " of " + o.GetName() + " and the removals' delay")
 		}
 		return err
 	}
@@ -473,7 +545,11 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		reconcileOK(t, p, webKey)
-		delayed.fire()
-		check(fmt.Sprintf("deletion %d of a full part and the removals' delay", i+1))
+		check(fmt.Sprintf("deletion %d of a full part, written again", i+1))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(publications(t, cl)); r.held != n || len(r.vanished) != 0 {
+		t.Errorf("the reader counts %d publications held (%d exports with vanished parts), the server has %d", r.held, len(r.vanished), n)
 	}
 }

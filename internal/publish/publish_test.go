@@ -162,6 +162,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"not an address", `"10.0.0.300" is not an IPv4 address`, func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Endpoints[0].Addresses[0] = "10.0.0.300" }},
 		{"no address", "spec.endpoints[0].endpoints[1]: no address", func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Endpoints[1].Addresses = nil }},
 		{"bad trigger time", `spec.lastChangeTriggerTime "yesterday"`, func(p *v1alpha1.PublishedExport) { p.Spec.LastChangeTriggerTime = "yesterday" }},
+		{"bad part ID", `spec.parts[1] "Two"`, func(p *v1alpha1.PublishedExport) { p.Spec.Parts = []string{"1", "Two"} }},
+		{"part named twice", `spec.parts[1] "1": named twice`, func(p *v1alpha1.PublishedExport) { p.Spec.Parts = []string{"1", "1"} }},
 		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -394,16 +394,29 @@ func oversized(mine *clusterset.ExportedService, want *v1alpha1.PublishedExport,
 
 // write writes a publication's plan: additions before the head, removals
 // after it, so that a reader holds every endpoint that stays at every
-// moment. inParts says the head carries no endpoints of its own.
+// moment. A part that the head names but someone else deleted is written
+// again last of all parts: a reader keeps what it held until then (and
+// lets go of it when it reads the part again), so every endpoint moved out
+// of it must be in another part first. inParts says the head carries no
+// endpoints of its own.
 func (p *Publisher) write(ctx context.Context, name types.NamespacedName, head, want *v1alpha1.PublishedExport, plan partPlan, inParts bool) (reconcile.Result, error) {
-	for _, part := range plan.create {
-		if err := p.client.Create(ctx, part); err != nil {
-			return p.createFailed(ctx, part, err)
-		}
-	}
 	for _, part := range plan.update {
 		if err := p.client.Update(ctx, part); err != nil {
 			return retry(ctx, fmt.Errorf("update part %s: %w", part.Name, err))
+		}
+	}
+	var named []string
+	if head != nil {
+		named = head.Spec.Parts
+	}
+	for _, again := range []bool{false, true} {
+		for _, part := range plan.create {
+			if slices.Contains(named, part.Spec.Part) != again {
+				continue
+			}
+			if err := p.client.Create(ctx, part); err != nil {
+				return p.createFailed(ctx, part, err)
+			}
 		}
 	}
 	switch {
@@ -465,7 +478,10 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.
 			fmt.Sprintf(" (published whole, not in parts, while %s reads whole publications only: upgrade its mcs-syncer)", strings.Join(idStrings(wholeOnly), ", ")), true
 	}
 	trigger := formatTriggerTime(mine.LastChangeTriggerTime)
-	return EncodeHead(mine, p.opts.Namespace), planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart()), "", true
+	plan = planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart())
+	head = EncodeHead(mine, p.opts.Namespace)
+	head.Spec.Parts = plan.ids
+	return head, plan, "", true
 }
 
 // allPublished reports whether heads and parts (the member's publications,

@@ -126,6 +126,16 @@ type Reader struct {
 	// second write; without it, that endpoint left the import between the
 	// two (issue 55: 999 → 998 → 999 ready).
 	leaving map[types.NamespacedName]map[string]*Part
+	// named are the parts that each held head names (spec.parts), by
+	// object name; none for a head of an older publisher. vanished are
+	// what parts it names held when they were deleted, by export and
+	// name: imported with the rest until the head names them no more or
+	// every part it names is read again (its publisher writes such a part
+	// again after every other: Publisher.write). So a part deleted by
+	// someone else takes no endpoint away, however long its publisher
+	// takes to write it again (issue 55).
+	named    map[types.NamespacedName]map[string]bool
+	vanished map[types.NamespacedName]map[string]*Part
 }
 
 // RemovalDelay is how long a deleted publication waits before its export
@@ -156,6 +166,7 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
 	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
 		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{},
+		named: map[types.NamespacedName]map[string]bool{}, vanished: map[types.NamespacedName]map[string]*Part{},
 		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{},
 		firstSeen: map[types.NamespacedName]metav1.Time{}, maxObjects: DefaultMaxObjectsPerMember}
 }
@@ -451,7 +462,80 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	es.FirstSeen = r.sawFirst(key, pub.CreationTimestamp)
 	r.heads[key] = es
 	r.keys[key] = true
+	r.name(key, pub.Spec.Parts)
 	r.assemble(key)
+}
+
+// name records the parts (IDs) that key's head names, and lets go of what
+// vanished parts held that it names no more, or of all of them once it
+// holds every part named. r.mu must be held.
+func (r *Reader) name(key types.NamespacedName, ids []string) {
+	if len(ids) == 0 {
+		delete(r.named, key)
+	} else {
+		names := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			names[PartName(r.cluster, key, id)] = true
+		}
+		r.named[key] = names
+	}
+	for name := range r.vanished[key] {
+		if !r.named[key][name] {
+			r.letGo(key, name)
+		}
+	}
+	r.settle(key)
+}
+
+// settle lets go of what key's vanished parts held once every part its
+// head names is held again (or left out for the limit: it would never
+// be). r.mu must be held.
+func (r *Reader) settle(key types.NamespacedName) {
+	if len(r.vanished[key]) == 0 {
+		return
+	}
+	for name := range r.named[key] {
+		if _, held := r.parts[key][name]; !held {
+			if _, over := r.overflow[name]; !over {
+				return
+			}
+		}
+	}
+	for name := range r.vanished[key] {
+		r.letGo(key, name)
+	}
+}
+
+// vanish keeps what part name of key held, deleted while its head names
+// it, still counted, until the head lets go of it (name, settle): no
+// delay, the head says it is not withdrawn. Deleted again before that, it
+// keeps what it held first, which the head's last complete view had.
+// r.mu must be held.
+func (r *Reader) vanish(key types.NamespacedName, name string, held *Part) {
+	delete(r.parts[key], name)
+	if len(r.parts[key]) == 0 {
+		delete(r.parts, key)
+	}
+	if r.vanished[key] == nil {
+		r.vanished[key] = map[string]*Part{}
+	}
+	if _, already := r.vanished[key][name]; already {
+		r.release()
+		return
+	}
+	r.vanished[key][name] = held
+}
+
+// letGo forgets what vanished part name of key held. r.mu must be held.
+func (r *Reader) letGo(key types.NamespacedName, name string) {
+	if _, ok := r.vanished[key][name]; !ok {
+		return
+	}
+	delete(r.vanished[key], name)
+	if len(r.vanished[key]) == 0 {
+		delete(r.vanished, key)
+	}
+	r.release()
 }
 
 // putPart takes a part of key's publication; r.mu must be held.
@@ -474,6 +558,7 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 		r.parts[key] = map[string]*Part{}
 	}
 	r.parts[key][pub.Name] = part
+	r.settle(key)
 	r.assemble(key)
 }
 
@@ -515,12 +600,14 @@ func (r *Reader) left(key types.NamespacedName, name string, old *Part) {
 	r.assemble(key)
 }
 
-// dropHead forgets key's head, if held; r.mu must be held.
+// dropHead forgets key's head, if held, and what its vanished parts
+// held; r.mu must be held.
 func (r *Reader) dropHead(key types.NamespacedName) {
 	if _, ok := r.heads[key]; ok {
 		delete(r.heads, key)
 		r.release()
 	}
+	r.name(key, nil)
 }
 
 // dropPart forgets part name of key, if held, and reports whether it was;
@@ -552,14 +639,14 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	if head == nil {
 		return
 	}
-	parts, leaving := r.parts[key], r.leaving[key]
-	if len(parts) == 0 && len(leaving) == 0 && r.partsLeftOut[key] == 0 {
+	parts, leaving, vanished := r.parts[key], r.leaving[key], r.vanished[key]
+	if len(parts) == 0 && len(leaving) == 0 && len(vanished) == 0 && r.partsLeftOut[key] == 0 {
 		r.store.Put(head)
 		return
 	}
 	es := *head
 	es.PartsLeftOut = r.partsLeftOut[key]
-	sources := make([][]reconciler.EndpointGroup, 0, len(parts)+len(leaving)+1)
+	sources := make([][]reconciler.EndpointGroup, 0, len(parts)+len(leaving)+len(vanished)+1)
 	sources = append(sources, head.Endpoints)
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		sources = append(sources, parts[name].Endpoints)
@@ -570,6 +657,9 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	// Last: an endpoint that a part holds now is taken as it holds it.
 	for _, name := range slices.Sorted(maps.Keys(leaving)) {
 		sources = append(sources, leaving[name].Endpoints)
+	}
+	for _, name := range slices.Sorted(maps.Keys(vanished)) {
+		sources = append(sources, vanished[name].Endpoints)
 	}
 	es.Endpoints = unionOf(sources)
 	r.store.Put(&es)
@@ -628,7 +718,12 @@ func (r *Reader) remove(pub *v1alpha1.PublishedExport) {
 	}
 	part := IsPart(pub)
 	if part {
-		if _, ok := r.parts[key][pub.Name]; !ok {
+		held, ok := r.parts[key][pub.Name]
+		if !ok {
+			return
+		}
+		if r.named[key][pub.Name] {
+			r.vanish(key, pub.Name, held)
 			return
 		}
 	} else if !r.keys[key] {

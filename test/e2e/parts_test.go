@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -590,18 +589,6 @@ func TestUpgradeFromWholePublications(t *testing.T) {
 // and in north sees none of the 999 endpoints leave its imported slices,
 // or held twice, throughout.
 func TestDeletedPartsKeepEveryEndpoint(t *testing.T) {
-	// Issue 55 (item 4) is not closed: this test passed alone (28 s), then
-	// failed in a full .ci/run rehearsal, both consumers missing a stable
-	// endpoint after a deletion (12.6 s in). The reader keeps a deleted
-	// part's endpoints for RemovalDelay only (500 ms), and the publisher's
-	// re-creation and second write can come later under load; the fix
-	// that does not hang on timing is a head that names its parts (the
-	// reader keeps a deleted part while its head still names it). Until
-	// then the test would fail CI one run in a few; run it by hand with
-	// MCS_E2E_KNOWN_FAILING=1.
-	if os.Getenv("MCS_E2E_KNOWN_FAILING") != "1" {
-		t.Skip("issue 55, item 4: a part deleted by someone else can still drop an endpoint when the publisher takes over RemovalDelay to write it again (MCS_E2E_KNOWN_FAILING=1 runs it)")
-	}
 	needTestbed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
