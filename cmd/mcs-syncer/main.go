@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -81,6 +82,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", publish.DefaultHeartbeat, "per-cluster mode: how often this member renews its marker where it publishes (the other members count it gone after 3 intervals without a renewal, then withdraw its endpoints after --cluster-unreachable-grace)")
 	fs.DurationVar(&o.CredentialPluginTimeout, "credential-plugin-timeout", credentials.DefaultTimeout, "how long one run of a member's (or the hub's) exec credential plugin may take; past it the plugin is stopped and the member is failed, with the plugin's stderr in its cause")
 	fs.IntVar(&o.MaxPublicationsPerMember, "max-publications-per-member", publish.DefaultMaxObjectsPerMember, "per-cluster and hub mode: most publications (heads and parts) held of one member; more are left out, logged and counted (mcs_syncer_publications_over_limit_total)")
+	o.MaxPublicationBytesPerMember = publish.DefaultMaxBytesPerMember
+	fs.Var(bytesFlag{&o.MaxPublicationBytesPerMember}, "max-publication-bytes-per-member", "per-cluster and hub mode: most bytes of publications (heads and parts, as JSON) held of one member, a quantity such as 256Mi; more are left out, logged and counted as past --max-publications-per-member")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and the source revision, then exit")
 	o.zap.BindFlags(fs)
 	return fs
@@ -109,12 +112,33 @@ func (o *options) validate() error {
 	check(o.ExportSyncs < 1, "--concurrent-export-syncs: %d is not positive", o.ExportSyncs)
 	check(o.Heartbeat < time.Second, "--heartbeat-interval: %s is under a second", o.Heartbeat)
 	check(o.MaxPublicationsPerMember < 1, "--max-publications-per-member: %d is not positive", o.MaxPublicationsPerMember)
+	check(o.MaxPublicationBytesPerMember < publish.MaxPublicationBytes, "--max-publication-bytes-per-member: %s is under 1Mi, what one publication may take", bytesFlag{&o.MaxPublicationBytesPerMember})
 	check(o.CredentialPluginTimeout <= 0, "--credential-plugin-timeout: %s is not positive", o.CredentialPluginTimeout)
 	check(!o.LeaderElect && (o.LeaderElectKubeconfig != "" || o.LeaderElectCluster != ""), "--leader-election-kubeconfig and --leader-election-cluster need --leader-elect")
 	check(o.LeaderElectKubeconfig != "" && o.LeaderElectCluster != "", "--leader-election-kubeconfig and --leader-election-cluster: set one, not both")
 	if len(bad) > 0 {
 		return errors.New(strings.Join(bad, "; "))
 	}
+	return nil
+}
+
+// bytesFlag is a flag of bytes given as a Kubernetes quantity (128Mi,
+// 100M, 1048576), as a Pod's resources are.
+type bytesFlag struct{ bytes *int64 }
+
+func (f bytesFlag) String() string {
+	if f.bytes == nil {
+		return ""
+	}
+	return resource.NewQuantity(*f.bytes, resource.BinarySI).String()
+}
+
+func (f bytesFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity of bytes (such as 128Mi)", s)
+	}
+	*f.bytes = q.Value()
 	return nil
 }
 

@@ -59,7 +59,7 @@ func incompleteNote(sources []clusterset.ClusterID) string {
 		return ""
 	}
 	return "incomplete: " + clusterList(sources) + " publish more than this cluster's mcs-syncer holds of one member " +
-		"(--max-publications-per-member); parts of their publications, and the endpoints in them, are left out"
+		"(--max-publications-per-member, --max-publication-bytes-per-member); parts of their publications, and the endpoints in them, are left out"
 }
 
 // readyMessage is the message of status's Ready condition ("" for none).

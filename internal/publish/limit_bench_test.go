@@ -44,7 +44,7 @@ func BenchmarkReaderAtLimit(b *testing.B) {
 	var built runtime.MemStats
 	runtime.ReadMemStats(&built)
 	objects := float64(built.HeapAlloc) - float64(start.HeapAlloc)
-	var heap float64
+	var heap, counted float64
 	for b.Loop() {
 		runtime.GC()
 		var before, after runtime.MemStats
@@ -60,6 +60,7 @@ func BenchmarkReaderAtLimit(b *testing.B) {
 			b.Fatalf("held %d of %d objects, %d exports in the Store", r.held, len(pubs), store.Count("east"))
 		}
 		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		counted = float64(r.bytes)
 		runtime.KeepAlive(r)
 	}
 	b.ReportMetric(heap/float64(len(pubs)), "heap-B/object")
@@ -67,4 +68,6 @@ func BenchmarkReaderAtLimit(b *testing.B) {
 	b.ReportMetric(heap/(1<<20), "heap-MiB")
 	// The publications as Go objects, as an informer holds them besides.
 	b.ReportMetric(objects/(1<<20), "objects-MiB")
+	// What --max-publication-bytes-per-member counts of them (its default is 128Mi).
+	b.ReportMetric(counted/(1<<20), "counted-MiB")
 }

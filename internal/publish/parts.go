@@ -109,6 +109,8 @@ type Part struct {
 	// LastChangeTriggerTime is that of the change the part was last
 	// written for (zero if none was known).
 	LastChangeTriggerTime time.Time
+	// bytes are what a Reader counts it as (heldBytes).
+	bytes int64
 }
 
 // DecodePart checks a part read from a publication server as Decode checks

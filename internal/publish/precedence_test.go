@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -258,5 +260,81 @@ func TestReaderForgetsFirstSeenOfGoneHeads(t *testing.T) {
 	}
 	if n := len(r.firstSeen); n > 2*r.maxObjects {
 		t.Errorf("remembers %d heads, want at most %d", n, 2*r.maxObjects)
+	}
+}
+
+// TestReaderByteLimit: within MaxObjects, a reader holds at most MaxBytes
+// of its member's heads and parts: a part past it is left out, counted and
+// shown as one past MaxObjects is; a held part that grows past it is let
+// go of and left out; room made by a deletion reads it again; the count
+// of bytes goes back to the head's alone when the parts are gone.
+func TestReaderByteLimit(t *testing.T) {
+	store := clusterset.NewStore()
+	beats := NewHeartbeats()
+	r := newReader("east", store, beats, nil)
+	delayed := &delayed{}
+	r.delay, r.listed, r.markerSeen, r.marked = delayed.add, true, true, true
+	replayed := make(chan []string, 4)
+	r.replay = func(names []string) { replayed <- names }
+	head := EncodeHead(export(), "mcs-system")
+	r.maxBytes = heldBytes(head) + 2*heldBytes(part(0)) + 10
+	r.put(head)
+	for i := range 3 {
+		r.put(part(i))
+	}
+	if got := store.GetFrom(webKey, "east"); got.EndpointCount() != 2 || got.PartsLeftOut != 1 || beats.LeftOut("east") != 1 {
+		t.Fatalf("holds %d endpoints, %d parts left out (%d publications), want 2 and 1", got.EndpointCount(), got.PartsLeftOut, beats.LeftOut("east"))
+	}
+	grown := part(1)
+	for i := range 20 {
+		grown.Spec.Endpoints[0].Endpoints = append(grown.Spec.Endpoints[0].Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.2.0.%d", i+1)}})
+	}
+	r.put(grown)
+	if got := store.GetFrom(webKey, "east"); got.EndpointCount() != 1 || got.PartsLeftOut != 2 {
+		t.Errorf("after part 1 grew past the bound: %d endpoints, %d parts left out, want part 0's and 2", got.EndpointCount(), got.PartsLeftOut)
+	}
+	<-replayed // part 1 let go of: the parts left out are tried again
+	r.remove(part(0))
+	delayed.fire()
+	for _, name := range <-replayed {
+		if name == part(2).Name {
+			r.put(part(2))
+		}
+	}
+	if got := store.GetFrom(webKey, "east"); got.EndpointCount() != 1 || got.PartsLeftOut != 1 {
+		t.Errorf("after part 0 left: %d endpoints, %d parts left out, want part 2's and part 1 left out", got.EndpointCount(), got.PartsLeftOut)
+	}
+	r.remove(part(2))
+	delayed.fire()
+	r.remove(grown)
+	if r.bytes != heldBytes(head) || r.held != 1 {
+		t.Errorf("the parts gone: %d bytes in %d publications held, want the head's %d in 1", r.bytes, r.held, heldBytes(head))
+	}
+}
+
+// TestHeldBytesEstimatesJSON: the reader's estimate of a publication's
+// size is within a fifth of its JSON for what publishers write: a head, a
+// head with every endpoint (whole), parts of Pods' endpoints, and an
+// endpoint with every field.
+func TestHeldBytesEstimatesJSON(t *testing.T) {
+	big := withEndpoints(999)
+	head, parts := EncodeParts(big, "mcs-system", DefaultMaxEndpointsPerPart)
+	full := export()
+	full.Endpoints[0].Endpoints[0].Hostname = ptr.To("web-0")
+	full.Endpoints[0].Endpoints[0].Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "zone-a"}}}
+	full.Spec.Labels = map[string]string{"app.kubernetes.io/name": "web", "tier": "frontend"}
+	cases := map[string]*v1alpha1.PublishedExport{
+		"a head": head, "a part of Pods": parts[0], "the last part": parts[len(parts)-1],
+		"whole": Encode(withEndpoints(300), "mcs-system"), "every field": Encode(full, "mcs-system"),
+	}
+	for name, p := range cases {
+		encoded, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: estimated %d bytes, encoded %d", name, heldBytes(p), len(encoded))
+		if got, want := float64(heldBytes(p)), float64(len(encoded)); got < 0.8*want || got > 1.2*want {
+			t.Errorf("%s: estimated %v bytes, encoded %v", name, got, want)
+		}
 	}
 }

@@ -31,10 +31,10 @@ var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"source"})
 
 // overLimit counts the publications a reader left out because their
-// member holds its limit already (ReaderOptions.MaxObjects).
+// member holds its limit already (ReaderOptions.MaxObjects, MaxBytes).
 var overLimit = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "mcs_syncer_publications_over_limit_total",
-	Help: "Publications (heads or parts) of another member left out because the reader already holds as many of that member's as --max-publications-per-member allows; the member's other exports keep being read.",
+	Help: "Publications (heads or parts) of another member left out because the reader already holds as many of that member's as --max-publications-per-member allows, or as many bytes as --max-publication-bytes-per-member does; the member's other exports keep being read.",
 }, []string{"source"})
 
 // RegisterMetrics registers the package's metrics.
@@ -56,6 +56,13 @@ type ReaderOptions struct {
 	// A new one past it is left out, logged and counted
 	// (mcs_syncer_publications_over_limit_total); what is held stays.
 	MaxObjects int
+	// MaxBytes bounds the bytes of those heads and parts, as JSON
+	// (estimated: heldBytes), beside their number (0:
+	// DefaultMaxBytesPerMember): within MaxObjects, a member could make
+	// each of them as large as the API server takes (over 1 MiB). One that
+	// is new or grows past it is left out as one past MaxObjects is (one
+	// that grew: what it held goes too).
+	MaxBytes int64
 }
 
 // DefaultMaxObjectsPerMember is the most heads and parts a reader holds of
@@ -63,6 +70,12 @@ type ReaderOptions struct {
 // parts of 100 fit; at the limit, a reader holds about 0.5 million
 // endpoints of the member (docs/benchmarks.md, BenchmarkReaderAtLimit).
 const DefaultMaxObjectsPerMember = 5000
+
+// DefaultMaxBytesPerMember is the most bytes of heads and parts (as JSON,
+// estimated) a reader holds of one member unless set otherwise: about
+// twice what DefaultMaxObjectsPerMember heads and parts of 100 endpoints
+// of a Pod each take (150 bytes an endpoint).
+const DefaultMaxBytesPerMember = 128 << 20
 
 // Reader puts one member's publications into the Store, read from a
 // publication server through a cache set up with ConfigureCache: for that
@@ -77,15 +90,18 @@ type Reader struct {
 	// namespaces are those the clusterset exports: a publication of
 	// another is refused, whatever its member's export side did.
 	namespaces clusterset.NamespacePolicy
-	// maxObjects bounds held (below).
+	// maxObjects and maxBytes bound held and bytes (below).
 	maxObjects int
+	maxBytes   int64
 
 	mu sync.Mutex
-	// held counts the heads and parts held; overflow names those left out
-	// for maxObjects (and the export each is of), read again through
+	// held counts the heads and parts held, bytes their bytes (headBytes:
+	// each head's, a Part its own); overflow names those left out for
+	// maxObjects or maxBytes (and the export each is of), read again through
 	// replay whenever one held is let go, and partsLeftOut counts the
 	// parts left out of each export (ExportedService.PartsLeftOut).
 	held         int
+	bytes        int64
 	overflow     map[string]types.NamespacedName
 	partsLeftOut map[types.NamespacedName]int
 	replay       func(names []string)
@@ -94,8 +110,9 @@ type Reader struct {
 	// heads are the member's valid heads, decoded; parts its valid parts,
 	// decoded, by export and object name. An export is a head's
 	// endpoints and its parts' (assemble).
-	heads map[types.NamespacedName]*clusterset.ExportedService
-	parts map[types.NamespacedName]map[string]*Part
+	heads     map[types.NamespacedName]*clusterset.ExportedService
+	headBytes map[types.NamespacedName]int64
+	parts     map[types.NamespacedName]map[string]*Part
 	// firstSeen is the earliest creationTimestamp of each export's head
 	// the reader has seen, kept while the reader lives, through a head's
 	// deletion: a head created again (a wiped hub, whose deletions and
@@ -156,6 +173,9 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 	if opts.MaxObjects > 0 {
 		r.maxObjects = opts.MaxObjects
 	}
+	if opts.MaxBytes > 0 {
+		r.maxBytes = opts.MaxBytes
+	}
 	if _, err := r.cache.GetInformer(context.Background(), &v1alpha1.PublishedExport{}, cache.BlockUntilSynced(false)); err != nil {
 		return nil, fmt.Errorf("informer of publications: %w", err)
 	}
@@ -165,32 +185,50 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 
 func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
 	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
-		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{},
+		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{}, headBytes: map[types.NamespacedName]int64{},
 		named: map[types.NamespacedName]map[string]bool{}, vanished: map[types.NamespacedName]map[string]*Part{},
 		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{},
-		firstSeen: map[types.NamespacedName]metav1.Time{}, maxObjects: DefaultMaxObjectsPerMember}
+		firstSeen: map[types.NamespacedName]metav1.Time{}, maxObjects: DefaultMaxObjectsPerMember, maxBytes: DefaultMaxBytesPerMember}
 }
 
 // admit reports whether the reader may hold pub of key, new or already
-// held (was), within maxObjects. One left out is remembered in overflow,
-// counted once and logged when the member first goes over; a part left
-// out makes its export incomplete (assembled again to say so). r.mu must
-// be held.
-func (r *Reader) admit(key types.NamespacedName, pub *v1alpha1.PublishedExport, was bool) bool {
-	if was || r.held < r.maxObjects {
+// held, within maxObjects and maxBytes, and its bytes (heldBytes). One left
+// out is remembered in overflow, counted once and logged when the member
+// first goes over; one held that grew past maxBytes is let go of (a head
+// withdraws its export); a part left out makes its export incomplete
+// (assembled again to say so). r.mu must be held.
+func (r *Reader) admit(key types.NamespacedName, pub *v1alpha1.PublishedExport) (int64, bool) {
+	var was bool
+	var old int64
+	if IsPart(pub) {
+		var held *Part
+		if held, was = r.parts[key][pub.Name]; was {
+			old = held.bytes
+		}
+	} else {
+		old, was = r.headBytes[key]
+	}
+	size := heldBytes(pub)
+	if r.bytes-old+size <= r.maxBytes && (was || r.held < r.maxObjects) {
 		if !was {
 			r.held++
 		}
+		r.bytes += size - old
 		r.forgetLeftOut(pub.Name)
-		return true
+		return size, true
+	}
+	if was && IsPart(pub) {
+		r.dropPart(key, pub.Name)
+	} else if was {
+		r.withdraw(key)
 	}
 	if _, known := r.overflow[pub.Name]; known {
-		return false
+		return 0, false
 	}
 	overLimit.WithLabelValues(string(r.cluster)).Inc()
 	if len(r.overflow) == 0 {
-		r.logger.Error(nil, "The member publishes more than this reader holds of one member: what is over is left out until there is room (--max-publications-per-member)",
-			"limit", r.maxObjects, "publication", pub.Namespace+"/"+pub.Name)
+		r.logger.Error(nil, "The member publishes more than this reader holds of one member: what is over is left out until there is room (--max-publications-per-member, --max-publication-bytes-per-member)",
+			"limit", r.maxObjects, "bytesLimit", r.maxBytes, "publication", pub.Namespace+"/"+pub.Name)
 	}
 	if r.overflow == nil {
 		r.overflow, r.partsLeftOut = map[string]types.NamespacedName{}, map[types.NamespacedName]int{}
@@ -201,7 +239,7 @@ func (r *Reader) admit(key types.NamespacedName, pub *v1alpha1.PublishedExport, 
 		r.partsLeftOut[key]++
 		r.assemble(key)
 	}
-	return false
+	return 0, false
 }
 
 // forgetLeftOut forgets that publication name was left out for the limit
@@ -223,10 +261,12 @@ func (r *Reader) forgetLeftOut(name string) bool {
 	return true
 }
 
-// release records that a held head or part is no longer held, and has
-// what was left out for the limit read again. r.mu must be held.
-func (r *Reader) release() {
+// release records that a held head or part of size bytes is no longer
+// held, and has what was left out for the limit read again. r.mu must be
+// held.
+func (r *Reader) release(size int64) {
 	r.held--
+	r.bytes -= size
 	if len(r.overflow) == 0 || r.replay == nil {
 		return
 	}
@@ -447,16 +487,14 @@ func (r *Reader) put(pub *v1alpha1.PublishedExport) {
 	}
 	if err != nil {
 		r.refuse(err, pub)
-		r.dropHead(key)
-		if r.keys[key] {
-			delete(r.keys, key)
-			r.store.Delete(r.cluster, key)
-		}
+		r.withdraw(key)
 		return
 	}
-	if _, was := r.heads[key]; !r.admit(key, pub, was) {
+	size, ok := r.admit(key, pub)
+	if !ok {
 		return
 	}
+	r.headBytes[key] = size
 	// The order of conflicts trusts the publication server's clock, not
 	// the member's claim alone (clusterset.ExportedService.Age).
 	es.FirstSeen = r.sawFirst(key, pub.CreationTimestamp)
@@ -520,7 +558,7 @@ func (r *Reader) vanish(key types.NamespacedName, name string, held *Part) {
 		r.vanished[key] = map[string]*Part{}
 	}
 	if _, already := r.vanished[key][name]; already {
-		r.release()
+		r.release(held.bytes)
 		return
 	}
 	r.vanished[key][name] = held
@@ -528,14 +566,15 @@ func (r *Reader) vanish(key types.NamespacedName, name string, held *Part) {
 
 // letGo forgets what vanished part name of key held. r.mu must be held.
 func (r *Reader) letGo(key types.NamespacedName, name string) {
-	if _, ok := r.vanished[key][name]; !ok {
+	part, ok := r.vanished[key][name]
+	if !ok {
 		return
 	}
 	delete(r.vanished[key], name)
 	if len(r.vanished[key]) == 0 {
 		delete(r.vanished, key)
 	}
-	r.release()
+	r.release(part.bytes)
 }
 
 // putPart takes a part of key's publication; r.mu must be held.
@@ -551,9 +590,11 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 		}
 		return
 	}
-	if _, was := r.parts[key][pub.Name]; !r.admit(key, pub, was) {
+	size, ok := r.admit(key, pub)
+	if !ok {
 		return
 	}
+	part.bytes = size
 	if r.parts[key] == nil {
 		r.parts[key] = map[string]*Part{}
 	}
@@ -605,22 +646,34 @@ func (r *Reader) left(key types.NamespacedName, name string, old *Part) {
 func (r *Reader) dropHead(key types.NamespacedName) {
 	if _, ok := r.heads[key]; ok {
 		delete(r.heads, key)
-		r.release()
+		r.release(r.headBytes[key])
+		delete(r.headBytes, key)
 	}
 	r.name(key, nil)
+}
+
+// withdraw forgets key's head and withdraws its export from the Store;
+// r.mu must be held.
+func (r *Reader) withdraw(key types.NamespacedName) {
+	r.dropHead(key)
+	if r.keys[key] {
+		delete(r.keys, key)
+		r.store.Delete(r.cluster, key)
+	}
 }
 
 // dropPart forgets part name of key, if held, and reports whether it was;
 // r.mu must be held.
 func (r *Reader) dropPart(key types.NamespacedName, name string) bool {
-	if _, ok := r.parts[key][name]; !ok {
+	part, ok := r.parts[key][name]
+	if !ok {
 		return false
 	}
 	delete(r.parts[key], name)
 	if len(r.parts[key]) == 0 {
 		delete(r.parts, key)
 	}
-	r.release()
+	r.release(part.bytes)
 	return true
 }
 

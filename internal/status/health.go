@@ -117,7 +117,7 @@ func (r *Report) addLeftOut() {
 	for _, m := range r.Members {
 		for _, seen := range m.SeenBy {
 			if seen.PublicationsLeftOut > 0 {
-				r.Problems = append(r.Problems, fmt.Sprintf("member %s publishes more than %s holds of one member: %d of its publications are left out (--max-publications-per-member)",
+				r.Problems = append(r.Problems, fmt.Sprintf("member %s publishes more than %s holds of one member: %d of its publications are left out (--max-publications-per-member, --max-publication-bytes-per-member)",
 					m.ID, seen.Syncer, seen.PublicationsLeftOut))
 			}
 		}

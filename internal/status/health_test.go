@@ -111,7 +111,7 @@ func TestGatherReportsAMemberOverItsLimit(t *testing.T) {
 		Members: []Member{member(t, "east", converged(t)...), {ID: "west"}},
 		Syncers: []Syncer{{Name: "north's", Read: view("north", "v1", now, up, flooding)}},
 	})
-	want := "member west publishes more than north's holds of one member: 50 of its publications are left out (--max-publications-per-member)"
+	want := "member west publishes more than north's holds of one member: 50 of its publications are left out (--max-publications-per-member, --max-publication-bytes-per-member)"
 	if len(r.Problems) != 1 || r.Problems[0] != want {
 		t.Errorf("problems %q, want [%q]", r.Problems, want)
 	}

@@ -34,6 +34,9 @@ type Settings struct {
 	// MaxPublicationsPerMember bounds the heads and parts a reader holds
 	// of one member (0: publish.DefaultMaxObjectsPerMember).
 	MaxPublicationsPerMember int
+	// MaxPublicationBytesPerMember bounds their bytes (0:
+	// publish.DefaultMaxBytesPerMember).
+	MaxPublicationBytesPerMember int64
 	// CredentialPluginTimeout bounds one run of a member's (or the hub's)
 	// exec credential plugin (0: credentials.DefaultTimeout).
 	CredentialPluginTimeout time.Duration

@@ -200,6 +200,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	if sy.readsPublications(id) {
 		r, err := publish.NewReader(cl, id, sy.store, publish.ReaderOptions{
 			Heartbeats: sy.heartbeats, Namespaces: sy.cfg.Namespaces, MaxObjects: sy.settings.MaxPublicationsPerMember,
+			MaxBytes: sy.settings.MaxPublicationBytesPerMember,
 		})
 		if err != nil {
 			return nil, err
