@@ -1,12 +1,15 @@
 package clusterset
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
@@ -121,7 +124,33 @@ func (e *ExportedService) Equal(o *ExportedService) bool {
 		e.FirstSeen.Equal(&o.FirstSeen) &&
 		e.LastChangeTriggerTime.Equal(o.LastChangeTriggerTime) && e.PartsLeftOut == o.PartsLeftOut &&
 		equality.Semantic.DeepEqual(e.Spec, o.Spec) &&
-		equality.Semantic.DeepEqual(e.Endpoints, o.Endpoints)
+		endpointsEqual(e.Endpoints, o.Endpoints)
+}
+
+// endpointsEqual reports whether two exports' endpoints are the same, in
+// the same order, as the reconciler compares endpoints (a targetRef's
+// resourceVersion aside): without reflection, which took a third of a
+// reader's time for one endpoint's change of 50,000.
+func endpointsEqual(a, b []reconciler.EndpointGroup) bool {
+	return slices.EqualFunc(a, b, func(x, y reconciler.EndpointGroup) bool {
+		return x.AddressType == y.AddressType &&
+			slices.EqualFunc(x.Ports, y.Ports, func(p, q discoveryv1.EndpointPort) bool {
+				return ptr.Equal(p.Name, q.Name) && ptr.Equal(p.Protocol, q.Protocol) && ptr.Equal(p.Port, q.Port) && ptr.Equal(p.AppProtocol, q.AppProtocol)
+			}) &&
+			sameEndpoints(x.Endpoints, y.Endpoints)
+	})
+}
+
+func sameEndpoints(a, b []discoveryv1.Endpoint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !reconciler.EndpointEqual(&a[i], &b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // Membership is what the export and import sides need to know of the

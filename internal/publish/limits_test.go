@@ -150,3 +150,30 @@ func exportWithPorts(n int) *clusterset.ExportedService {
 	}
 	return es
 }
+
+// TestPublisherChecksThePartsItWrites: in parts, an endpoint the readers
+// would refuse refuses the export, naming the part that would carry it,
+// in the same words at every try; the export published before stays.
+// (The endpoint changed its address: it leaves its place in part 1 and
+// is appended where there is room, part 1 again.)
+func TestPublisherChecksThePartsItWrites(t *testing.T) {
+	store := clusterset.NewStore()
+	store.Put(withEndpoints(250))
+	p, cl, _ := countingPublisher(t, store)
+	reconcileOK(t, p, webKey)
+	before := len(publications(t, cl))
+	bad := withEndpoints(250)
+	bad.Endpoints[0].Endpoints[120].Addresses = []string{"10.0.0.300"}
+	store.Put(bad)
+	var refusals []string
+	for range 2 {
+		reconcileOK(t, p, webKey)
+		refusals = append(refusals, p.opts.Feedback.Unpublished(webKey))
+	}
+	if want := `the other members would refuse its publication: part 1: spec.endpoints[0].endpoints[99]: "10.0.0.300" is not an IPv4 address`; refusals[0] != want || refusals[1] != want {
+		t.Errorf("refused because %q, then %q; want %q twice", refusals[0], refusals[1], want)
+	}
+	if got := len(publications(t, cl)); got != before {
+		t.Errorf("%d publications after the refusal, %d before", got, before)
+	}
+}

@@ -2,6 +2,7 @@ package publish
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,9 +210,7 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 	for _, old := range existing {
 		pp.keep(old)
 	}
-	for _, gk := range pp.order {
-		pp.placeLeft(gk)
-	}
+	pp.placeLeft()
 	for _, part := range append(slices.Clip(pp.plan.create), pp.plan.update...) {
 		part.Spec.LastChangeTriggerTime = trigger
 	}
@@ -242,91 +241,166 @@ type partPlanner struct {
 	key       types.NamespacedName
 	namespace string
 	max       int
-	// wanted are the endpoints to publish, groups their groups (order:
-	// the groups in want's order).
-	wanted map[endpointKey]*discoveryv1.Endpoint
-	groups map[string]*reconciler.EndpointGroup
-	order  []string
-	// placed are the endpoints a part holds in the plan; used the part
-	// IDs taken; kept the parts that stay, by group: they take new
-	// endpoints; updating those already in plan.update.
-	placed   map[endpointKey]bool
+	// groups are the groups to publish, in want's order; group finds one
+	// by its key (groupKey).
+	groups []*reconciler.EndpointGroup
+	group  map[string]int
+	// slots are the endpoints to publish, in want's order, each once;
+	// slot finds one by its group and first address.
+	slots []slot
+	slot  map[slotKey]int
+	// used are the part IDs taken; kept the parts that stay, by group:
+	// they take new endpoints; updating those already in plan.update.
 	used     map[string]bool
 	nextID   int
-	kept     map[string][]*v1alpha1.PublishedExport
+	kept     map[int][]*v1alpha1.PublishedExport
 	updating map[*v1alpha1.PublishedExport]bool
 	plan     partPlan
 }
 
+// slotKey is how the planner knows an endpoint across parts: its group
+// (an index into partPlanner.groups) and its first address, the one an
+// EndpointSlice controller keys it by.
+type slotKey struct {
+	group   int
+	address string
+}
+
+// slot is an endpoint to publish: of which group, and whether a part
+// holds it in the plan yet.
+type slot struct {
+	endpoint *discoveryv1.Endpoint
+	group    int
+	placed   bool
+}
+
 func newPartPlanner(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, max int) *partPlanner {
+	n := 0
+	for i := range want {
+		n += len(want[i].Endpoints)
+	}
 	pp := &partPlanner{cluster: cluster, key: key, namespace: namespace, max: max,
-		wanted: map[endpointKey]*discoveryv1.Endpoint{}, groups: map[string]*reconciler.EndpointGroup{},
-		placed: map[endpointKey]bool{}, used: map[string]bool{},
-		kept: map[string][]*v1alpha1.PublishedExport{}, updating: map[*v1alpha1.PublishedExport]bool{}}
+		group: map[string]int{}, slots: make([]slot, 0, n), slot: make(map[slotKey]int, n),
+		used: map[string]bool{}, kept: map[int][]*v1alpha1.PublishedExport{}, updating: map[*v1alpha1.PublishedExport]bool{}}
 	for i := range want {
 		g := &want[i]
 		gk := groupKey((*v1alpha1.EndpointGroup)(g))
-		if pp.groups[gk] == nil {
-			pp.groups[gk] = g
-			pp.order = append(pp.order, gk)
+		gi, ok := pp.group[gk]
+		if !ok {
+			gi = len(pp.groups)
+			pp.group[gk] = gi
+			pp.groups = append(pp.groups, g)
 		}
 		for j := range g.Endpoints {
-			e := &g.Endpoints[j]
-			k := endpointKey{gk, firstAddress(e)}
-			if pp.wanted[k] == nil {
-				pp.wanted[k] = e
+			k := slotKey{gi, firstAddress(&g.Endpoints[j])}
+			if _, dup := pp.slot[k]; !dup {
+				pp.slot[k] = len(pp.slots)
+				pp.slots = append(pp.slots, slot{endpoint: &g.Endpoints[j], group: gi})
 			}
 		}
 	}
 	return pp
 }
 
+// wanted returns the slot of the endpoint of group gi whose first address
+// is e's, nil if none is wanted.
+func (pp *partPlanner) wanted(gi int, e *discoveryv1.Endpoint) *slot {
+	if i, ok := pp.slot[slotKey{gi, firstAddress(e)}]; ok {
+		return &pp.slots[i]
+	}
+	return nil
+}
+
 // keep plans an existing part: it keeps the wanted endpoints it holds
 // (updated if any changed), or is removed when it holds none or is of a
-// group no longer wanted.
+// group no longer wanted. A part whose endpoints are all wanted as they
+// are is kept as it is, its endpoints shared, not copied: a change of one
+// endpoint compares every part, and rewrites one.
 func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) {
 	pp.used[old.Spec.Part] = true
-	if len(old.Spec.Endpoints) != 1 || pp.groups[groupKey(&old.Spec.Endpoints[0])] == nil {
+	if len(old.Spec.Endpoints) != 1 {
 		pp.plan.remove = append(pp.plan.remove, old)
 		return
 	}
 	g := &old.Spec.Endpoints[0]
-	gk := groupKey(g)
+	gi, ok := pp.group[groupKey(g)]
+	if !ok {
+		pp.plan.remove = append(pp.plan.remove, old)
+		return
+	}
+	if pp.keepAsItIs(old, gi) {
+		return
+	}
 	var eps []discoveryv1.Endpoint
 	for j := range g.Endpoints {
-		k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
-		if e := pp.wanted[k]; e != nil && !pp.placed[k] && len(eps) < pp.max {
-			pp.placed[k] = true
-			eps = append(eps, *e)
+		if s := pp.wanted(gi, &g.Endpoints[j]); s != nil && !s.placed && len(eps) < pp.max {
+			s.placed = true
+			eps = append(eps, *s.endpoint)
 		}
 	}
 	if len(eps) == 0 {
 		pp.plan.remove = append(pp.plan.remove, old)
 		return
 	}
-	next := encodePart(pp.cluster, pp.key, pp.namespace, old.Spec.Part, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: pp.groups[gk].Ports, Endpoints: eps}})
-	next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
-	next.Spec.LastChangeTriggerTime = old.Spec.LastChangeTriggerTime
-	pp.kept[gk] = append(pp.kept[gk], next)
-	if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !equality.Semantic.DeepEqual(next.Labels, old.Labels) {
+	next := pp.successor(old, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: pp.groups[gi].Ports, Endpoints: eps}})
+	pp.kept[gi] = append(pp.kept[gi], next)
+	if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !maps.Equal(next.Labels, old.Labels) {
 		pp.plan.update = append(pp.plan.update, next)
 		pp.updating[next] = true
 	}
 }
 
-// placeLeft puts group gk's endpoints that no kept part holds into its
-// kept parts with room, then into new parts.
-func (pp *partPlanner) placeLeft(gk string) {
-	g := pp.groups[gk]
-	var left []discoveryv1.Endpoint
+// keepAsItIs keeps old, of group gi, unchanged if it holds only wanted
+// endpoints, each as wanted, placed nowhere else, and its labels are
+// current; it reports whether it did.
+func (pp *partPlanner) keepAsItIs(old *v1alpha1.PublishedExport, gi int) bool {
+	g := &old.Spec.Endpoints[0]
+	if len(g.Endpoints) > pp.max || !maps.Equal(old.Labels, publicationLabels(pp.cluster, pp.key)) {
+		return false
+	}
 	for j := range g.Endpoints {
-		k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
-		if !pp.placed[k] {
-			pp.placed[k] = true
-			left = append(left, *pp.wanted[k])
+		if s := pp.wanted(gi, &g.Endpoints[j]); s == nil || s.placed || !reconciler.EndpointEqual(s.endpoint, &g.Endpoints[j]) {
+			return false
 		}
 	}
-	for _, part := range pp.kept[gk] {
+	for j := range g.Endpoints {
+		pp.wanted(gi, &g.Endpoints[j]).placed = true
+	}
+	// Clipped: endpoints placed into it later are appended to a copy, never
+	// into the array the cache holds.
+	next := pp.successor(old, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: slices.Clip(g.Endpoints)}})
+	pp.kept[gi] = append(pp.kept[gi], next)
+	return true
+}
+
+// successor is old as planned: holding groups, with old's ID, version and
+// trigger time.
+func (pp *partPlanner) successor(old *v1alpha1.PublishedExport, groups []v1alpha1.EndpointGroup) *v1alpha1.PublishedExport {
+	next := encodePart(pp.cluster, pp.key, pp.namespace, old.Spec.Part, groups)
+	next.ResourceVersion, next.UID = old.ResourceVersion, old.UID
+	next.Spec.LastChangeTriggerTime = old.Spec.LastChangeTriggerTime
+	return next
+}
+
+// placeLeft puts the endpoints that no kept part holds into the kept
+// parts of their group with room, then into new parts, group by group.
+func (pp *partPlanner) placeLeft() {
+	left := make([][]discoveryv1.Endpoint, len(pp.groups))
+	for i := range pp.slots {
+		if s := &pp.slots[i]; !s.placed {
+			s.placed = true
+			left[s.group] = append(left[s.group], *s.endpoint)
+		}
+	}
+	for gi := range pp.groups {
+		pp.placeLeftOf(gi, left[gi])
+	}
+}
+
+// placeLeftOf puts left, endpoints of group gi, into its kept parts with
+// room, then into new parts.
+func (pp *partPlanner) placeLeftOf(gi int, left []discoveryv1.Endpoint) {
+	for _, part := range pp.kept[gi] {
 		if len(left) == 0 {
 			break
 		}
@@ -343,6 +417,7 @@ func (pp *partPlanner) placeLeft(gk string) {
 			pp.updating[part] = true
 		}
 	}
+	g := pp.groups[gi]
 	for len(left) > 0 {
 		n := min(pp.max, len(left))
 		pp.plan.create = append(pp.plan.create, encodePart(pp.cluster, pp.key, pp.namespace, pp.newID(),

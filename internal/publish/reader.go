@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -720,10 +721,14 @@ func (r *Reader) assemble(key types.NamespacedName) {
 
 // unionOf merges endpoint groups of the same address type and ports, in
 // the order first seen, keeping the first endpoint of each first address.
+// Sized up front: an export of 50,000 endpoints is assembled anew for a
+// change of one part, and growing the set and the groups cost more than
+// filling them.
 func unionOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
 	var out []reconciler.EndpointGroup
+	var sizes []int
 	index := map[string]int{}
-	seen := map[endpointKey]bool{}
+	total := 0
 	for _, groups := range sources {
 		for i := range groups {
 			g := &groups[i]
@@ -733,11 +738,24 @@ func unionOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
 				at = len(out)
 				index[gk] = at
 				out = append(out, reconciler.EndpointGroup{AddressType: g.AddressType, Ports: g.Ports})
+				sizes = append(sizes, 0)
 			}
+			sizes[at] += len(g.Endpoints)
+			total += len(g.Endpoints)
+		}
+	}
+	for at, n := range sizes {
+		out[at].Endpoints = make([]discoveryv1.Endpoint, 0, n)
+	}
+	seen := make(map[slotKey]struct{}, total)
+	for _, groups := range sources {
+		for i := range groups {
+			g := &groups[i]
+			at := index[groupKey((*v1alpha1.EndpointGroup)(g))]
 			for j := range g.Endpoints {
-				k := endpointKey{gk, firstAddress(&g.Endpoints[j])}
-				if !seen[k] {
-					seen[k] = true
+				k := slotKey{at, firstAddress(&g.Endpoints[j])}
+				if _, dup := seen[k]; !dup {
+					seen[k] = struct{}{}
 					out[at].Endpoints = append(out[at].Endpoints, g.Endpoints[j])
 				}
 			}

@@ -161,6 +161,14 @@ func GroupSlices(items []discoveryv1.EndpointSlice) []EndpointGroup {
 	return out
 }
 
+// EndpointEqual reports whether two endpoints carry the same, as the
+// reconciler compares them before it rewrites a slice: everything but
+// their targetRef's resourceVersion (a Pod's every change moves it, and
+// nothing routes by it). For callers that keep endpoints elsewhere (in
+// objects of their own) and must tell whether one changed, without
+// reflection.
+func EndpointEqual(a, b *discoveryv1.Endpoint) bool { return endpointEqual(a, b, true) }
+
 // endpointEqual reports whether two endpoints with the same identity need
 // no update: same addresses (in order), conditions (nil differs from
 // false), hostname, node, zone, targetRef (ignoring its resourceVersion)

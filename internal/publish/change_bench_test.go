@@ -1,0 +1,99 @@
+package publish
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// changeSizes are the endpoints per Service that issue 56's benchmarks of
+// one endpoint's change run at: the cost at 50,000 should be no more than
+// twice that at 100.
+var changeSizes = []int{100, 10000, 50000}
+
+// twoVersions returns an export of n endpoints and the same with one
+// endpoint not ready: a change of one endpoint, back and forth.
+func twoVersions(n int) [2]*clusterset.ExportedService {
+	a, b := withEndpoints(n-1), withEndpoints(n-1)
+	b.Endpoints[0].Endpoints[n/2].Conditions.Ready = ptr.To(false)
+	return [2]*clusterset.ExportedService{a, b}
+}
+
+// BenchmarkPublishOneEndpointChange is the publisher's own work for one
+// endpoint's change of an export published in parts: plan the parts and
+// check what it writes (Publisher.prepare), the API calls left out.
+func BenchmarkPublishOneEndpointChange(b *testing.B) {
+	for _, n := range changeSizes {
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			versions := twoVersions(n)
+			p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system"}}
+			_, parts := EncodeParts(versions[0], "mcs-system", DefaultMaxEndpointsPerPart)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				_, plan, _, refused, ok := p.prepare(versions[(i+1)%2], parts)
+				if !ok || refused != "" || len(plan.update) != 1 || len(plan.create)+len(plan.remove) != 0 {
+					b.Fatalf("change %d: %d creates, %d updates, %d removals (%q)", i, len(plan.create), len(plan.update), len(plan.remove), refused)
+				}
+				parts = replacePart(parts, plan.update[0])
+			}
+		})
+	}
+}
+
+// BenchmarkReadOneEndpointChange is a reader's work for one rewritten
+// part of an export it holds whole: decode it and put the export into the
+// Store.
+func BenchmarkReadOneEndpointChange(b *testing.B) {
+	for _, n := range changeSizes {
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			versions := twoVersions(n)
+			head, parts := EncodeParts(versions[0], "mcs-system", DefaultMaxEndpointsPerPart)
+			_, changed := EncodeParts(versions[1], "mcs-system", DefaultMaxEndpointsPerPart)
+			var pair [2]*v1alpha1.PublishedExport
+			for i := range parts {
+				if !equalPart(parts[i], changed[i]) {
+					pair = [2]*v1alpha1.PublishedExport{parts[i], changed[i]}
+				}
+			}
+			store := clusterset.NewStore()
+			r := newReader("east", store, nil, nil)
+			for _, part := range parts {
+				r.put(part)
+			}
+			r.put(head)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				r.put(pair[(i+1)%2])
+			}
+			b.StopTimer()
+			if got := store.GetFrom(webKey, "east").EndpointCount(); got != n {
+				b.Fatalf("the reader holds %d endpoints, want %d", got, n)
+			}
+		})
+	}
+}
+
+// replacePart returns parts with the one of part's name replaced by it.
+func replacePart(parts []*v1alpha1.PublishedExport, part *v1alpha1.PublishedExport) []*v1alpha1.PublishedExport {
+	for i := range parts {
+		if parts[i].Name == part.Name {
+			parts[i] = part
+		}
+	}
+	return parts
+}
+
+func equalPart(a, b *v1alpha1.PublishedExport) bool {
+	ea, eb := a.Spec.Endpoints[0].Endpoints, b.Spec.Endpoints[0].Endpoints
+	return len(ea) == len(eb) && !slices.ContainsFunc(ea, func(e discoveryv1.Endpoint) bool {
+		i := slices.IndexFunc(eb, func(f discoveryv1.Endpoint) bool { return f.Addresses[0] == e.Addresses[0] })
+		return i < 0 || !reconciler.EndpointEqual(&e, &eb[i])
+	})
+}
