@@ -102,7 +102,10 @@ func klogRef(o client.Object) string { return o.GetNamespace() + "/" + o.GetName
 // ServiceExport was left out of it.
 func (w *Watcher) exportedService(ctx context.Context, se *mcsv1beta1.ServiceExport, svc *corev1.Service) (es *clusterset.ExportedService, cav caveat, err error) {
 	var list discoveryv1.EndpointSliceList
-	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}); err != nil {
+	// The cache's own slices, not copies: GroupSlices copies what it
+	// keeps, and nothing here writes to them (a change of one endpoint of
+	// 50,000 deep-copied all 500 slices twice).
+	if err := w.client.List(ctx, &list, client.InNamespace(svc.Namespace), client.MatchingFields{sliceServiceIndex: svc.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, caveat{}, fmt.Errorf("list EndpointSlices of %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	items, err := w.fetched.whole(ctx, w.apiReader, client.ObjectKeyFromObject(svc), list.Items)
