@@ -72,6 +72,12 @@ func (cs *Clusterset) newHub(ctx context.Context, name string, index int, ha boo
 		BinDir:         cs.BinDir, AuditPolicy: cs.opts.AuditPolicy,
 	})
 	if err := hub.Create(ctx); err != nil {
+		if ha {
+			// What started of it would hold its ports, and the next HA
+			// hub would fail on them (CI: a failed start of one made the
+			// next test's etcds unhealthy).
+			err = errors.Join(err, hub.Destroy(context.Background()))
+		}
 		return nil, fmt.Errorf("testbed: %s: %w", name, err)
 	}
 	return hub, ApplyHubConfig(ctx, hub)

@@ -650,10 +650,16 @@ func waitReadyAt(ctx context.Context, rc *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	return host.PollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil, nil
-	})
+	// Generous: an HA hub's two API servers start beside two e2e
+	// testbeds on two cores (CI once saw one not ready after 2 minutes).
+	var last error
+	if err := host.PollUntil(ctx, 4*time.Minute, func(ctx context.Context) (bool, error) {
+		_, last = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("API server %s not ready: %w (its /readyz: %v)", rc.Host, err, last)
+	}
+	return nil
 }
 
 // ResidentBytes returns the resident memory (VmRSS) of each of this

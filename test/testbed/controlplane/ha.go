@@ -230,12 +230,13 @@ func (cp *ControlPlane) StopAPIServerReplica(ctx context.Context, i int) error {
 }
 
 // waitEtcd waits until every etcd member says it is healthy (a member is
-// healthy once the cluster has a leader). If they do not within a minute,
+// healthy once the cluster has a leader). If they do not within 3 minutes
+// (one minute was not enough beside two e2e testbeds on two cores),
 // the error names each member that is not, whether its process has exited,
 // and the last lines of its log.
 func (cp *ControlPlane) waitEtcd(ctx context.Context) error {
 	var unhealthy []int
-	err := host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+	err := host.PollUntil(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		unhealthy = unhealthy[:0]
 		for i, port := range cp.HA.EtcdClientPorts {
 			if !etcdHealthy(ctx, port) {
