@@ -84,8 +84,9 @@ func TestAddressIndexNamesTheDuplicates(t *testing.T) {
 }
 
 // The index, updated source by source, equals the report from scratch
-// after every step of random changes: exports replaced, dropped and
-// added, addresses repeated across groups and sources.
+// after every step of random changes: exports replaced (some by exports
+// of the same addresses), dropped and added, addresses repeated across
+// groups and sources.
 func TestAddressIndexMatchesAReportFromScratch(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20261126, 1))
 	clusters := []clusterset.ClusterID{"a", "b", "c", "d", "e"}
@@ -103,9 +104,13 @@ func TestAddressIndexMatchesAReportFromScratch(t *testing.T) {
 	current := map[clusterset.ClusterID]*clusterset.ExportedService{}
 	for step := range 3000 {
 		id := clusters[rng.IntN(len(clusters))]
-		if rng.IntN(4) == 0 {
+		switch old := current[id]; {
+		case rng.IntN(4) == 0:
 			delete(current, id)
-		} else {
+		case old != nil && rng.IntN(3) == 0:
+			same := *old // a new export of the same addresses (its conditions changed)
+			current[id] = &same
+		default:
 			current[id] = randomExport(id)
 		}
 		var exports []*clusterset.ExportedService
