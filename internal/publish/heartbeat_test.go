@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -67,6 +68,41 @@ func TestPublisherRenewsAndRewritesTheMarker(t *testing.T) {
 	reconcileOK(t, p, markerRequest.NamespacedName)
 	if got := publications(t, cl); got["east"] == nil || got[ObjectName("east", webKey)] == nil {
 		t.Errorf("after the wipe: %v", got)
+	}
+}
+
+// TestMarkerWaitsForTheServer: a publisher whose cache still shows its
+// publications after a wipe (it has seen the marker's deletion, not yet
+// theirs) does not write the marker until the publication server itself
+// holds every export again; readers would otherwise take the marker for
+// a member that published everything, and withdraw the export whose head
+// they saw deleted.
+func TestMarkerWaitsForTheServer(t *testing.T) {
+	ctx := context.Background()
+	store := clusterset.NewStore()
+	store.BeginResync("east")
+	store.Put(export())
+	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	p, cached := publisherOf(t, store)
+	reconcileOK(t, p, webKey)
+	live := fake.NewClientBuilder().WithScheme(scheme(t)).Build() // wiped, marker and all
+	p.apiReader = live
+	if res := reconcileOK(t, p, markerRequest.NamespacedName); res.RequeueAfter != partialViewRecheck {
+		t.Errorf("the server lacks the export: look again after %v, want %v", res.RequeueAfter, partialViewRecheck)
+	}
+	if got := publications(t, cached)["east"]; got != nil {
+		t.Fatalf("marker written while the server lacks the export: %+v", got)
+	}
+	for _, pub := range publications(t, cached) {
+		pub = pub.DeepCopy()
+		pub.ResourceVersion = ""
+		if err := live.Create(ctx, pub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcileOK(t, p, markerRequest.NamespacedName)
+	if got := publications(t, cached)["east"]; got == nil {
+		t.Error("the server holds the export again: no marker written")
 	}
 }
 

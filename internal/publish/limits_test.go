@@ -86,7 +86,7 @@ func TestPublisherRecordsRefusals(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}
 	if !strings.Contains(p.Problem(), "not been read yet") {
 		t.Errorf("a publisher that has not read its server: problem %q", p.Problem())
 	}

@@ -42,7 +42,7 @@ func countingPublisher(t *testing.T, store *clusterset.Store) (*Publisher, clien
 			return c.Delete(ctx, o, opts...)
 		},
 	}).Build()
-	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}, cl, w
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}, cl, w
 }
 
 // endpointSet is an export's endpoints by first address, failing on one
@@ -517,7 +517,7 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 			return seen(c.Delete(ctx, o, opts...), o, "the deletion", r.remove)
 		},
 	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}
 	reconcileOK(t, p, webKey)
 	if got := len(endpointSet(t, read.GetFrom(webKey, "east"))); got != 1000 {
 		t.Fatalf("published %d endpoints, want 1000", got)

@@ -194,7 +194,7 @@ func fakePublicationServer(t *testing.T) *fake.ClientBuilder {
 // publisherOf returns a publisher of east into a fake publication server.
 func publisherOf(t *testing.T, store *clusterset.Store, objs ...client.Object) (*Publisher, client.Client) {
 	cl := fakePublicationServer(t).WithObjects(objs...).Build()
-	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl}, cl
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}, cl
 }
 
 // readBack returns cluster's export of key as a reader of every

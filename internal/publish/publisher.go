@@ -635,7 +635,13 @@ func (p *Publisher) inTheWay(ctx context.Context, name types.NamespacedName) (re
 
 // syncMarker writes the marker once every export of the member is
 // published as it is in the Store and no stale publication is left; then
-// it renews it every Heartbeat.
+// it renews it every Heartbeat. What the cache shows is confirmed by a
+// read of the publication server itself before the marker is written: a
+// wiped hub deletes the marker first, and a cache that has seen that
+// deletion but not yet its publications' would bring the marker back
+// before them, and readers would then withdraw an export whose head they
+// saw deleted (CI: an import withdrawn and created again with a new
+// clusterset IP, the hub rebuilt under load).
 func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	if p.markerDone.Load() {
 		return p.renewMarker(ctx)
@@ -643,29 +649,20 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	if !p.opts.Store.Synced(p.opts.Cluster) {
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil
 	}
-	var list v1alpha1.PublishedExportList
-	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace),
-		client.MatchingLabels{mcsv1beta1.LabelSourceCluster: string(p.opts.Cluster)}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("list publications: %w", err)
-	}
-	var heads []*v1alpha1.PublishedExport
-	parts := map[types.NamespacedName][]*v1alpha1.PublishedExport{}
-	for i := range list.Items {
-		pub := &list.Items[i]
-		if IsMarker(pub) {
-			p.markerDone.Store(true)
-			return p.renewMarker(ctx) // written by an earlier run, or just now
-		}
-		key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
-		if IsPart(pub) {
-			parts[key] = append(parts[key], pub)
-		} else {
-			heads = append(heads, pub)
-		}
-	}
-	published, all := p.allPublished(heads, parts)
-	if !all {
+	published, all, marked, err := p.publishedIn(ctx, p.client)
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case marked:
+		p.markerDone.Store(true)
+		return p.renewMarker(ctx) // written by an earlier run, or just now
+	case !all:
 		return reconcile.Result{}, nil // not there yet: the publications' next event looks again
+	}
+	if _, all, _, err = p.publishedIn(ctx, p.apiReader); err != nil {
+		return reconcile.Result{}, err
+	} else if !all {
+		return reconcile.Result{RequeueAfter: partialViewRecheck}, nil // the cache is behind
 	}
 	now := p.now()
 	if err := p.client.Create(ctx, markerAt(p.opts.Cluster, p.opts.Namespace, p.opts.Heartbeat, now)); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -676,6 +673,34 @@ func (p *Publisher) syncMarker(ctx context.Context) (reconcile.Result, error) {
 	log.FromContext(ctx).Info("Every export published", "cluster", p.opts.Cluster, "exports", published)
 	p.markerDone.Store(true)
 	return reconcile.Result{RequeueAfter: p.opts.Heartbeat}, nil
+}
+
+// publishedIn reads the member's publications through reader (the cache,
+// or the publication server itself) and reports whether every export is
+// published as the Store has it (allPublished), and whether the marker is
+// there.
+func (p *Publisher) publishedIn(ctx context.Context, reader client.Reader) (published int, all, marked bool, err error) {
+	var list v1alpha1.PublishedExportList
+	if err := reader.List(ctx, &list, client.InNamespace(p.opts.Namespace),
+		client.MatchingLabels{mcsv1beta1.LabelSourceCluster: string(p.opts.Cluster)}); err != nil {
+		return 0, false, false, fmt.Errorf("list publications: %w", err)
+	}
+	var heads []*v1alpha1.PublishedExport
+	parts := map[types.NamespacedName][]*v1alpha1.PublishedExport{}
+	for i := range list.Items {
+		pub := &list.Items[i]
+		if IsMarker(pub) {
+			return 0, false, true, nil
+		}
+		key := types.NamespacedName{Namespace: pub.Spec.Namespace, Name: pub.Spec.Name}
+		if IsPart(pub) {
+			parts[key] = append(parts[key], pub)
+		} else {
+			heads = append(heads, pub)
+		}
+	}
+	published, all = p.allPublished(heads, parts)
+	return published, all, false, nil
 }
 
 // now is the time on the publisher's clock.
