@@ -154,14 +154,6 @@ type partPlan struct {
 
 func (p *partPlan) empty() bool { return len(p.create)+len(p.update)+len(p.remove) == 0 }
 
-// endpointKey is how an endpoint is known across parts: its group's
-// address type and ports, and its first address (the one an EndpointSlice
-// controller keys it by).
-type endpointKey struct {
-	group   string
-	address string
-}
-
 // groupKey is an endpoint group's address type and ports as a string.
 func groupKey(g *v1alpha1.EndpointGroup) string {
 	var b strings.Builder
