@@ -80,7 +80,7 @@ func parseGrowthFlags(args []string, stderr io.Writer) (*growthFlags, error) {
 	fs.Float64Var(&f.hubRate, "hub-rate", 50, "changes per second the hub load's simulated members publish, in all")
 	fs.DurationVar(&f.hubDuration, "hub-duration", 30*time.Second, "how long the hub load publishes changes")
 	fs.IntVar(&f.restartLogLevel, "restart-log-level", 2, "log level of the hub load's restarted importer (2: every imported slice it writes, with its source; 0: the default)")
-	sizes := fs.String("sizes", "10,1000,10000", "endpoints per Service of the sizes phase (the cost of one endpoint's change as its Service grows), at the smallest -members, comma-separated (empty: no sizes phase)")
+	sizes := fs.String("sizes", "10,1000,10000,50000", "endpoints per Service of the sizes phase (the cost of one endpoint's change as its Service grows), at the smallest -members, comma-separated (empty: no sizes phase)")
 	fs.IntVar(&f.sizeImport, "size-import", 50000, "endpoints of the sizes phase's large import, timed against a plain client writing the same slices (0: none)")
 	fs.BoolVar(&f.quick, "quick", false, "everything small and short: a smoke test of the program")
 	fs.StringVar(&f.stateDir, "state", "", "state folder (testbed, logs); it must not exist, be empty, or be one this benchmark made (default <repo>/.cache/bench-scale)")
