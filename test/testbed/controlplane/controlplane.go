@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -266,7 +267,36 @@ func createCluster(ctx context.Context, cp *ControlPlane) error {
 	if err != nil {
 		return err
 	}
-	return cp.kwokctl(ctx, append(cp.createArgs(), "--config", config)...)
+	args := append(cp.createArgs(), "--config", config)
+	if !cp.hub {
+		ports, err := componentPorts()
+		if err != nil {
+			return fmt.Errorf("testbed: %s: %w", cp.Name, err)
+		}
+		args = append(args, ports...)
+	}
+	return cp.kwokctl(ctx, args...)
+}
+
+// componentPorts gives a member's kube-controller-manager, kube-scheduler
+// and kwok-controller ports of host.FreePort's range, at random, rather
+// than kwokctl's count down from 32767: those components exit when an API
+// server outage outlasts their leader Lease, and while one was down
+// another testbed's new cluster (make e2e runs two testbeds) counted down
+// to its free port and took it, so it never started again (CI: west's
+// kube-controller-manager, "bind: address already in use", and every
+// later namespace of west without its default ServiceAccount). Chance
+// alone would now have to pick that port, from 10,000.
+func componentPorts() ([]string, error) {
+	var args []string
+	for _, flag := range []string{"--kube-controller-manager-port", "--kube-scheduler-port", "--controller-port"} {
+		port, err := host.FreePort(false)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, flag, strconv.Itoa(port))
+	}
+	return args, nil
 }
 
 // writeKwokctlConfig writes the kwokctl configuration this control plane
