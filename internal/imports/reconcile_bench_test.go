@@ -49,15 +49,7 @@ func BenchmarkReconcileOneSourceChanged(b *testing.B) {
 				current[i] = h.export(id, 1, addrs...)
 				other[i] = h.export(id, 1, append(slices.Clone(addrs[1:]), fmt.Sprintf("10.99.%d.%d", i/250, i%250))...)
 			}
-			// The harness's members look a member up in a list: here, a
-			// set, as the Membership of a process does.
-			held, opts := newHeldIndex(), h.c.opts
-			opts.Membership = allUp(h.members.ids)
-			c, err := newController(h.client, held, held, nil, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h.c = c
+			held := h.withHeldIndex()
 			h.put(current...)
 			h.reconcile()
 			if n := held.count(); n != sources {
@@ -83,6 +75,21 @@ func BenchmarkReconcileOneSourceChanged(b *testing.B) {
 			}
 		})
 	}
+}
+
+// withHeldIndex gives the harness a controller that reads and writes its
+// imported slices through a heldIndex, with its members all up (looked
+// up in a set, as the Membership of a process does, not the harness's
+// list), and returns the index.
+func (h *harness) withHeldIndex() *heldIndex {
+	held, opts := newHeldIndex(), h.c.opts
+	opts.Membership = allUp(h.members.ids)
+	c, err := newController(h.client, held, held, nil, opts)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.c = c
+	return held
 }
 
 // allUp is a Membership whose members are all up.
@@ -211,13 +218,7 @@ func BenchmarkImportOneEndpointChange(b *testing.B) {
 			versions := [2]*clusterset.ExportedService{h.export("east", 1, addrs...), h.export("east", 1, addrs...)}
 			ready := false
 			versions[1].Endpoints[0].Endpoints[n/2].Conditions.Ready = &ready
-			held, opts := newHeldIndex(), h.c.opts
-			opts.Membership = allUp(h.members.ids)
-			c, err := newController(h.client, held, held, nil, opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h.c = c
+			held := h.withHeldIndex()
 			h.put(versions[0])
 			h.reconcile()
 			b.ReportAllocs()
