@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
 
 // configHeader is the schema every clusterset config begins with.
@@ -46,6 +47,8 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--clusterset-config", "c", "--concurrent-export-syncs", "-1"}, "--concurrent-export-syncs: -1 is not positive"},
 		{[]string{"--clusterset-config", "c", "--concurrent-export-syncs", "2.5"}, "concurrent-export-syncs"},
 		{[]string{"--clusterset-config", "c", "--heartbeat-interval", "500ms"}, "--heartbeat-interval: 500ms is under a second"},
+		{[]string{"--clusterset-config", "c", "--max-publication-bytes-per-member", "1k"}, "--max-publication-bytes-per-member: 1k is under 1Mi"},
+		{[]string{"--clusterset-config", "c", "--max-publication-bytes-per-member", "lots"}, `"lots" is not a quantity of bytes`},
 		{[]string{"--clusterset-config", "c", "--leader-election-cluster", "east"}, "need --leader-elect"},
 		{[]string{"--clusterset-config", "c", "--leader-elect", "--leader-election-cluster", "east", "--leader-election-kubeconfig", "k"}, "set one, not both"},
 		{[]string{"--max-endpoints-per-slice", "0", "--heartbeat-interval", "1ms"}, "--clusterset-config: required; --max-endpoints-per-slice: 0 is outside 1..1000; --heartbeat-interval: 1ms is under a second"},
@@ -53,6 +56,21 @@ func TestFlagsRejectBadValues(t *testing.T) {
 		_, err := parseFlags(tc.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: error %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestPublicationBytesAsAQuantity: --max-publication-bytes-per-member
+// takes a Kubernetes quantity, and defaults to publish's default.
+func TestPublicationBytesAsAQuantity(t *testing.T) {
+	for arg, want := range map[string]int64{"": publish.DefaultMaxBytesPerMember, "256Mi": 256 << 20, "100M": 100e6, "2097152": 2 << 20} {
+		args := []string{"--clusterset-config", "c"}
+		if arg != "" {
+			args = append(args, "--max-publication-bytes-per-member", arg)
+		}
+		o, err := parseFlags(args, io.Discard)
+		if err != nil || o.MaxPublicationBytesPerMember != want {
+			t.Errorf("%q: %v, %v; want %d", arg, o, err, want)
 		}
 	}
 }
