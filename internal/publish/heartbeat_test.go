@@ -7,7 +7,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -22,10 +21,7 @@ import (
 // written again once the exports are published again.
 func TestPublisherRenewsAndRewritesTheMarker(t *testing.T) {
 	ctx := context.Background()
-	store := clusterset.NewStore()
-	store.BeginResync("east")
-	store.Put(export())
-	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	store := syncedStore(export())
 	p, cl := publisherOf(t, store)
 	p.opts.Heartbeat = time.Hour
 	reconcileOK(t, p, webKey)
@@ -79,10 +75,7 @@ func TestPublisherRenewsAndRewritesTheMarker(t *testing.T) {
 // they saw deleted.
 func TestMarkerWaitsForTheServer(t *testing.T) {
 	ctx := context.Background()
-	store := clusterset.NewStore()
-	store.BeginResync("east")
-	store.Put(export())
-	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	store := syncedStore(export())
 	p, cached := publisherOf(t, store)
 	reconcileOK(t, p, webKey)
 	live := fake.NewClientBuilder().WithScheme(scheme(t)).Build() // wiped, marker and all

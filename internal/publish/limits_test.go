@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -73,10 +72,7 @@ func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
 // is recorded for the export's Ready condition, and the marker's for
 // /readyz (Problem); both clear once writes go through.
 func TestPublisherRecordsRefusals(t *testing.T) {
-	store := clusterset.NewStore()
-	store.BeginResync("east")
-	store.Put(export())
-	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	store := syncedStore(export())
 	refuse := true
 	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -127,11 +123,7 @@ func TestDecodeRefusesTooManyPorts(t *testing.T) {
 // and its Ready condition hears why, instead of saying Exported while
 // every reader drops it.
 func TestPublisherChecksWhatReadersCheck(t *testing.T) {
-	store := clusterset.NewStore()
-	es := exportWithPorts(MaxPorts + 1)
-	store.BeginResync("east")
-	store.Put(es)
-	store.MarkSynced("east", map[types.NamespacedName]bool{webKey: true})
+	store := syncedStore(exportWithPorts(MaxPorts + 1))
 	p, cl := publisherOf(t, store)
 	reconcileOK(t, p, webKey)
 	if why := p.opts.Feedback.Unpublished(webKey); !strings.Contains(why, "the other members would refuse its publication: spec.ports") {

@@ -188,9 +188,7 @@ func TestPublishedInParts(t *testing.T) {
 // takes out its endpoints only; the head's, the export.
 func TestReaderAssemblesNeverHalf(t *testing.T) {
 	store := clusterset.NewStore()
-	r := newReader("east", store, nil, nil)
-	later := &delayed{}
-	r.delay, r.listed, r.markerSeen, r.marked = later.add, true, true, true
+	r, later := syncedReader(store, nil)
 	es := withEndpoints(3)
 	group := func(eps ...discoveryv1.Endpoint) []v1alpha1.EndpointGroup {
 		g := v1alpha1.EndpointGroup(es.Endpoints[0])
@@ -243,9 +241,7 @@ func TestReaderAssemblesNeverHalf(t *testing.T) {
 // follows.
 func TestVanishedPartsLetGo(t *testing.T) {
 	store := clusterset.NewStore()
-	r := newReader("east", store, nil, nil)
-	later := &delayed{}
-	r.delay, r.listed, r.markerSeen, r.marked = later.add, true, true, true
+	r, later := syncedReader(store, nil)
 	es := withEndpoints(3)
 	g := v1alpha1.EndpointGroup(es.Endpoints[0])
 	part := func(id string, i int) *v1alpha1.PublishedExport {

@@ -271,9 +271,7 @@ func TestReaderForgetsFirstSeenOfGoneHeads(t *testing.T) {
 func TestReaderByteLimit(t *testing.T) {
 	store := clusterset.NewStore()
 	beats := NewHeartbeats()
-	r := newReader("east", store, beats, nil)
-	delayed := &delayed{}
-	r.delay, r.listed, r.markerSeen, r.marked = delayed.add, true, true, true
+	r, delayed := syncedReader(store, beats)
 	replayed := make(chan []string, 4)
 	r.replay = func(names []string) { replayed <- names }
 	head := EncodeHead(export(), "mcs-system")

@@ -631,6 +631,29 @@ func TestPublisherCacheBehind(t *testing.T) {
 	}
 }
 
+// syncedStore is a Store that holds east's exports es, east's first pass
+// over.
+func syncedStore(es ...*clusterset.ExportedService) *clusterset.Store {
+	store := clusterset.NewStore()
+	store.BeginResync("east")
+	synced := map[types.NamespacedName]bool{}
+	for _, e := range es {
+		store.Put(e)
+		synced[e.Key] = true
+	}
+	store.MarkSynced("east", synced)
+	return store
+}
+
+// syncedReader is a reader of east into store whose first list and marker
+// are in, and whose removals wait in the returned delayed until fired.
+func syncedReader(store *clusterset.Store, heartbeats *Heartbeats) (*Reader, *delayed) {
+	r := newReader("east", store, heartbeats, nil)
+	later := &delayed{}
+	r.delay, r.listed, r.markerSeen, r.marked = later.add, true, true, true
+	return r, later
+}
+
 // delayed holds the removals a Reader put off (Reader.delay) until the
 // test fires them, as RemovalDelay's timer would.
 type delayed struct {
