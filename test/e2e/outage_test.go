@@ -94,19 +94,32 @@ func TestUnreachableMemberIsWithdrawnAfterGrace(t *testing.T) {
 	}
 
 	// A blip shorter than the grace, long enough for mcs-syncer to see
-	// west disconnected: nothing is withdrawn.
-	if err := westBed.StopAPIServer(ctx); err != nil {
+	// west disconnected: nothing is withdrawn. West's API server is
+	// frozen, not stopped: a restarted one takes 5-25 s to serve again on
+	// a busy machine, which made the "short" blip outlast the 20 s grace
+	// (and west rightly withdrawn) in CI; a thawed one answers at once.
+	if err := westBed.PauseAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	down = true
+	frozen := true
+	t.Cleanup(func() {
+		if frozen {
+			_ = westBed.ResumeAPIServer()
+		}
+	})
+	blip := time.Now()
 	eventually(ctx, t, "mcs-syncer to see west disconnected", connected(0))
-	if err := westBed.StartAPIServer(ctx); err != nil {
+	seenDown := time.Now()
+	if err := westBed.ResumeAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	down = false
+	frozen = false
 	eventually(ctx, t, "mcs-syncer to see west connected again", connected(1))
+	// The grace counts from when mcs-syncer saw west disconnected.
+	disconnected := time.Since(seenDown).Round(time.Millisecond)
+	t.Logf("blip: west frozen %s until seen disconnected, then disconnected for %s", seenDown.Sub(blip).Round(time.Millisecond), disconnected)
 	if again, err := getImport(ctx, north, ns); err != nil || again.UID != si.UID {
-		t.Fatalf("the ServiceImport did not survive a short blip: %v", err)
+		t.Fatalf("the ServiceImport did not survive a short blip (disconnected for %s): %v", disconnected, err)
 	}
 	if err := importedFromWest(); err != nil {
 		t.Fatalf("west's endpoints did not survive a short blip: %v", err)
