@@ -7,23 +7,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-
-	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // BenchmarkExportOneEndpointChange is the export watcher's own work for
 // one endpoint's change of a Service of n endpoints in slices of 100: the
-// export is built anew from every slice (reconciler.GroupSlices), the
-// list from the cache left out (it shares the cache's slices). Issue 56
-// asks for no more at 50,000 than twice the cost at 100: this stage
-// re-reads the whole Service.
+// changed slice arrives as a new object, as from an informer, and the
+// export's endpoints are grouped again (groupers: the changed slice is
+// read, the others' endpoints are copied as they were, not from their
+// slices); the list from the cache is left out (it shares the cache's
+// slices). Issue 56 asks for no more at 50,000 than twice the cost at
+// 100: the copy of the export's endpoints still grows with the Service.
 func BenchmarkExportOneEndpointChange(b *testing.B) {
 	for _, n := range []int{100, 10000, 50000} {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			var items []discoveryv1.EndpointSlice
 			for i := 0; i < n; i += 100 {
-				s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%05d", i)},
+				s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%05d", i), UID: types.UID(fmt.Sprint(i)), ResourceVersion: "1"},
 					AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}}
 				for j := i; j < min(i+100, n); j++ {
 					s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
@@ -32,10 +33,20 @@ func BenchmarkExportOneEndpointChange(b *testing.B) {
 				}
 				items = append(items, s)
 			}
+			g := newGroupers()
+			key := types.NamespacedName{Namespace: "ns", Name: "web"}
+			g.group(key, items)
+			// Two versions of the changed slice, made beforehand: the
+			// informer's work is not the watcher's.
+			versions := [2]discoveryv1.EndpointSlice{*items[0].DeepCopy(), *items[0].DeepCopy()}
+			for v := range versions {
+				versions[v].ResourceVersion = fmt.Sprint(v + 2)
+				versions[v].Endpoints[0].Conditions.Ready = ptr.To(v == 0)
+			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				items[0].Endpoints[0].Conditions.Ready = ptr.To(i%2 == 0)
-				if got := reconciler.GroupSlices(items); len(got) != 1 || len(got[0].Endpoints) != n {
+				items[0] = versions[i%2]
+				if got := g.group(key, items); len(got) != 1 || len(got[0].Endpoints) != n {
 					b.Fatalf("%d groups", len(got))
 				}
 			}

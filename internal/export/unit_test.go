@@ -96,7 +96,7 @@ func newUnitHarness(t *testing.T, objs ...client.Object) *unitHarness {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
-	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), store: h.store, feedback: h.feedback, writeStatus: true, recorder: h.recorder,
+	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), groupers: newGroupers(), store: h.store, feedback: h.feedback, writeStatus: true, recorder: h.recorder,
 		membership: h.members, triggers: newTriggerLog(), conditions: newConditionCounts()}
 	for _, id := range h.members.IDs() {
 		h.store.MarkSynced(id, nil)

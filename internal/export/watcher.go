@@ -94,8 +94,10 @@ type Watcher struct {
 	cache   cache.Cache
 	// apiReader reads the slices the cache holds thinned; fetched keeps
 	// what it read (thin.go).
-	apiReader   client.Reader
-	fetched     *fetched
+	apiReader client.Reader
+	fetched   *fetched
+	// groupers build each export's endpoints from the slices that changed.
+	groupers    *groupers
 	store       *clusterset.Store
 	feedback    *clusterset.Feedback
 	writeStatus bool
@@ -125,7 +127,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		return nil, fmt.Errorf("export: a watcher that writes status needs the feedback")
 	}
 	w := &Watcher{
-		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(),
+		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(), groupers: newGroupers(),
 		store: opts.Store, feedback: opts.Feedback, writeStatus: opts.WriteStatus,
 		recorder: opts.Recorder, membership: opts.Membership, namespaces: opts.Namespaces, triggers: newTriggerLog(), conditions: exportConditions,
 	}

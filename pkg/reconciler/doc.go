@@ -24,7 +24,9 @@
 // then, but it keeps the metrics true (a reconciler that only ever saw empty
 // plans, after a restart, still reports its owners' endpoints and slices).
 // GroupSlices turns slices read elsewhere (another cluster's) into desired
-// groups, with one rule for duplicates (see EndpointGroup).
+// groups, with one rule for duplicates (see EndpointGroup); a SliceGrouper
+// does the same again and again for one Service, reading only the slices
+// that changed since its last call.
 //
 // # Invariants
 //

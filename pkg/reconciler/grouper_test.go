@@ -1,0 +1,183 @@
+package reconciler
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// TestSliceGrouperIsGroupSlices: after every change of a random sequence
+// (slices created, rewritten, emptied, moved to another port set or
+// address type, deleted; endpoints listed twice, in one slice and in two,
+// with different conditions), the grouper's result equals GroupSlices' of
+// the same slices, and no result it returned before has changed.
+func TestSliceGrouperIsGroupSlices(t *testing.T) {
+	portSets := [][]discoveryv1.EndpointPort{
+		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
+		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
+		{{Name: ptr.To("a"), Port: ptr.To[int32](1)}, {Name: ptr.To("b"), Port: ptr.To[int32](2)}},
+		{{Name: ptr.To("b"), Port: ptr.To[int32](2)}, {Name: ptr.To("a"), Port: ptr.To[int32](1)}}, // the same set
+		nil,
+	}
+	for seed := uint64(0); seed < 300; seed++ {
+		r := rand.New(rand.NewPCG(seed, 56))
+		var g SliceGrouper
+		var items []discoveryv1.EndpointSlice
+		type kept struct {
+			got, copy []EndpointGroup
+		}
+		var before []kept
+		uid, rv := 0, 0
+		newSlice := func() discoveryv1.EndpointSlice {
+			uid++
+			return discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-" + strconv.Itoa(r.IntN(8)), UID: types.UID(strconv.Itoa(uid))}}
+		}
+		fill := func(s *discoveryv1.EndpointSlice) {
+			rv++
+			s.ResourceVersion = strconv.Itoa(rv)
+			s.AddressType = discoveryv1.AddressTypeIPv4
+			if r.IntN(8) == 0 {
+				s.AddressType = discoveryv1.AddressTypeIPv6
+			}
+			s.Ports = portSets[r.IntN(len(portSets))]
+			s.Endpoints = nil
+			for range r.IntN(12) {
+				ep := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", r.IntN(20))},
+					Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r.IntN(2) == 0), Serving: ptr.To(r.IntN(2) == 0), Terminating: ptr.To(r.IntN(3) == 0)}}
+				if r.IntN(3) == 0 {
+					ep.NodeName = ptr.To("node-" + strconv.Itoa(r.IntN(3)))
+				}
+				s.Endpoints = append(s.Endpoints, ep)
+			}
+		}
+		for step := range 40 {
+			switch op := r.IntN(10); {
+			case op < 3 || len(items) == 0:
+				s := newSlice()
+				if slices.ContainsFunc(items, func(o discoveryv1.EndpointSlice) bool { return o.Name == s.Name }) {
+					continue // names are unique in a namespace
+				}
+				fill(&s)
+				items = append(items, s)
+			case op < 8:
+				// A new object for the slice, as an informer delivers it.
+				i := r.IntN(len(items))
+				s := *items[i].DeepCopy()
+				fill(&s)
+				items[i] = s
+			default:
+				i := r.IntN(len(items))
+				items = slices.Delete(items, i, i+1)
+			}
+			r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+			got, want := g.Group(items), GroupSlices(items)
+			if !equality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("seed %d, step %d: grouped\n%+v\nwant\n%+v", seed, step, got, want)
+			}
+			for _, k := range before {
+				if !equality.Semantic.DeepEqual(k.got, k.copy) {
+					t.Fatalf("seed %d, step %d: a result returned before changed", seed, step)
+				}
+			}
+			before = append(before, kept{got, copyGroups(got)})
+		}
+	}
+}
+
+// TestSliceGrouperReadsOnlyWhatChanged: a call with the same slices
+// returns the last result; one with a slice whose resourceVersion did not
+// move does not read it again (its endpoints, changed behind the
+// grouper's back as no informer does, are not seen); one without
+// resourceVersions reads everything.
+func TestSliceGrouperReadsOnlyWhatChanged(t *testing.T) {
+	s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "web-1", UID: "1", ResourceVersion: "5"}, AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}}
+	var g SliceGrouper
+	first := g.Group([]discoveryv1.EndpointSlice{s})
+	again := g.Group([]discoveryv1.EndpointSlice{s})
+	if &first[0] != &again[0] {
+		t.Errorf("the same slices grouped anew")
+	}
+	s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}}
+	if got := g.Group([]discoveryv1.EndpointSlice{s}); got[0].Endpoints[0].Addresses[0] != "10.0.0.1" {
+		t.Errorf("a slice of the same resourceVersion was read again: %v", got)
+	}
+	s.ResourceVersion = ""
+	if got := g.Group([]discoveryv1.EndpointSlice{s}); got[0].Endpoints[0].Addresses[0] != "10.0.0.2" {
+		t.Errorf("a slice without a resourceVersion was not read again: %v", got)
+	}
+	if got := g.Group(nil); len(got) != 0 {
+		t.Errorf("no slices: %v", got)
+	}
+}
+
+func copyGroups(gs []EndpointGroup) []EndpointGroup {
+	out := make([]EndpointGroup, len(gs))
+	for i, g := range gs {
+		out[i] = EndpointGroup{AddressType: g.AddressType, Ports: clonePorts(g.Ports), Endpoints: make([]discoveryv1.Endpoint, len(g.Endpoints))}
+		for j := range g.Endpoints {
+			g.Endpoints[j].DeepCopyInto(&out[i].Endpoints[j])
+		}
+	}
+	return out
+}
+
+// BenchmarkGroupOneEndpointChange: one endpoint's change of a Service of
+// n endpoints in slices of 100, grouped again by GroupSlices (every slice
+// read and every endpoint copied) and by a SliceGrouper (the changed slice
+// read, the rest of the result copied as it was).
+func BenchmarkGroupOneEndpointChange(b *testing.B) {
+	for _, n := range []int{100, 10000, 50000} {
+		items := benchSlices(n)
+		for _, how := range []string{"GroupSlices", "SliceGrouper"} {
+			b.Run(fmt.Sprintf("endpoints=%d/%s", n, how), func(b *testing.B) {
+				var g SliceGrouper
+				g.Group(items)
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					// A new object for the changed slice, as an informer
+					// delivers it.
+					s := *items[0].DeepCopy()
+					s.ResourceVersion = strconv.Itoa(i + 2)
+					s.Endpoints[0].Conditions.Ready = ptr.To(i%2 == 0)
+					items[0] = s
+					var got []EndpointGroup
+					if how == "GroupSlices" {
+						got = GroupSlices(items)
+					} else {
+						got = g.Group(items)
+					}
+					if len(got) != 1 || len(got[0].Endpoints) != n {
+						b.Fatalf("%d groups", len(got))
+					}
+				}
+			})
+		}
+	}
+}
+
+// benchSlices are n endpoints in slices of 100, as an EndpointSlice
+// controller writes them.
+func benchSlices(n int) []discoveryv1.EndpointSlice {
+	var items []discoveryv1.EndpointSlice
+	for i := 0; i < n; i += 100 {
+		s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%05d", i), UID: types.UID(strconv.Itoa(i)), ResourceVersion: "1"},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}}
+		for j := i; j < min(i+100, n); j++ {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"),
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: fmt.Sprintf("web-%d", j)}})
+		}
+		items = append(items, s)
+	}
+	return items
+}
