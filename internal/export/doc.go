@@ -14,6 +14,9 @@
 //     reconcile.
 //   - Endpoints keep their addresses, ready/serving/terminating conditions,
 //     hostname, nodeName, zone, hints and targetRef.
+//   - A change of one slice reads that slice only (groupers.go): the
+//     export shares the cache's endpoints, which nothing writes, and is
+//     what reconciler.GroupSlices would make of all the Service's slices.
 //   - Status is written through the status subresource, and only when a
 //     condition changed: Valid (True/Valid; False/NoService,
 //     InvalidServiceType), Ready (True/Exported once in the Store;
