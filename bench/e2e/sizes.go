@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/syncer"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
@@ -83,6 +86,18 @@ func (g *growth) runSizes(ctx context.Context, rep *growthReport) error {
 		if err != nil {
 			return err
 		}
+		// Each process's CPU profile while the largest Service changes
+		// goes into the state folder (what takes a change's time where the
+		// figures only say how much).
+		pprofs := map[string]string{}
+		for name := range args {
+			port, err := host.FreePort(false)
+			if err != nil {
+				return err
+			}
+			args[name] = append(args[name], "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", port))
+			pprofs[name] = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", port)
+		}
 		if err := g.startProcs(ctx, args); err != nil {
 			return err
 		}
@@ -97,7 +112,11 @@ func (g *growth) runSizes(ctx context.Context, rep *growthReport) error {
 			return fmt.Errorf("sizes, %s mode: %w", mode, err)
 		}
 		for _, size := range g.f.sizes {
-			r, err := g.measureSize(ctx, mode, members, views, size)
+			var profiled map[string]string
+			if size == slices.Max(g.f.sizes) && !g.f.quick { // a smoke run waits for no profile
+				profiled = pprofs
+			}
+			r, err := g.measureSize(ctx, mode, members, views, size, profiled)
 			if err != nil {
 				return fmt.Errorf("sizes, %s mode, %d endpoints: %w", mode, size, err)
 			}
@@ -189,8 +208,10 @@ func (g *growth) importedEverywhere(ctx context.Context, views []*importView, ns
 
 // measureSize exports a Service of size endpoints from the first member,
 // waits for its import, then times changes of one endpoint against the
-// relay floor and, in hub mode, counts the hub's bytes.
-func (g *growth) measureSize(ctx context.Context, mode string, members []*testbed.Cluster, views []*importView, size int) (*sizeResult, error) {
+// relay floor and, in hub mode, counts the hub's bytes. While the changes
+// are timed, a CPU profile of each process of profile (name: its pprof
+// URL) is saved as sizes-<mode>-<size>-<name>.cpu.pprof.
+func (g *growth) measureSize(ctx context.Context, mode string, members []*testbed.Cluster, views []*importView, size int, profile map[string]string) (*sizeResult, error) {
 	name := fmt.Sprintf("size-%d", size)
 	r := &sizeResult{Mode: mode, Endpoints: size, PartBytes: partBytes()}
 	t0 := time.Now()
@@ -208,7 +229,15 @@ func (g *growth) measureSize(ctx context.Context, mode string, members []*testbe
 		}
 	}
 	target := changeTarget{ns: sizesNamespace, service: name, slice: name + "-0", views: views, relayEndpoints: min(size, 1000)}
-	if r.Latency, r.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target); err != nil {
+	var profiling sync.WaitGroup
+	for proc, url := range profile {
+		profiling.Go(func() {
+			g.saveProfile(ctx, url+"profile?seconds=10", fmt.Sprintf("sizes-%s-%d-%s.cpu.pprof", mode, size, proc))
+		})
+	}
+	r.Latency, r.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target)
+	profiling.Wait()
+	if err != nil {
 		return nil, err
 	}
 	if mode == modeHub {
