@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // BenchmarkExportOneEndpointChange is the export watcher's own work for
@@ -22,17 +22,7 @@ import (
 func BenchmarkExportOneEndpointChange(b *testing.B) {
 	for _, n := range []int{100, 10000, 50000} {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
-			var items []discoveryv1.EndpointSlice
-			for i := 0; i < n; i += 100 {
-				s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%05d", i), UID: types.UID(fmt.Sprint(i)), ResourceVersion: "1"},
-					AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}}
-				for j := i; j < min(i+100, n); j++ {
-					s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
-						Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"),
-						TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: fmt.Sprintf("web-%d", j)}})
-				}
-				items = append(items, s)
-			}
+			items := reconcilertest.ServiceSlices("ns", "web", n, 100)
 			g := newGroupers()
 			key := types.NamespacedName{Namespace: "ns", Name: "web"}
 			g.group(key, items)

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // TestSliceGrouperIsGroupSlices: after every change of a random sequence
@@ -137,7 +139,7 @@ func copyGroups(gs []EndpointGroup) []EndpointGroup {
 // read, the rest of the result copied as it was).
 func BenchmarkGroupOneEndpointChange(b *testing.B) {
 	for _, n := range []int{100, 10000, 50000} {
-		items := benchSlices(n)
+		items := reconcilertest.ServiceSlices("ns", "web", n, 100)
 		for _, how := range []string{"GroupSlices", "SliceGrouper"} {
 			b.Run(fmt.Sprintf("endpoints=%d/%s", n, how), func(b *testing.B) {
 				var g SliceGrouper
@@ -163,21 +165,4 @@ func BenchmarkGroupOneEndpointChange(b *testing.B) {
 			})
 		}
 	}
-}
-
-// benchSlices are n endpoints in slices of 100, as an EndpointSlice
-// controller writes them.
-func benchSlices(n int) []discoveryv1.EndpointSlice {
-	var items []discoveryv1.EndpointSlice
-	for i := 0; i < n; i += 100 {
-		s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("web-%05d", i), UID: types.UID(strconv.Itoa(i)), ResourceVersion: "1"},
-			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}}
-		for j := i; j < min(i+100, n); j++ {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"),
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: fmt.Sprintf("web-%d", j)}})
-		}
-		items = append(items, s)
-	}
-	return items
 }

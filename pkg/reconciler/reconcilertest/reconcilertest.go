@@ -4,7 +4,8 @@
 // reconciler can tell (generateName gives a name, creates get a UID and
 // generation 1, an update bumps the generation when anything but the
 // metadata or its labels changed, a stale resourceVersion is a conflict),
-// and that records those writes in order.
+// and that records those writes in order; and ServiceSlices, a fixture of
+// a Service's slices for benchmarks.
 //
 // It embeds client-go's fake clientset: its reactors, actions and tracker
 // stay at hand, and a reactor prepended in a test runs before this
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 var endpointSlices = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
@@ -167,4 +170,29 @@ func (c *Clientset) delete(action k8stesting.Action) (bool, runtime.Object, erro
 	}
 	c.writes = append(c.writes, Write{Verb: "delete", Namespace: a.GetNamespace(), Name: a.GetName()})
 	return true, nil, nil
+}
+
+// ServiceSlices returns n ready endpoints of Service namespace/service in
+// slices of at most perSlice, as an EndpointSlice controller writes them:
+// named <service>-<first endpoint's index>, each with a UID and
+// resourceVersion "1", port http TCP/80, IPv4 addresses from 10.0.0.0,
+// node node-1 and a targetRef to Pod <service>-<index>. A fixture for
+// benchmarks of what a change of one of them costs.
+func ServiceSlices(namespace, service string, n, perSlice int) []discoveryv1.EndpointSlice {
+	var out []discoveryv1.EndpointSlice
+	for i := 0; i < n; i += perSlice {
+		s := discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%05d", service, i), UID: types.UID(fmt.Sprintf("%s-%d", service, i)), ResourceVersion: "1",
+				Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
+		}
+		for j := i; j < min(i+perSlice, n); j++ {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"),
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: fmt.Sprintf("%s-%d", service, j)}})
+		}
+		out = append(out, s)
+	}
+	return out
 }
