@@ -58,6 +58,12 @@ func portKey(ports []discoveryv1.EndpointPort) string {
 	return strings.Join(keys, ",")
 }
 
+// groupKey is the key of the group of an address type and port set:
+// "<address type>#<portKey>".
+func groupKey(addressType discoveryv1.AddressType, ports []discoveryv1.EndpointPort) string {
+	return string(addressType) + "#" + portKey(ports)
+}
+
 // endpointID is an endpoint's identity: the same endpoint whose conditions,
 // node, zone or hints change is updated in place, not removed and re-added.
 func endpointID(ep *discoveryv1.Endpoint) string {
@@ -97,7 +103,7 @@ func groupDesired(desired []EndpointGroup) []*group {
 	keys := make([]string, len(desired))
 	sizes := map[string]int{}
 	for i := range desired {
-		keys[i] = string(desired[i].AddressType) + "#" + portKey(desired[i].Ports)
+		keys[i] = groupKey(desired[i].AddressType, desired[i].Ports)
 		sizes[keys[i]] += len(desired[i].Endpoints)
 	}
 	byKey := map[string]*group{}

@@ -57,6 +57,7 @@ func (c candidate) beats(o candidate) bool {
 // order and, in the same order, the winning endpoint of each.
 type liveGroup struct {
 	addressType discoveryv1.AddressType
+	key         string // groupKey's
 	portKey     string
 	ports       []discoveryv1.EndpointPort
 	order       []string
@@ -129,12 +130,12 @@ func (g *SliceGrouper) Group(items []discoveryv1.EndpointSlice) []EndpointGroup 
 
 // add takes s's endpoints as candidates of their group.
 func (g *SliceGrouper) add(s *discoveryv1.EndpointSlice) {
-	key := string(s.AddressType) + "#" + portKey(s.Ports)
+	key := groupKey(s.AddressType, s.Ports)
 	src := &groupedSource{name: s.Name, resourceVersion: s.ResourceVersion, uid: s.UID, key: key, ports: s.Ports, ids: make([]string, len(s.Endpoints))}
 	g.sources[s.Name] = src
 	lg := g.groups[key]
 	if lg == nil {
-		lg = &liveGroup{addressType: s.AddressType, portKey: key[len(s.AddressType)+1:],
+		lg = &liveGroup{addressType: s.AddressType, key: key, portKey: key[len(s.AddressType)+1:],
 			one: map[string]candidate{}, more: map[string][]candidate{}, dirty: map[string]struct{}{}}
 		g.groups[key] = lg
 	}
@@ -199,12 +200,13 @@ func (lg *liveGroup) winner(id string) (*discoveryv1.Endpoint, bool) {
 }
 
 // edit is one change of a group's sorted identities, at an index of the
-// last result: an identity inserted before it, or the one there removed or
-// given another endpoint.
+// last result: an identity inserted before it, or the one there removed
+// (ep nil) or given another endpoint, ep.
 type edit struct {
 	at     int
 	insert bool
 	id     string
+	ep     *discoveryv1.Endpoint
 }
 
 // settle builds lg's result from the last one and its dirty identities,
@@ -216,21 +218,20 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 	sameOrder := true
 	for id := range lg.dirty {
 		at, found := slices.BinarySearch(lg.order, id)
-		_, listed := lg.winner(id)
+		ep, listed := lg.winner(id)
 		if found || listed {
-			edits = append(edits, edit{at: at, insert: !found, id: id})
+			edits = append(edits, edit{at: at, insert: !found, id: id, ep: ep})
 		}
 		sameOrder = sameOrder && found == listed
 	}
 	if sameOrder {
 		endpoints := slices.Clone(lg.endpoints)
 		for _, e := range edits {
-			ep, _ := lg.winner(e.id)
-			endpoints[e.at] = *ep
+			endpoints[e.at] = *e.ep
 		}
 		lg.endpoints = endpoints
 	} else {
-		g.splice(lg, edits)
+		lg.splice(edits)
 	}
 	clear(lg.dirty)
 	lg.touched = false
@@ -238,7 +239,7 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 	// GroupSlices takes them.
 	var first *groupedSource
 	for _, src := range g.sources {
-		if src.key == string(lg.addressType)+"#"+lg.portKey && (first == nil || src.name < first.name) {
+		if src.key == lg.key && (first == nil || src.name < first.name) {
 			first = src
 		}
 	}
@@ -247,7 +248,7 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 
 // splice builds lg's identities and endpoints anew from edits that
 // insert or drop some, copying the runs between them.
-func (g *SliceGrouper) splice(lg *liveGroup, edits []edit) {
+func (lg *liveGroup) splice(edits []edit) {
 	slices.SortFunc(edits, func(a, b edit) int {
 		// Inserts at an index go before the identity there: they sort
 		// before it.
@@ -262,8 +263,8 @@ func (g *SliceGrouper) splice(lg *liveGroup, edits []edit) {
 		if !e.insert {
 			copied++ // the identity at e.at is replaced or dropped
 		}
-		if ep, listed := lg.winner(e.id); listed {
-			order, endpoints = append(order, e.id), append(endpoints, *ep)
+		if e.ep != nil {
+			order, endpoints = append(order, e.id), append(endpoints, *e.ep)
 		}
 	}
 	lg.order = slices.Clip(append(order, lg.order[copied:]...))
