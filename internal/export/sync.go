@@ -27,9 +27,8 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		if apierrors.IsNotFound(err) {
 			w.triggers.forget(key)
 			w.fetched.forget(key)
-			w.groupers.forget(key)
 			w.conditions.forget(w, key)
-			if w.store.Delete(w.cluster, key) {
+			if w.withdraw(key) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}
 			return 0, nil
@@ -39,8 +38,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 	if why := w.namespaces.Refuses(key.Namespace); why != "" {
 		// An export from before the policy (an upgrade) leaves with a
 		// condition and an event that say why.
-		w.groupers.forget(key)
-		if w.store.Delete(w.cluster, key) {
+		if w.withdraw(key) {
 			logger.Info("Export withdrawn: its namespace is not exported", "serviceExport", klogRef(se), "why", why)
 		}
 		if !writeStatus {
@@ -54,8 +52,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		if !apierrors.IsNotFound(err) {
 			return 0, err
 		}
-		w.store.Delete(w.cluster, key)
-		w.groupers.forget(key)
+		w.withdraw(key)
 		if !writeStatus {
 			return 0, nil
 		}
@@ -63,8 +60,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 			fmt.Sprintf("Service %s does not exist in cluster %s; create it to export it", key, w.cluster))
 	}
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		w.store.Delete(w.cluster, key)
-		w.groupers.forget(key)
+		w.withdraw(key)
 		if !writeStatus {
 			return 0, nil
 		}
@@ -83,6 +79,13 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		return 0, nil
 	}
 	return w.setExported(ctx, se, cav)
+}
+
+// withdraw takes key's export out of the Store, and what its slices gave
+// out of the groupers; it reports whether the Store held the export.
+func (w *Watcher) withdraw(key types.NamespacedName) bool {
+	w.groupers.forget(key)
+	return w.store.Delete(w.cluster, key)
 }
 
 // service returns the Service of key, whole: from the cache, or from the
