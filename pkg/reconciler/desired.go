@@ -40,6 +40,32 @@ type group struct {
 	// order in which new endpoints are placed, so plans are deterministic).
 	byID  map[string]*discoveryv1.Endpoint
 	order []string
+	// duplicates says that two desired entries had the same identity.
+	duplicates bool
+	// memo, when set, stands for byID and order: the group is planned
+	// incrementally (memo.go).
+	memo *memoGroup
+}
+
+// size is the number of desired identities.
+func (g *group) size() int {
+	if g.memo != nil {
+		return g.memo.desired
+	}
+	return len(g.order)
+}
+
+// want returns the desired endpoint of an identity.
+func (g *group) want(id string) (*discoveryv1.Endpoint, bool) {
+	if g.memo != nil {
+		e := g.memo.endpoints[id]
+		if e == nil || e.count == 0 {
+			return nil, false
+		}
+		return &e.want, true
+	}
+	ep, ok := g.byID[id]
+	return ep, ok
 }
 
 // portKey is the canonical form of a port set: ports sorted by name,
@@ -124,6 +150,8 @@ func groupDesired(desired []EndpointGroup) []*group {
 			have, seen := g.byID[id]
 			if !seen {
 				g.order = append(g.order, id)
+			} else {
+				g.duplicates = true
 			}
 			if !seen || availability(ep) > availability(have) {
 				g.byID[id] = ep
@@ -133,10 +161,13 @@ func groupDesired(desired []EndpointGroup) []*group {
 	for _, g := range groups {
 		slices.Sort(g.order)
 	}
-	slices.SortFunc(groups, func(a, b *group) int {
-		return cmp.Or(cmp.Compare(a.addressType, b.addressType), cmp.Compare(a.portKey, b.portKey))
-	})
+	slices.SortFunc(groups, byTypeAndPorts)
 	return groups
+}
+
+// byTypeAndPorts orders groups by address type, then port key.
+func byTypeAndPorts(a, b *group) int {
+	return cmp.Or(cmp.Compare(a.addressType, b.addressType), cmp.Compare(a.portKey, b.portKey))
 }
 
 // availability ranks an endpoint's conditions: ready beats serving beats

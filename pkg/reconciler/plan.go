@@ -86,7 +86,19 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 	labels, annotations := r.metadata(in)
 	b := &planner{r: r, in: in, labels: labels, annotations: annotations, plan: &Plan{owner: in.Owner}}
 	b.plan.completedDeletions = r.tracker.completedDeletions(in.Owner.GetUID(), owned)
-	groups := groupDesired(in.Desired)
+	m := r.memos.of(r, in)
+	key := keyOf(in, labels, annotations)
+	var groups []*group
+	if m != nil && m.update(in, owned, key) {
+		b.memo = m
+		r.memos.incremental.Add(1)
+		groups = m.groupsFor(in.Desired)
+	} else {
+		groups = groupDesired(in.Desired)
+		if m != nil {
+			b.read = map[*discoveryv1.EndpointSlice][]string{}
+		}
+	}
 	for _, addressType := range sortedAddressTypes(in.AddressTypes) {
 		t := &typePlan{addressType: addressType}
 		for _, s := range owned {
@@ -110,6 +122,12 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 	}
 	b.plan.Delete = append(b.plan.Delete, foreign...)
 	b.reconcileHints()
+	switch {
+	case b.memo != nil:
+		m.settle(b.unchanged)
+	case m != nil:
+		m.rebuild(in, owned, key, groups, b.read, b.unchanged)
+	}
 	return b.plan, nil
 }
 
@@ -187,6 +205,12 @@ type planner struct {
 	// unchanged are the existing slices the plan does not write (yet: hints
 	// may still need an update).
 	unchanged []*pending
+	// memo, when set, is what the owner's last plan read: the plan reads
+	// only what moved since (memo.go).
+	memo *memo
+	// read, when set, collects the identities of the existing slices'
+	// endpoints, to remember them.
+	read map[*discoveryv1.EndpointSlice][]string
 }
 
 // pending is an existing slice being planned: a copy, made on the first
@@ -196,6 +220,9 @@ type pending struct {
 	slice   *discoveryv1.EndpointSlice
 	portKey string
 	changed bool
+	// carried says that the last plan's verdict on the slice holds: it is
+	// unchanged, hints included (memo.go).
+	carried bool
 }
 
 func (p *pending) mutable() *discoveryv1.EndpointSlice {
@@ -223,8 +250,8 @@ type typePlan struct {
 func (b *planner) addressType(t *typePlan) {
 	b.sortExisting(t)
 	for _, g := range t.groups {
-		b.plan.figures.endpoints += len(g.order)
-		b.plan.figures.desiredSlices += (len(g.order) + b.r.maxEndpointsPerSlice - 1) / b.r.maxEndpointsPerSlice
+		b.plan.figures.endpoints += g.size()
+		b.plan.figures.desiredSlices += (g.size() + b.r.maxEndpointsPerSlice - 1) / b.r.maxEndpointsPerSlice
 		toPlace := b.keepStillDesired(t, g)
 		b.plan.added += len(toPlace)
 		toPlace = b.fillUpdates(t, g, toPlace)
@@ -270,7 +297,15 @@ func (b *planner) sortExisting(t *typePlan) {
 func (b *planner) keepStillDesired(t *typePlan, g *group) []*discoveryv1.Endpoint {
 	placed := make(map[string]bool, len(g.order))
 	for _, p := range t.byPortKey[g.portKey] {
-		b.keepDesired(p, g, placed)
+		var ids []string
+		if b.memo != nil {
+			ids, p.carried = b.memo.carriedOver(p.orig)
+		}
+		if p.carried {
+			t.unchanged = append(t.unchanged, p)
+			continue
+		}
+		b.keepDesired(p, g, ids, placed)
 		switch {
 		case len(p.slice.Endpoints) == 0:
 			t.deletes = append(t.deletes, p.orig)
@@ -280,6 +315,9 @@ func (b *planner) keepStillDesired(t *typePlan, g *group) []*discoveryv1.Endpoin
 		default:
 			t.unchanged = append(t.unchanged, p)
 		}
+	}
+	if g.memo != nil {
+		return g.memo.toPlace()
 	}
 	var toPlace []*discoveryv1.Endpoint
 	for _, id := range g.order {
@@ -383,6 +421,9 @@ func (b *planner) reconcileHints() {
 		}
 	}
 	for _, p := range b.unchanged {
+		if p.carried {
+			continue
+		}
 		wrong := slices.ContainsFunc(p.slice.Endpoints, func(ep discoveryv1.Endpoint) bool {
 			return !hintsEqual(ep.Hints, b.hints(&ep))
 		})
@@ -407,13 +448,23 @@ func (b *planner) hints(ep *discoveryv1.Endpoint) *discoveryv1.EndpointHints {
 
 // keepDesired drops from p the endpoints no longer desired (or already
 // placed in another slice) and replaces the others by their desired
-// version where it differs.
-func (b *planner) keepDesired(p *pending, g *group, placed map[string]bool) {
+// version where it differs. ids, when not nil, are the identities of p's
+// endpoints.
+func (b *planner) keepDesired(p *pending, g *group, ids []string, placed map[string]bool) {
 	eps := p.orig.Endpoints
+	if ids == nil {
+		ids = make([]string, len(eps))
+		for i := range eps {
+			ids[i] = endpointID(&eps[i])
+		}
+		if b.read != nil {
+			b.read[p.orig] = ids
+		}
+	}
 	keep := make([]*discoveryv1.Endpoint, 0, len(eps))
 	for i := range eps {
-		id := endpointID(&eps[i])
-		want, ok := g.byID[id]
+		id := ids[i]
+		want, ok := g.want(id)
 		if !ok || placed[id] {
 			p.changed = true
 			b.plan.removed++

@@ -41,6 +41,9 @@ type Reconciler struct {
 	recorder             events.EventRecorder
 	tracker              *Tracker
 	metrics              *metrics
+	// incrementalMin and memos: WithIncrementalPlans (memo.go).
+	incrementalMin int
+	memos          memos
 }
 
 // Option sets an optional setting of a Reconciler.
@@ -236,8 +239,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, in Input) error {
 }
 
 // Forget drops what the reconciler remembers of an owner that is gone (its
-// tracker entries and its share of the gauges).
+// tracker entries, its share of the gauges and its memo, see
+// WithIncrementalPlans).
 func (r *Reconciler) Forget(ownerUID types.UID) {
 	r.tracker.ForgetOwner(ownerUID)
 	r.metrics.forgetOwner(ownerUID)
+	r.memos.forget(ownerUID)
 }

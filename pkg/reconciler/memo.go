@@ -1,0 +1,462 @@
+package reconciler
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// WithIncrementalPlans makes the reconciler remember, for each owner with
+// at least minEndpoints desired endpoints, what its last plan read: each
+// desired endpoint by identity, and each existing slice's endpoints'
+// identities under its resourceVersion. The owner's next plan then reads
+// only what moved since: the desired endpoints that are not the very ones
+// of the last call, and the slices that are new, whose resourceVersion
+// moved, or that hold an endpoint that moved. A plan is the same as
+// without this option (the tests compare them over random changes); only
+// the work differs. Default: off (0).
+//
+// It pays when each call's Desired shares the unchanged endpoints with
+// the last call's: a new array, say, whose unchanged entries are copies
+// of the old ones (an endpoint counts as unchanged when its addresses
+// array and every pointer it holds are the same). An owner whose desired
+// endpoints are all new each time, or whose groups, labels, address types
+// or traffic distribution changed, or with duplicate endpoints, Input.Hints
+// or Input.Topology, is planned in full, as without the option. The caller
+// must not modify the endpoints it handed to a plan later: the next plan
+// compares its Desired with them. Plans of one owner must not run
+// concurrently (as Reconciler says of reconciles).
+//
+// The price is memory: per remembered owner, an entry of about 200 bytes
+// per endpoint. Forget drops an owner's.
+func WithIncrementalPlans(minEndpoints int) Option {
+	return func(r *Reconciler) error {
+		if minEndpoints < 0 {
+			return fmt.Errorf("incremental plans: minimum endpoints must not be negative, got %d", minEndpoints)
+		}
+		r.incrementalMin = minEndpoints
+		return nil
+	}
+}
+
+// memos holds the memo of each owner planned incrementally.
+type memos struct {
+	mu      sync.Mutex
+	byOwner map[types.UID]*memo
+	// incremental counts the plans made from a memo (for tests).
+	incremental atomic.Int64
+}
+
+// of returns the memo of in's owner, or nil when in's owner is not
+// planned incrementally (and forgets any memo it had).
+func (ms *memos) of(r *Reconciler, in Input) *memo {
+	if r.incrementalMin == 0 {
+		return nil
+	}
+	n := 0
+	for _, g := range in.Desired {
+		n += len(g.Endpoints)
+	}
+	uid := in.Owner.GetUID()
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if n < r.incrementalMin || in.Hints != nil || in.Topology != nil {
+		delete(ms.byOwner, uid)
+		return nil
+	}
+	if ms.byOwner == nil {
+		ms.byOwner = map[types.UID]*memo{}
+	}
+	m := ms.byOwner[uid]
+	if m == nil {
+		m = &memo{}
+		ms.byOwner[uid] = m
+	}
+	return m
+}
+
+func (ms *memos) forget(uid types.UID) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	delete(ms.byOwner, uid)
+}
+
+// memo is what the last plan of one owner read. It is valid only when
+// the last plan was made or checked against it in full.
+type memo struct {
+	valid bool
+	key   memoKey
+	// desired is the last call's Desired (shared with the caller, never
+	// modified).
+	desired []EndpointGroup
+	groups  map[string]*memoGroup
+	slices  map[string]*memoSlice
+	// generation marks the slices seen in this plan.
+	generation int
+}
+
+// memoKey is what a plan depends on besides the desired endpoints and the
+// existing slices: when it differs, the owner is planned in full.
+type memoKey struct {
+	gvk                 schema.GroupVersionKind
+	addressTypes        string
+	labels, annotations map[string]string
+	trafficDistribution string
+}
+
+func keyOf(in Input, labels, annotations map[string]string) memoKey {
+	types := make([]string, 0, len(in.AddressTypes))
+	for _, t := range sortedAddressTypes(in.AddressTypes) {
+		types = append(types, string(t))
+	}
+	return memoKey{gvk: in.OwnerGVK, addressTypes: strings.Join(types, ","),
+		labels: labels, annotations: annotations, trafficDistribution: ptr.Deref(in.TrafficDistribution, "\x00")}
+}
+
+func (k memoKey) equal(o memoKey) bool {
+	return k.gvk == o.gvk && k.addressTypes == o.addressTypes && k.trafficDistribution == o.trafficDistribution &&
+		maps.Equal(k.labels, o.labels) && maps.Equal(k.annotations, o.annotations)
+}
+
+// memoGroup is one desired group: its endpoints by identity, desired or
+// held by a slice (or both).
+type memoGroup struct {
+	addressType discoveryv1.AddressType
+	portKey     string
+	endpoints   map[string]*memoEndpoint
+	// desired counts the identities desired; unheld are those no slice of
+	// the group holds.
+	desired int
+	unheld  map[string]struct{}
+}
+
+// memoEndpoint is one identity of a group.
+type memoEndpoint struct {
+	// want is the desired endpoint (a copy of the caller's entry, sharing
+	// what it points to), when count > 0.
+	want discoveryv1.Endpoint
+	// count is how many entries of Desired have this identity: more than
+	// one is planned in full.
+	count  int
+	holder *memoSlice
+}
+
+// memoSlice is one existing slice as the last plan read it.
+type memoSlice struct {
+	uid             types.UID
+	resourceVersion string
+	// group is the desired group of its address type and ports; nil when
+	// there is none (the slice is deleted).
+	group *memoGroup
+	// ids are the identities of its endpoints, in their order.
+	ids []string
+	// clean says that the last plan left the slice as it was: every
+	// endpoint desired, held by it alone, up to date, with the right
+	// hints and metadata.
+	clean      bool
+	affected   bool
+	generation int
+}
+
+// update brings the memo up to in and owned, and reports whether the plan
+// can be made from it. When not, the memo is invalid (and the owner is
+// planned in full, which rebuilds it).
+func (m *memo) update(in Input, owned []*discoveryv1.EndpointSlice, key memoKey) bool {
+	ok := m.valid && m.key.equal(key) && m.sameGroups(in.Desired) && m.index(owned) && m.diff(in.Desired)
+
+	m.valid = ok
+	if ok {
+		m.desired = in.Desired
+	}
+	return ok
+}
+
+// sameGroups reports whether desired has the groups of the last call, in
+// the same order.
+func (m *memo) sameGroups(desired []EndpointGroup) bool {
+	if len(desired) != len(m.desired) {
+		return false
+	}
+	for i := range desired {
+		if desired[i].AddressType != m.desired[i].AddressType || portKey(desired[i].Ports) != portKey(m.desired[i].Ports) {
+			return false
+		}
+	}
+	return true
+}
+
+// index reads the slices that are new or whose resourceVersion moved, and
+// drops those gone (first, so that an endpoint moved from a slice that
+// went to a new one is not taken for a duplicate). A slice that shares an
+// identity with another (or holds one twice) makes the memo unusable.
+func (m *memo) index(owned []*discoveryv1.EndpointSlice) bool {
+	m.generation++
+	var fresh []*discoveryv1.EndpointSlice
+	for _, s := range owned {
+		ms := m.slices[s.Name]
+		if ms != nil && ms.uid == s.UID && ms.resourceVersion == s.ResourceVersion {
+			ms.generation = m.generation
+		} else {
+			fresh = append(fresh, s)
+		}
+	}
+	for name, ms := range m.slices {
+		if ms.generation != m.generation {
+			ms.unregister()
+			delete(m.slices, name)
+		}
+	}
+	for _, s := range fresh {
+		ms := &memoSlice{uid: s.UID, resourceVersion: s.ResourceVersion, generation: m.generation,
+			group: m.groups[groupKey(s.AddressType, s.Ports)]}
+		m.slices[s.Name] = ms
+		if ms.group == nil {
+			continue
+		}
+		ms.ids = make([]string, len(s.Endpoints))
+		for i := range s.Endpoints {
+			ms.ids[i] = endpointID(&s.Endpoints[i])
+		}
+		if !ms.register() {
+			return false
+		}
+	}
+	return true
+}
+
+// register makes ms the holder of its identities; false when another
+// slice (or ms itself) already holds one.
+func (ms *memoSlice) register() bool {
+	g := ms.group
+	for _, id := range ms.ids {
+		e := g.endpoints[id]
+		if e == nil {
+			e = &memoEndpoint{}
+			g.endpoints[id] = e
+		}
+		if e.holder != nil {
+			return false
+		}
+		e.holder = ms
+		delete(g.unheld, id)
+	}
+	return true
+}
+
+// unregister drops ms as the holder of its identities.
+func (ms *memoSlice) unregister() {
+	g := ms.group
+	if g == nil {
+		return
+	}
+	for _, id := range ms.ids {
+		e := g.endpoints[id]
+		if e == nil || e.holder != ms {
+			continue
+		}
+		e.holder = nil
+		if e.count > 0 {
+			g.unheld[id] = struct{}{}
+		} else {
+			delete(g.endpoints, id)
+		}
+	}
+}
+
+// diff takes in the desired endpoints that are not the very ones of the
+// last call: in each group, what lies between the longest common head
+// and tail. The slices holding them are marked affected. More than a
+// quarter of the endpoints moved is planned in full (cheaper then).
+func (m *memo) diff(desired []EndpointGroup) bool {
+	total, moved := 0, 0
+	type span struct{ old, new []discoveryv1.Endpoint }
+	spans := make([]span, len(desired))
+	for i := range desired {
+		old, now := m.desired[i].Endpoints, desired[i].Endpoints
+		head := 0
+		for head < len(old) && head < len(now) && sameEndpoint(&old[head], &now[head]) {
+			head++
+		}
+		tail := 0
+		for tail < len(old)-head && tail < len(now)-head && sameEndpoint(&old[len(old)-1-tail], &now[len(now)-1-tail]) {
+			tail++
+		}
+		spans[i] = span{old[head : len(old)-tail], now[head : len(now)-tail]}
+		total += len(now)
+		moved += len(spans[i].old) + len(spans[i].new)
+	}
+	if moved > total/4+8 {
+		return false
+	}
+	// was records whether each identity touched was desired before.
+	was := map[*memoEndpoint]bool{}
+	touched := map[*memoGroup][]string{}
+	for i, sp := range spans {
+		g := m.groups[groupKey(desired[i].AddressType, desired[i].Ports)]
+		for j := range sp.old {
+			id := endpointID(&sp.old[j])
+			e := g.endpoints[id]
+			if e == nil || e.count == 0 {
+				return false // not what the memo says was desired
+			}
+			if _, seen := was[e]; !seen {
+				was[e] = e.count > 0
+				touched[g] = append(touched[g], id)
+			}
+			e.count--
+		}
+		for j := range sp.new {
+			id := endpointID(&sp.new[j])
+			e := g.endpoints[id]
+			if e == nil {
+				e = &memoEndpoint{}
+				g.endpoints[id] = e
+			}
+			if _, seen := was[e]; !seen {
+				was[e] = e.count > 0
+				touched[g] = append(touched[g], id)
+			}
+			e.count++
+			e.want = sp.new[j]
+		}
+	}
+	for g, ids := range touched {
+		for _, id := range ids {
+			e := g.endpoints[id]
+			if e.count > 1 {
+				return false
+			}
+			now := e.count > 0
+			switch {
+			case now && !was[e]:
+				g.desired++
+			case !now && was[e]:
+				g.desired--
+				e.want = discoveryv1.Endpoint{}
+			}
+			if e.holder != nil {
+				e.holder.affected = true
+			}
+			switch {
+			case now && e.holder == nil:
+				g.unheld[id] = struct{}{}
+			case !now:
+				delete(g.unheld, id)
+				if e.holder == nil {
+					delete(g.endpoints, id)
+				}
+			}
+		}
+	}
+	return true
+}
+
+// sameEndpoint reports whether two desired entries are the very same
+// endpoint: a copy of one another, pointing to the same things. (Two
+// equal endpoints decoded apart are not: they are planned as moved,
+// which costs work, not correctness.)
+func sameEndpoint(a, b *discoveryv1.Endpoint) bool {
+	return len(a.Addresses) == len(b.Addresses) && (len(a.Addresses) == 0 || &a.Addresses[0] == &b.Addresses[0]) &&
+		a.Conditions.Ready == b.Conditions.Ready && a.Conditions.Serving == b.Conditions.Serving &&
+		a.Conditions.Terminating == b.Conditions.Terminating &&
+		a.Hostname == b.Hostname && a.TargetRef == b.TargetRef && a.NodeName == b.NodeName &&
+		a.Zone == b.Zone && a.Hints == b.Hints && len(a.DeprecatedTopology) == 0 && len(b.DeprecatedTopology) == 0
+}
+
+// groupsFor returns the groups to plan from the memo, ordered as
+// groupDesired orders them.
+func (m *memo) groupsFor(desired []EndpointGroup) []*group {
+	var out []*group
+	seen := map[string]bool{}
+	for i := range desired {
+		key := groupKey(desired[i].AddressType, desired[i].Ports)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		mg := m.groups[key]
+		out = append(out, &group{addressType: mg.addressType, portKey: mg.portKey, ports: desired[i].Ports, memo: mg})
+	}
+	slices.SortFunc(out, byTypeAndPorts)
+	return out
+}
+
+// carriedOver reports whether the last plan's verdict on the slice holds:
+// it was left clean and nothing it holds moved.
+func (m *memo) carriedOver(s *discoveryv1.EndpointSlice) (ids []string, carried bool) {
+	ms := m.slices[s.Name]
+	return ms.ids, ms.clean && !ms.affected
+}
+
+// toPlace returns the desired endpoints of g that no slice holds, in
+// identity order.
+func (mg *memoGroup) toPlace() []*discoveryv1.Endpoint {
+	ids := slices.Sorted(maps.Keys(mg.unheld))
+	out := make([]*discoveryv1.Endpoint, len(ids))
+	for i, id := range ids {
+		out[i] = &mg.endpoints[id].want
+	}
+	return out
+}
+
+// settle records what the plan left clean: the slices it leaves unchanged
+// (hints included). The others are written, or deleted; their next
+// resourceVersion (or their absence) makes them read again.
+func (m *memo) settle(unchanged []*pending) {
+	for _, ms := range m.slices {
+		ms.clean, ms.affected = false, false
+	}
+	for _, p := range unchanged {
+		if p.slice == p.orig {
+			m.slices[p.orig.Name].clean = true
+		}
+	}
+}
+
+// rebuild makes the memo anew from a plan made in full: groups are the
+// planned groups, unchanged the slices the plan leaves as they were, read
+// their identities into ids.
+func (m *memo) rebuild(in Input, owned []*discoveryv1.EndpointSlice, key memoKey, groups []*group, read map[*discoveryv1.EndpointSlice][]string, unchanged []*pending) {
+	*m = memo{key: key, desired: in.Desired, groups: make(map[string]*memoGroup, len(groups)),
+		slices: make(map[string]*memoSlice, len(owned))}
+	for _, g := range groups {
+		if g.duplicates {
+			return
+		}
+		mg := &memoGroup{addressType: g.addressType, portKey: g.portKey, desired: len(g.order),
+			endpoints: make(map[string]*memoEndpoint, len(g.order)), unheld: map[string]struct{}{}}
+		for _, id := range g.order {
+			mg.endpoints[id] = &memoEndpoint{want: *g.byID[id], count: 1}
+			mg.unheld[id] = struct{}{}
+		}
+		m.groups[groupKey(g.addressType, g.ports)] = mg
+	}
+	for _, s := range owned {
+		ms := &memoSlice{uid: s.UID, resourceVersion: s.ResourceVersion, group: m.groups[groupKey(s.AddressType, s.Ports)]}
+		m.slices[s.Name] = ms
+		if ms.group == nil {
+			continue
+		}
+		ids, ok := read[s]
+		if !ok {
+			ids = make([]string, len(s.Endpoints))
+			for i := range s.Endpoints {
+				ids[i] = endpointID(&s.Endpoints[i])
+			}
+		}
+		ms.ids = ids
+		if !ms.register() {
+			return
+		}
+	}
+	m.settle(unchanged)
+	m.valid = true
+}

@@ -1,0 +1,198 @@
+package reconciler
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
+)
+
+// sliceWorld applies plans to slices held in memory, as an API server
+// and an informer would: creates are named, every write moves the
+// resourceVersion.
+type sliceWorld struct {
+	slices map[string]*discoveryv1.EndpointSlice
+	writes int
+}
+
+func (w *sliceWorld) apply(p *Plan) {
+	for _, s := range p.Delete {
+		delete(w.slices, s.Name)
+	}
+	for _, s := range p.Create {
+		w.writes++
+		c := s.DeepCopy()
+		c.Name = c.GenerateName + strconv.Itoa(w.writes)
+		c.UID = types.UID("uid-" + c.Name)
+		c.ResourceVersion = strconv.Itoa(w.writes)
+		w.slices[c.Name] = c
+	}
+	for _, s := range p.Update {
+		w.writes++
+		c := s.DeepCopy()
+		c.ResourceVersion = strconv.Itoa(w.writes)
+		w.slices[c.Name] = c
+	}
+}
+
+// existing lists the slices in no particular order.
+func (w *sliceWorld) existing(r *rand.Rand) []*discoveryv1.EndpointSlice {
+	out := slices.Collect(maps.Values(w.slices))
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// TestIncrementalPlansArePlans: over random sequences of changes (desired
+// endpoints changed, added, removed and duplicated, given anew or sharing
+// the unchanged ones; plans applied or lost; slices rewritten or deleted
+// behind the reconciler's back, an endpoint written into two slices; port
+// sets, labels, address types and traffic distribution changed), a
+// reconciler WithIncrementalPlans makes exactly the plan of one without,
+// and makes most of them from its memo.
+func TestIncrementalPlansArePlans(t *testing.T) {
+	portSets := [][]discoveryv1.EndpointPort{
+		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
+		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
+	}
+	for _, hints := range []bool{false, true} {
+		total, incremental := 0, 0
+		for seed := uint64(0); seed < 200; seed++ {
+			r := rand.New(rand.NewPCG(seed, 56))
+			opts := []Option{WithMaxEndpointsPerSlice(4), WithTrafficDistribution(hints), WithOwnershipEnforced(true), WithPlaceholder(seed%3 == 0)}
+			full, err := New(reconcilertest.NewClientset().DiscoveryV1(), "test", opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			memoized, err := New(reconcilertest.NewClientset().DiscoveryV1(), "test", append(opts, WithIncrementalPlans(1))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := service()
+			world := &sliceWorld{slices: map[string]*discoveryv1.EndpointSlice{}}
+			next := 0
+			endpoint := func() discoveryv1.Endpoint {
+				next++
+				ep := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.%d.%d", next/200, next%200)},
+					Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r.IntN(4) > 0), Serving: ptr.To(true), Terminating: ptr.To(false)},
+					Zone:       ptr.To("zone-" + strconv.Itoa(r.IntN(2)))}
+				return ep
+			}
+			desired := []EndpointGroup{{AddressType: discoveryv1.AddressTypeIPv4, Ports: portSets[0]}}
+			for range r.IntN(30) {
+				desired[0].Endpoints = append(desired[0].Endpoints, endpoint())
+			}
+			label := "a"
+			td := (*string)(nil)
+			types := []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}
+			dup := -1 // the group given a duplicate
+			for step := range 30 {
+				// The next desired: new arrays, sharing the unchanged entries.
+				again := make([]EndpointGroup, len(desired))
+				for i, g := range desired {
+					again[i] = EndpointGroup{AddressType: g.AddressType, Ports: g.Ports, Endpoints: slices.Clone(g.Endpoints)}
+				}
+				desired = again
+				changed := r.IntN(len(desired))
+				eps := &desired[changed].Endpoints
+				if dup >= 0 && dup < len(desired) { // a duplicate lasts one plan
+					d := &desired[dup].Endpoints
+					*d = (*d)[:len(*d)-1]
+				}
+				dup = -1
+				switch op := r.IntN(24); {
+				case op < 8 && len(*eps) > 0:
+					i := r.IntN(len(*eps))
+					(*eps)[i].Conditions.Ready = ptr.To(!ptr.Deref((*eps)[i].Conditions.Ready, false))
+				case op < 12:
+					i := r.IntN(len(*eps) + 1)
+					*eps = slices.Insert(*eps, i, endpoint())
+				case op < 15 && len(*eps) > 0:
+					i := r.IntN(len(*eps))
+					*eps = slices.Delete(*eps, i, i+1)
+				case op == 15 && len(*eps) > 0:
+					*eps = append(*eps, (*eps)[r.IntN(len(*eps))])
+					dup = changed
+				case op == 16:
+					for i := range desired { // given anew: nothing shared
+						for j := range desired[i].Endpoints {
+							desired[i].Endpoints[j] = *desired[i].Endpoints[j].DeepCopy()
+						}
+					}
+				case op == 17:
+					if len(desired) == 1 {
+						desired = append(desired, EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4, Ports: portSets[1], Endpoints: []discoveryv1.Endpoint{endpoint()}})
+					} else {
+						desired = desired[:1]
+					}
+				case op == 18 && len(world.slices) > 0:
+					// Behind the reconciler's back: a slice rewritten, or
+					// deleted.
+					s := world.existing(r)[0].DeepCopy()
+					world.writes++
+					s.ResourceVersion = strconv.Itoa(world.writes)
+					if len(s.Endpoints) > 0 && r.IntN(2) == 0 {
+						s.Endpoints = s.Endpoints[1:]
+						world.slices[s.Name] = s
+					} else {
+						delete(world.slices, s.Name)
+					}
+				case op == 19 && len(world.slices) > 1:
+					// An endpoint written into two slices.
+					all := world.existing(r)
+					if len(all[0].Endpoints) > 0 {
+						s := all[1].DeepCopy()
+						world.writes++
+						s.ResourceVersion = strconv.Itoa(world.writes)
+						s.Endpoints = append(s.Endpoints, all[0].Endpoints[0])
+						world.slices[s.Name] = s
+					}
+				case op == 20:
+					label = map[string]string{"a": "b", "b": "a"}[label]
+				case op == 21:
+					td = map[bool]*string{true: nil, false: ptr.To(corev1.ServiceTrafficDistributionPreferClose)}[td != nil]
+				case op == 22:
+					if len(types) == 1 {
+						types = append(types, discoveryv1.AddressTypeIPv6)
+					} else {
+						types = types[:1]
+					}
+				}
+				in := Input{Owner: svc, OwnerGVK: serviceGVK, Desired: desired, AddressTypes: types, Existing: world.existing(r),
+					TrafficDistribution: td,
+					Labeler: LabelerFunc(func() (map[string]string, map[string]string) {
+						return map[string]string{"label": label}, nil
+					})}
+				want, err := full.Plan(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := memoized.Plan(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("hints %v, seed %d, step %d: incremental plan %s differs from %s:\n%v\n%v", hints, seed, step, got, want, got, want)
+				}
+				if r.IntN(6) > 0 { // else the plan is lost
+					world.apply(want)
+				}
+				total++
+			}
+			incremental += int(memoized.memos.incremental.Load())
+		}
+		t.Logf("hints %v: %d of %d plans made from the memo", hints, incremental, total)
+		if incremental < total/2 {
+			t.Errorf("hints %v: only %d of %d plans made from the memo", hints, incremental, total)
+		}
+	}
+}
