@@ -62,6 +62,13 @@ type Feedback interface {
 // default's 16 minutes.
 const importMaxBackoff = time.Minute
 
+// incrementalPlansFrom is the number of endpoints from one source from
+// which the source's reconciler remembers what it planned, and plans a
+// change from what moved (reconciler.WithIncrementalPlans; issue 56). Below
+// it a plan in full costs less than a millisecond, and the memo's 200 bytes
+// per endpoint are not worth it.
+const incrementalPlansFrom = 1000
+
 // Options configure a Controller.
 type Options struct {
 	// Consumer is the cluster the controller writes into. Required.
@@ -126,6 +133,8 @@ type Controller struct {
 	settled *settled
 	// addresses says which addresses several sources export (duplicates.go).
 	addresses *addressIndex
+	// checked are the arrays of endpoints found importable (checked.go).
+	checked *checkedArrays
 	// reported holds the problems already logged, see reportOnce.
 	reported map[reportKey]bool
 }
@@ -229,12 +238,14 @@ func newController(cl client.Client, sliceReader importedSlices, sliceWriter dis
 		own:         newOwnWrites(),
 		settled:     newSettled(),
 		addresses:   newAddressIndex(),
+		checked:     newCheckedArrays(),
 		newReconciler: func() (*reconciler.Reconciler, error) {
 			ro := []reconciler.Option{
 				reconciler.WithMaxEndpointsPerSlice(opts.MaxEndpointsPerSlice),
 				reconciler.WithOwnershipEnforced(true),
 				reconciler.WithEventRecorder(recorder),
 				reconciler.WithTrafficDistribution(true), // hints.go
+				reconciler.WithIncrementalPlans(incrementalPlansFrom),
 			}
 			if opts.Metrics != nil && opts.Metrics.reconcilerRegisterer != nil {
 				ro = append(ro, reconciler.WithMetrics(opts.Metrics.reconcilerRegisterer))

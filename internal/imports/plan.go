@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -153,6 +154,9 @@ type sliceInputs struct {
 	settled   settledSources
 	// ranges are the members' address ranges (Options.AddressRanges).
 	ranges map[clusterset.ClusterID][]netip.Prefix
+	// checked are the arrays of endpoints found importable (checked.go;
+	// nil: every endpoint is checked).
+	checked *checkedArrays
 }
 
 // slicesPlan is what the slices' stage does.
@@ -198,7 +202,8 @@ func planSlices(in sliceInputs) slicesPlan {
 	}
 	plan := slicesPlan{sources: membersAnd(in.members, named, exporters)}
 	addressTypes := addressTypesOf(in.merged.Spec.IPFamilies)
-	local, _ := desiredGroups(in.merged, exportOf[in.consumer], addressTypes, in.ranges)
+	key := client.ObjectKeyFromObject(in.si)
+	local, _ := desiredGroups(in.merged, exportOf[in.consumer], addressTypes, in.ranges, in.checked, key)
 	hints := localFirstHints(in.merged, local, in.zones, in.consumer)
 	shared := sharedInputs(in.si, in.merged, addressTypes)
 	for _, source := range plan.sources {
@@ -222,7 +227,7 @@ func planSlices(in sliceInputs) slicesPlan {
 		}
 		if es != nil {
 			p.input.TriggerTime = es.LastChangeTriggerTime
-			p.input.Desired, p.leftOut = desiredGroups(in.merged, es, addressTypes, in.ranges)
+			p.input.Desired, p.leftOut = desiredGroups(in.merged, es, addressTypes, in.ranges, in.checked, key)
 		}
 		for _, g := range p.input.Desired {
 			p.endpoints += len(g.Endpoints)

@@ -67,7 +67,7 @@ func (c *Controller) applySlices(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	plan := planSlices(sliceInputs{
 		si: si, siGVK: c.siGVK, merged: merged, exports: v.exports, unsettled: v.unsettled,
 		members: c.opts.Membership.IDs(), held: seen.slices, consumer: c.opts.Consumer,
-		zones: seen.zones, settled: known, ranges: c.opts.AddressRanges,
+		zones: seen.zones, settled: known, ranges: c.opts.AddressRanges, checked: c.checked,
 	})
 	return c.applySlicesPlan(ctx, si, v.exports, plan, known)
 }
@@ -272,6 +272,7 @@ func (c *Controller) forget(key types.NamespacedName, si *mcsv1beta1.ServiceImpo
 	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Membership.IDs(), key)
 	c.settled.forget(key)
 	c.addresses.forget(key)
+	c.checked.forget(key, "")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.reported, reportKey{reportNamespaceMissing, key})

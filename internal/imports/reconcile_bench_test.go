@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
@@ -215,9 +216,15 @@ func BenchmarkImportOneEndpointChange(b *testing.B) {
 			for i := range addrs {
 				addrs[i] = fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
 			}
-			versions := [2]*clusterset.ExportedService{h.export("east", 1, addrs...), h.export("east", 1, addrs...)}
-			ready := false
-			versions[1].Endpoints[0].Endpoints[n/2].Conditions.Ready = &ready
+			// The second version shares every endpoint but the changed one
+			// with the first, as the export watcher's SliceGrouper gives
+			// them.
+			first := h.export("east", 1, addrs...)
+			second := *first
+			second.Endpoints = slices.Clone(first.Endpoints)
+			second.Endpoints[0].Endpoints = slices.Clone(first.Endpoints[0].Endpoints)
+			second.Endpoints[0].Endpoints[n/2].Conditions.Ready = ptr.To(false)
+			versions := [2]*clusterset.ExportedService{first, &second}
 			held := h.withHeldIndex()
 			h.put(versions[0])
 			h.reconcile()

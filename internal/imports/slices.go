@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -58,6 +59,9 @@ func bySourceCluster(held []*discoveryv1.EndpointSlice) (map[clusterset.ClusterI
 func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.ServiceImport, p sourcePlan) (left int, wrote bool, err error) {
 	existing := p.input.Existing
 	key := client.ObjectKeyFromObject(si)
+	if p.export == nil {
+		c.checked.forget(key, p.source)
+	}
 	skipped := p.leftOut.total()
 	if c.opts.Metrics.setUnimportable(p.source, c.opts.Consumer, key, skipped) && skipped > 0 && c.recorder != nil {
 		c.recorder.Eventf(si, nil, corev1.EventTypeWarning, "EndpointsNotImported", "Import",
@@ -92,20 +96,21 @@ func (c *Controller) applySourceSlices(ctx context.Context, si *mcsv1beta1.Servi
 // the import takes: those of its address types, on the ports the export
 // exposes as the import defines them, without the endpoints that the
 // consumer's API server would refuse or that lie outside the export's
-// cluster's address ranges (importable.go); left counts the endpoints
-// left out.
-func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType, ranges map[clusterset.ClusterID][]netip.Prefix) (groups []reconciler.EndpointGroup, left leftOut) {
+// cluster's address ranges (importable.go, checked only where they moved:
+// checked.go); left counts the endpoints left out.
+func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, addressTypes []discoveryv1.AddressType, ranges map[clusterset.ClusterID][]netip.Prefix, checked *checkedArrays, key types.NamespacedName) (groups []reconciler.EndpointGroup, left leftOut) {
 	if es == nil {
 		return nil, left
 	}
 	exposed := merged.ExposedPorts(es)
-	for _, g := range es.Endpoints {
+	for i, g := range es.Endpoints {
 		if !slices.Contains(addressTypes, g.AddressType) {
 			left.otherType += len(g.Endpoints)
 			continue
 		}
 		if g, ok := onExposedPorts(g, exposed); ok {
-			g.Endpoints = importableOnly(g.Endpoints, g.AddressType, ranges[es.Cluster], &left)
+			k := checkedKey{key: key, source: es.Cluster, group: i, addressType: g.AddressType}
+			g.Endpoints = checked.importable(k, g.Endpoints, ranges[es.Cluster], &left)
 			groups = append(groups, g)
 		}
 	}

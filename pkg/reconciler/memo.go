@@ -281,14 +281,7 @@ func (m *memo) diff(desired []EndpointGroup) bool {
 	spans := make([]span, len(desired))
 	for i := range desired {
 		old, now := m.desired[i].Endpoints, desired[i].Endpoints
-		head := 0
-		for head < len(old) && head < len(now) && sameEndpoint(&old[head], &now[head]) {
-			head++
-		}
-		tail := 0
-		for tail < len(old)-head && tail < len(now)-head && sameEndpoint(&old[len(old)-1-tail], &now[len(now)-1-tail]) {
-			tail++
-		}
+		head, tail := Unmoved(old, now)
 		spans[i] = span{old[head : len(old)-tail], now[head : len(now)-tail]}
 		total += len(now)
 		moved += len(spans[i].old) + len(spans[i].new)
@@ -357,6 +350,21 @@ func (m *memo) diff(desired []EndpointGroup) bool {
 		}
 	}
 	return true
+}
+
+// Unmoved returns how many entries at the head and at the tail of now are
+// the very entries of old (copies of them, pointing to the same things:
+// see WithIncrementalPlans). What lies between, now[head:len(now)-tail]
+// against old[head:len(old)-tail], is what moved. For callers that,
+// like the reconciler, check only what moved of an array handed again.
+func Unmoved(old, now []discoveryv1.Endpoint) (head, tail int) {
+	for head < len(old) && head < len(now) && sameEndpoint(&old[head], &now[head]) {
+		head++
+	}
+	for tail < len(old)-head && tail < len(now)-head && sameEndpoint(&old[len(old)-1-tail], &now[len(now)-1-tail]) {
+		tail++
+	}
+	return head, tail
 }
 
 // sameEndpoint reports whether two desired entries are the very same
