@@ -19,14 +19,17 @@
 //
 // Reconcile is Plan followed by Apply, and both are public (KEP-3685 item
 // 4): Plan returns the writes without writing anything or changing any
-// state (it reads the tracker); a caller may inspect or decorate them before
+// state but its memo (it reads the tracker); a caller may inspect or decorate them before
 // Apply sends them. Apply is called for empty plans too: it writes nothing
 // then, but it keeps the metrics true (a reconciler that only ever saw empty
 // plans, after a restart, still reports its owners' endpoints and slices).
 // GroupSlices turns slices read elsewhere (another cluster's) into desired
 // groups, with one rule for duplicates (see EndpointGroup); a SliceGrouper
 // does the same again and again for one Service, reading only the slices
-// that changed since its last call.
+// that changed since its last call. WithIncrementalPlans does the like for
+// plans: an owner's next plan reads only the desired endpoints that moved
+// since its last call and the slices that hold them, and is the plan made
+// without it.
 //
 // # Invariants
 //

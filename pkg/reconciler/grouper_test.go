@@ -122,6 +122,38 @@ func TestSliceGrouperReadsOnlyWhatChanged(t *testing.T) {
 	}
 }
 
+// TestSliceGrouperSharesWhatStayed: a slice rewritten for one endpoint's
+// change (every endpoint decoded anew, as an informer delivers it), or for
+// one added or removed, leaves every other endpoint of the result the very
+// entry of the last result, so that reconciler.Unmoved finds only the one
+// that moved.
+func TestSliceGrouperSharesWhatStayed(t *testing.T) {
+	items := reconcilertest.ServiceSlices("ns", "web", 1000, 100)
+	var g SliceGrouper
+	last := g.Group(items)
+	for step, change := range []func(s *discoveryv1.EndpointSlice) int{
+		func(s *discoveryv1.EndpointSlice) int { s.Endpoints[7].Conditions.Ready = ptr.To(false); return 1 },
+		func(s *discoveryv1.EndpointSlice) int {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.9.9.9"}})
+			return 1
+		},
+		func(s *discoveryv1.EndpointSlice) int { s.Endpoints = s.Endpoints[1:]; return 1 },
+		func(s *discoveryv1.EndpointSlice) int { return 0 }, // rewritten as it was
+	} {
+		i := 3 + step
+		s := items[i].DeepCopy() // every endpoint decoded anew
+		want := change(s)
+		s.ResourceVersion += "+"
+		items[i] = *s
+		next := g.Group(items)
+		head, tail := Unmoved(last[0].Endpoints, next[0].Endpoints)
+		if moved := len(next[0].Endpoints) - head - tail + len(last[0].Endpoints) - head - tail; moved > 2*want || moved < want {
+			t.Errorf("step %d: %d entries moved (head %d, tail %d of %d), want %d", step, moved, head, tail, len(next[0].Endpoints), want)
+		}
+		last = next
+	}
+}
+
 func copyGroups(gs []EndpointGroup) []EndpointGroup {
 	out := make([]EndpointGroup, len(gs))
 	for i, g := range gs {

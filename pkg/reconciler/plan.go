@@ -50,8 +50,8 @@ func (p *Plan) String() string {
 
 // Plan computes the writes that make the owner's slices hold exactly the
 // desired endpoints, with as few writes as possible. It writes nothing and
-// changes no state (the tracker is only read): the same input and tracker
-// give the same plan. A plan that fails is counted in syncs_total (result
+// changes no state but its memo (WithIncrementalPlans; the tracker is only
+// read): the same input and tracker give the same plan. A plan that fails is counted in syncs_total (result
 // error or stale); Apply counts the others.
 //
 // Per address type and port set: existing slices keep the endpoints still
