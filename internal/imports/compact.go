@@ -54,34 +54,98 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 // 500 slices of the same export, and each indexed all 50,000 anew (the
 // import of 50,000 took 4.6 times its write floor: issue 56). The Store's
 // exports are never modified, so an index of one holds while it is the
-// Store's.
+// Store's; the next export of the same Service and source, which shares
+// all but what moved with it (reconciler.Unmoved), is indexed only where
+// it moved when its groups kept their lengths (a change of conditions),
+// and anew otherwise.
 type lastExport struct {
 	mu          sync.Mutex
 	es          *clusterset.ExportedService
 	addressType discoveryv1.AddressType
-	byAddress   map[string]*discoveryv1.Endpoint
+	byAddress   map[string]endpointAt
 }
 
-// index returns es's endpoints of addressType by first address.
-func (l *lastExport) index(es *clusterset.ExportedService, addressType discoveryv1.AddressType) map[string]*discoveryv1.Endpoint {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.es == es && l.addressType == addressType {
-		return l.byAddress
+// endpointAt is where an endpoint is in an export: its group and index.
+type endpointAt struct{ group, index int32 }
+
+// lookup returns es's endpoint of addressType whose first address is
+// address, or nil.
+func (l *lastExport) lookup(es *clusterset.ExportedService, addressType discoveryv1.AddressType, address string) *discoveryv1.Endpoint {
+	at, ok := l.byAddress[address]
+	if !ok {
+		return nil
 	}
-	byAddress := map[string]*discoveryv1.Endpoint{}
+	return &es.Endpoints[at.group].Endpoints[at.index]
+}
+
+// index makes l the index of es's endpoints of addressType; the caller
+// holds l.mu.
+func (l *lastExport) index(es *clusterset.ExportedService, addressType discoveryv1.AddressType) {
+	switch {
+	case l.es == es && l.addressType == addressType:
+		return
+	case l.es != nil && l.addressType == addressType && l.follow(es):
+		l.es = es
+		return
+	}
+	n := 0
 	for _, g := range es.Endpoints {
+		n += len(g.Endpoints)
+	}
+	byAddress := make(map[string]endpointAt, n)
+	for gi, g := range es.Endpoints {
 		if g.AddressType != addressType {
 			continue
 		}
 		for i := range g.Endpoints {
 			if ep := &g.Endpoints[i]; len(ep.Addresses) > 0 {
-				byAddress[ep.Addresses[0]] = ep
+				byAddress[ep.Addresses[0]] = endpointAt{int32(gi), int32(i)}
 			}
 		}
 	}
 	l.es, l.addressType, l.byAddress = es, addressType, byAddress
-	return byAddress
+}
+
+// follow moves the index from l.es to es, its successor, where only a few
+// endpoints moved and every group kept its length; false (nothing
+// changed) otherwise.
+func (l *lastExport) follow(es *clusterset.ExportedService) bool {
+	old := l.es
+	if old.Key != es.Key || old.Cluster != es.Cluster || len(old.Endpoints) != len(es.Endpoints) {
+		return false
+	}
+	type span struct{ group, head, tail int }
+	var moved []span
+	for gi := range es.Endpoints {
+		og, ng := &old.Endpoints[gi], &es.Endpoints[gi]
+		if og.AddressType != ng.AddressType || len(og.Endpoints) != len(ng.Endpoints) {
+			return false
+		}
+		head, tail := reconciler.Unmoved(og.Endpoints, ng.Endpoints)
+		if head+tail < len(ng.Endpoints) {
+			if len(ng.Endpoints)-head-tail > len(ng.Endpoints)/4 {
+				return false
+			}
+			moved = append(moved, span{gi, head, tail})
+		}
+	}
+	for _, m := range moved {
+		og, ng := &old.Endpoints[m.group], &es.Endpoints[m.group]
+		if og.AddressType != l.addressType {
+			continue
+		}
+		for i := m.head; i < len(og.Endpoints)-m.tail; i++ {
+			if ep := &og.Endpoints[i]; len(ep.Addresses) > 0 {
+				delete(l.byAddress, ep.Addresses[0])
+			}
+		}
+		for i := m.head; i < len(ng.Endpoints)-m.tail; i++ {
+			if ep := &ng.Endpoints[i]; len(ep.Addresses) > 0 {
+				l.byAddress[ep.Addresses[0]] = endpointAt{int32(m.group), int32(i)}
+			}
+		}
+	}
+	return true
 }
 
 // sharedEndpoints returns endpoints (decoded, of addressType) with what
@@ -92,14 +156,16 @@ func sharedEndpoints(addressType discoveryv1.AddressType, endpoints []discoveryv
 			return g.Endpoints[:len(endpoints):len(endpoints)] // an append never writes into the Store's
 		}
 	}
-	byAddress := last.index(es, addressType)
+	last.mu.Lock()
+	defer last.mu.Unlock()
+	last.index(es, addressType)
 	out := make([]discoveryv1.Endpoint, len(endpoints))
 	for i := range endpoints {
 		out[i] = endpoints[i]
 		if len(out[i].Addresses) == 0 {
 			continue
 		}
-		if stored := byAddress[out[i].Addresses[0]]; stored != nil && equalButHints(stored, &endpoints[i]) {
+		if stored := last.lookup(es, addressType, out[i].Addresses[0]); stored != nil && equalButHints(stored, &endpoints[i]) {
 			out[i] = *stored
 			out[i].Hints = endpoints[i].Hints
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -191,5 +192,42 @@ func BenchmarkShareWithStoreOneSlice(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSharesWithTheNextExport: after an export's change of one endpoint's
+// conditions (the next export sharing the others, as the export watcher
+// gives it), a slice holding the changed endpoint and others shares each
+// with the new export (the index followed it where it moved), and after
+// an endpoint's removal (the index built anew) as well.
+func TestSharesWithTheNextExport(t *testing.T) {
+	first := exportedEndpoints(1000)
+	store := storeOf(first)
+	transform := shareWithStore(store)
+	if _, err := transform(decoded(t, first.Endpoints[0].Endpoints[500:600])); err != nil {
+		t.Fatal(err)
+	}
+	for step, change := range []func([]discoveryv1.Endpoint) []discoveryv1.Endpoint{
+		func(eps []discoveryv1.Endpoint) []discoveryv1.Endpoint {
+			eps[550].Conditions.Ready = ptr.To(false)
+			return eps
+		},
+		func(eps []discoveryv1.Endpoint) []discoveryv1.Endpoint { return append(eps[:10:10], eps[11:]...) },
+	} {
+		last := store.GetFrom(first.Key, "east")
+		next := *last
+		next.Endpoints = []reconciler.EndpointGroup{last.Endpoints[0]}
+		next.Endpoints[0].Endpoints = change(slices.Clone(last.Endpoints[0].Endpoints))
+		store.Put(&next)
+		eps := next.Endpoints[0].Endpoints[530:560]
+		got, err := transform(decoded(t, eps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ep := range got.(*discoveryv1.EndpointSlice).Endpoints {
+			if &ep.Addresses[0] != &eps[i].Addresses[0] {
+				t.Errorf("step %d: endpoint %s not shared with the new export", step, ep.Addresses[0])
+			}
+		}
 	}
 }
