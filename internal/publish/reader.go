@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -112,6 +111,8 @@ type Reader struct {
 	// decoded, by export and object name. An export is a head's
 	// endpoints and its parts' (assemble).
 	heads     map[types.NamespacedName]*clusterset.ExportedService
+	// unions are what each export was assembled into last (union.go).
+	unions map[types.NamespacedName]*union
 	headBytes map[types.NamespacedName]int64
 	parts     map[types.NamespacedName]map[string]*Part
 	// firstSeen is the earliest creationTimestamp of each export's head
@@ -186,7 +187,7 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 
 func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
 	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
-		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{}, headBytes: map[types.NamespacedName]int64{},
+		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{}, unions: map[types.NamespacedName]*union{}, headBytes: map[types.NamespacedName]int64{},
 		named: map[types.NamespacedName]map[string]bool{}, vanished: map[types.NamespacedName]map[string]*Part{},
 		parts: map[types.NamespacedName]map[string]*Part{}, stale: map[types.NamespacedName]bool{},
 		firstSeen: map[types.NamespacedName]metav1.Time{}, maxObjects: DefaultMaxObjectsPerMember, maxBytes: DefaultMaxBytesPerMember}
@@ -645,6 +646,7 @@ func (r *Reader) left(key types.NamespacedName, name string, old *Part) {
 // dropHead forgets key's head, if held, and what its vanished parts
 // held; r.mu must be held.
 func (r *Reader) dropHead(key types.NamespacedName) {
+	delete(r.unions, key)
 	if _, ok := r.heads[key]; ok {
 		delete(r.heads, key)
 		r.release(r.headBytes[key])
@@ -715,53 +717,9 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	for _, name := range slices.Sorted(maps.Keys(vanished)) {
 		sources = append(sources, vanished[name].Endpoints)
 	}
-	es.Endpoints = unionOf(sources)
+	r.unions[key] = r.unions[key].next(sources)
+	es.Endpoints = r.unions[key].groups
 	r.store.Put(&es)
-}
-
-// unionOf merges endpoint groups of the same address type and ports, in
-// the order first seen, keeping the first endpoint of each first address.
-// Sized up front: an export of 50,000 endpoints is assembled anew for a
-// change of one part, and growing the set and the groups cost more than
-// filling them.
-func unionOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
-	var out []reconciler.EndpointGroup
-	var sizes []int
-	index := map[string]int{}
-	total := 0
-	for _, groups := range sources {
-		for i := range groups {
-			g := &groups[i]
-			gk := groupKey((*v1alpha1.EndpointGroup)(g))
-			at, ok := index[gk]
-			if !ok {
-				at = len(out)
-				index[gk] = at
-				out = append(out, reconciler.EndpointGroup{AddressType: g.AddressType, Ports: g.Ports})
-				sizes = append(sizes, 0)
-			}
-			sizes[at] += len(g.Endpoints)
-			total += len(g.Endpoints)
-		}
-	}
-	for at, n := range sizes {
-		out[at].Endpoints = make([]discoveryv1.Endpoint, 0, n)
-	}
-	seen := make(map[slotKey]struct{}, total)
-	for _, groups := range sources {
-		for i := range groups {
-			g := &groups[i]
-			at := index[groupKey((*v1alpha1.EndpointGroup)(g))]
-			for j := range g.Endpoints {
-				k := slotKey{at, firstAddress(&g.Endpoints[j])}
-				if _, dup := seen[k]; !dup {
-					seen[k] = struct{}{}
-					out[at].Endpoints = append(out[at].Endpoints, g.Endpoints[j])
-				}
-			}
-		}
-	}
-	return out
 }
 
 // remove withdraws a deleted publication's export after RemovalDelay,
