@@ -110,9 +110,9 @@ type Reader struct {
 	// heads are the member's valid heads, decoded; parts its valid parts,
 	// decoded, by export and object name. An export is a head's
 	// endpoints and its parts' (assemble).
-	heads     map[types.NamespacedName]*clusterset.ExportedService
+	heads map[types.NamespacedName]*clusterset.ExportedService
 	// unions are what each export was assembled into last (union.go).
-	unions map[types.NamespacedName]*union
+	unions    map[types.NamespacedName]*union
 	headBytes map[types.NamespacedName]int64
 	parts     map[types.NamespacedName]map[string]*Part
 	// firstSeen is the earliest creationTimestamp of each export's head
