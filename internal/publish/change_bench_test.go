@@ -3,9 +3,11 @@ package publish
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
@@ -19,11 +21,16 @@ import (
 var changeSizes = []int{100, 10000, 50000}
 
 // twoVersions returns an export of n endpoints and the same with one
-// endpoint not ready: a change of one endpoint, back and forth.
+// endpoint not ready: a change of one endpoint, back and forth. The second
+// shares the other endpoints with the first, as the export watcher's
+// exports do (reconciler.SliceGrouper).
 func twoVersions(n int) [2]*clusterset.ExportedService {
-	a, b := withEndpoints(n-1), withEndpoints(n-1)
+	a := withEndpoints(n - 1)
+	b := *a
+	b.Endpoints = slices.Clone(a.Endpoints)
+	b.Endpoints[0].Endpoints = slices.Clone(a.Endpoints[0].Endpoints)
 	b.Endpoints[0].Endpoints[n/2].Conditions.Ready = ptr.To(false)
-	return [2]*clusterset.ExportedService{a, b}
+	return [2]*clusterset.ExportedService{a, &b}
 }
 
 // BenchmarkPublishOneEndpointChange is the publisher's own work for one
@@ -35,13 +42,19 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 			versions := twoVersions(n)
 			p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system"}}
 			_, parts := EncodeParts(versions[0], "mcs-system", DefaultMaxEndpointsPerPart)
+			for i, part := range parts { // as the hub holds them
+				part.UID, part.ResourceVersion = types.UID(part.Name), "1"
+				parts[i] = part
+			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				_, plan, _, refused, ok := p.prepare(versions[(i+1)%2], parts)
 				if !ok || refused != "" || len(plan.update) != 1 || len(plan.create)+len(plan.remove) != 0 {
 					b.Fatalf("change %d: %d creates, %d updates, %d removals (%q)", i, len(plan.create), len(plan.update), len(plan.remove), refused)
 				}
-				parts = replacePart(parts, plan.update[0])
+				written := plan.update[0].DeepCopy() // as the hub returns it
+				written.ResourceVersion = strconv.Itoa(i + 2)
+				parts = replacePart(parts, written)
 			}
 		})
 	}

@@ -199,10 +199,23 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 	pp := newPartPlanner(cluster, key, namespace, want, max)
 	existing = slices.Clone(existing)
 	slices.SortFunc(existing, func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+	pp.keepAll(existing)
+	pp.finish(trigger)
+	return pp.plan
+}
+
+// keepAll plans the existing parts, in name order, then places what none
+// of them holds.
+func (pp *partPlanner) keepAll(existing []*v1alpha1.PublishedExport) {
 	for _, old := range existing {
 		pp.keep(old)
 	}
 	pp.placeLeft()
+}
+
+// finish gives the parts written the trigger time and lists the parts'
+// IDs once the plan is done.
+func (pp *partPlanner) finish(trigger string) {
 	for _, part := range append(slices.Clip(pp.plan.create), pp.plan.update...) {
 		part.Spec.LastChangeTriggerTime = trigger
 	}
@@ -215,7 +228,6 @@ func planParts(cluster clusterset.ClusterID, key types.NamespacedName, namespace
 		pp.plan.ids = append(pp.plan.ids, part.Spec.Part)
 	}
 	slices.SortFunc(pp.plan.ids, comparePartIDs)
-	return pp.plan
 }
 
 // comparePartIDs orders part IDs (decimal numbers, as newID makes them)
@@ -248,6 +260,8 @@ type partPlanner struct {
 	kept     map[int][]*v1alpha1.PublishedExport
 	updating map[*v1alpha1.PublishedExport]bool
 	plan     partPlan
+	// duplicates says that want listed a first address twice in a group.
+	duplicates bool
 }
 
 // slotKey is how the planner knows an endpoint across parts: its group
@@ -288,6 +302,8 @@ func newPartPlanner(cluster clusterset.ClusterID, key types.NamespacedName, name
 			if _, dup := pp.slot[k]; !dup {
 				pp.slot[k] = len(pp.slots)
 				pp.slots = append(pp.slots, slot{endpoint: &g.Endpoints[j], group: gi})
+			} else {
+				pp.duplicates = true
 			}
 		}
 	}

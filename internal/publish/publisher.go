@@ -114,6 +114,9 @@ type Publisher struct {
 	// runs one item on two workers at once.
 	clock     clock.PassiveClock
 	renewedAt time.Time
+	// memos are what the last plan of each export's parts read
+	// (partmemo.go).
+	memos partMemos
 }
 
 // MaxPublicationBytes bounds the size of one object of a publication as
@@ -338,6 +341,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		if !synced && (head != nil || len(parts) > 0) {
 			return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil // never withdraw on a partial view
 		}
+		p.memos.forget(key)
 		res, err := p.withdraw(ctx, name, head, parts)
 		return res, "", err
 	}
@@ -500,12 +504,17 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.
 		}
 	}
 	if len(wholeOnly) > 0 {
+		p.memos.forget(mine.Key)
 		slices.Sort(wholeOnly)
 		return Encode(mine, p.opts.Namespace), partPlan{remove: existing},
 			fmt.Sprintf(" (published whole, not in parts, while %s reads whole publications only: upgrade its mcs-syncer)", strings.Join(idStrings(wholeOnly), ", ")), true
 	}
 	trigger := formatTriggerTime(mine.LastChangeTriggerTime)
-	plan = planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart())
+	if m := p.memos.of(mine.Key, mine.Endpoints); m != nil {
+		plan = m.plan(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart())
+	} else {
+		plan = planParts(p.opts.Cluster, mine.Key, p.opts.Namespace, trigger, mine.Endpoints, existing, p.maxPerPart())
+	}
 	head = EncodeHead(mine, p.opts.Namespace)
 	head.Spec.Parts = plan.ids
 	return head, plan, "", true

@@ -193,8 +193,8 @@ func (m *memo) sameGroups(desired []EndpointGroup) bool {
 	return true
 }
 
-// index reads the slices that are new or whose resourceVersion moved, and
-// drops those gone (first, so that an endpoint moved from a slice that
+// index reads the slices that are new or whose resourceVersion moved (or
+// that have none: not read from an API server), and drops those gone (first, so that an endpoint moved from a slice that
 // went to a new one is not taken for a duplicate). A slice that shares an
 // identity with another (or holds one twice) makes the memo unusable.
 func (m *memo) index(owned []*discoveryv1.EndpointSlice) bool {
@@ -202,7 +202,7 @@ func (m *memo) index(owned []*discoveryv1.EndpointSlice) bool {
 	var fresh []*discoveryv1.EndpointSlice
 	for _, s := range owned {
 		ms := m.slices[s.Name]
-		if ms != nil && ms.uid == s.UID && ms.resourceVersion == s.ResourceVersion {
+		if ms != nil && ms.uid == s.UID && ms.resourceVersion == s.ResourceVersion && s.ResourceVersion != "" {
 			ms.generation = m.generation
 		} else {
 			fresh = append(fresh, s)

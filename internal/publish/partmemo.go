@@ -1,0 +1,407 @@
+package publish
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1alpha1 "github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+)
+
+// incrementalPartsFrom is the number of endpoints of an export from which
+// the publisher remembers what its last plan of the parts read, and plans
+// a change from what moved (partMemo; issue 56). Below it a plan in full
+// costs less than a millisecond, and the memo's 200 bytes per endpoint
+// are not worth it.
+const incrementalPartsFrom = 1000
+
+// partMemos holds a partMemo per export.
+type partMemos struct {
+	mu    sync.Mutex
+	byKey map[types.NamespacedName]*partMemo
+}
+
+// of returns key's memo, or nil (and forgets any) when want is too small
+// to plan incrementally.
+func (ms *partMemos) of(key types.NamespacedName, want []reconciler.EndpointGroup) *partMemo {
+	n := 0
+	for _, g := range want {
+		n += len(g.Endpoints)
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if n < incrementalPartsFrom {
+		delete(ms.byKey, key)
+		return nil
+	}
+	if ms.byKey == nil {
+		ms.byKey = map[types.NamespacedName]*partMemo{}
+	}
+	m := ms.byKey[key]
+	if m == nil {
+		m = &partMemo{}
+		ms.byKey[key] = m
+	}
+	return m
+}
+
+func (ms *partMemos) forget(key types.NamespacedName) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	delete(ms.byKey, key)
+}
+
+// partMemo is what the last plan of one export's parts read: each wanted
+// endpoint by its slot (group and first address), each existing part's
+// first addresses under its resourceVersion, and which parts the plan
+// kept as they were. The next plan then reads only the endpoints of want
+// that are not the very ones of the last call (reconciler.Unmoved) and
+// the parts that are new, whose resourceVersion moved, or that hold an
+// endpoint that moved; it is the plan planParts makes (the tests compare
+// them). It is planned in full when the groups, the maximum or anything
+// else that the memo cannot follow changed, or a first address is wanted
+// or held twice. The caller never modifies want once planned (the Store's
+// exports are never modified).
+type partMemo struct {
+	valid bool
+	max   int
+	want  []reconciler.EndpointGroup
+	// keys and gis are the group key and group index of each entry of
+	// want; group finds the index of a key.
+	keys  []string
+	gis   []int
+	group map[string]int
+	slots map[slotKey]*memoSlot
+	// unheld are the wanted slots no part holds; moved those of this
+	// plan's moved endpoints, in want's order.
+	unheld map[slotKey]struct{}
+	moved  []slotKey
+	parts  map[string]*memoPart
+	seen   int
+	// fromMemo counts the plans made from the memo (for tests).
+	fromMemo int
+}
+
+// memoSlot is one wanted (or held) endpoint.
+type memoSlot struct {
+	// endpoint is the wanted one (a copy of want's entry, sharing what it
+	// points to), when count > 0.
+	endpoint discoveryv1.Endpoint
+	count    int
+	holder   *memoPart
+}
+
+// memoPart is one existing part as the last plan read it.
+type memoPart struct {
+	uid             types.UID
+	resourceVersion string
+	// gi is its group's index; -1 when it holds no one wanted group (it
+	// is removed).
+	gi        int
+	addresses []string
+	// clean says the last plan kept it as it is, as next.
+	clean    bool
+	next     *v1alpha1.PublishedExport
+	affected bool
+	seen     int
+}
+
+// plan is planParts, from what moved since the last plan when it can be.
+func (m *partMemo) plan(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) partPlan {
+	existing = slices.Clone(existing)
+	slices.SortFunc(existing, func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+	if m.valid && m.update(want, existing, max) {
+		if pp, ok := m.incremental(cluster, key, namespace, want, existing, max); ok {
+			m.fromMemo++
+			pp.finish(trigger)
+			m.settle(pp)
+			return pp.plan
+		}
+	}
+	pp := newPartPlanner(cluster, key, namespace, want, max)
+	pp.keepAll(existing)
+	pp.finish(trigger)
+	m.rebuild(pp, want, existing, max)
+	return pp.plan
+}
+
+// update brings the memo up to want and existing; false (and the memo
+// invalid) when the plan cannot be made from it.
+func (m *partMemo) update(want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) bool {
+	m.valid = max == m.max && len(want) == len(m.want) && m.sameKeys(want) && m.index(existing) && m.diff(want)
+	if m.valid {
+		m.want = want
+	}
+	return m.valid
+}
+
+func (m *partMemo) sameKeys(want []reconciler.EndpointGroup) bool {
+	for i := range want {
+		if groupKey((*v1alpha1.EndpointGroup)(&want[i])) != m.keys[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// index reads the parts that are new or whose resourceVersion moved (or
+// that have none: not read from an API server), and drops those gone
+// first.
+func (m *partMemo) index(existing []*v1alpha1.PublishedExport) bool {
+	m.seen++
+	var fresh []*v1alpha1.PublishedExport
+	for _, p := range existing {
+		mp := m.parts[p.Name]
+		if mp != nil && mp.uid == p.UID && mp.resourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
+			mp.seen = m.seen
+		} else {
+			fresh = append(fresh, p)
+		}
+	}
+	for name, mp := range m.parts {
+		if mp.seen != m.seen {
+			m.unregister(mp)
+			delete(m.parts, name)
+		}
+	}
+	for _, p := range fresh {
+		mp := m.read(p)
+		m.parts[p.Name] = mp
+		if !m.register(mp) {
+			return false
+		}
+	}
+	return true
+}
+
+// read returns what the memo keeps of part p.
+func (m *partMemo) read(p *v1alpha1.PublishedExport) *memoPart {
+	mp := &memoPart{uid: p.UID, resourceVersion: p.ResourceVersion, gi: -1, seen: m.seen}
+	if len(p.Spec.Endpoints) != 1 {
+		return mp
+	}
+	g := &p.Spec.Endpoints[0]
+	gi, ok := m.group[groupKey(g)]
+	if !ok {
+		return mp
+	}
+	mp.gi = gi
+	mp.addresses = make([]string, len(g.Endpoints))
+	for i := range g.Endpoints {
+		mp.addresses[i] = firstAddress(&g.Endpoints[i])
+	}
+	return mp
+}
+
+// register makes mp the holder of its slots; false when another part (or
+// mp itself) holds one already.
+func (m *partMemo) register(mp *memoPart) bool {
+	if mp.gi < 0 {
+		return true
+	}
+	for _, a := range mp.addresses {
+		k := slotKey{mp.gi, a}
+		s := m.slots[k]
+		if s == nil {
+			s = &memoSlot{}
+			m.slots[k] = s
+		}
+		if s.holder != nil {
+			return false
+		}
+		s.holder = mp
+		delete(m.unheld, k)
+	}
+	return true
+}
+
+func (m *partMemo) unregister(mp *memoPart) {
+	if mp.gi < 0 {
+		return
+	}
+	for _, a := range mp.addresses {
+		k := slotKey{mp.gi, a}
+		s := m.slots[k]
+		if s == nil || s.holder != mp {
+			continue
+		}
+		s.holder = nil
+		if s.count > 0 {
+			m.unheld[k] = struct{}{}
+		} else {
+			delete(m.slots, k)
+		}
+	}
+}
+
+// diff takes in the entries of want that are not the very ones of the
+// last call; more than a quarter moved is planned in full.
+func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
+	total, moved := 0, 0
+	type span struct{ old, now []discoveryv1.Endpoint }
+	spans := make([]span, len(want))
+	for i := range want {
+		old, now := m.want[i].Endpoints, want[i].Endpoints
+		head, tail := reconciler.Unmoved(old, now)
+		spans[i] = span{old[head : len(old)-tail], now[head : len(now)-tail]}
+		total += len(now)
+		moved += len(spans[i].old) + len(spans[i].now)
+	}
+	if moved > total/4 {
+		return false
+	}
+	m.moved = m.moved[:0]
+	var touched []slotKey
+	for i, sp := range spans {
+		gi := m.gis[i]
+		for j := range sp.old {
+			k := slotKey{gi, firstAddress(&sp.old[j])}
+			s := m.slots[k]
+			if s == nil || s.count == 0 {
+				return false
+			}
+			s.count--
+			touched = append(touched, k)
+		}
+		for j := range sp.now {
+			k := slotKey{gi, firstAddress(&sp.now[j])}
+			s := m.slots[k]
+			if s == nil {
+				s = &memoSlot{}
+				m.slots[k] = s
+			}
+			s.count++
+			s.endpoint = sp.now[j]
+			touched = append(touched, k)
+			m.moved = append(m.moved, k)
+		}
+	}
+	for _, k := range touched {
+		s := m.slots[k]
+		if s == nil {
+			continue // dropped below already
+		}
+		if s.count > 1 {
+			return false
+		}
+		if s.holder != nil {
+			s.holder.affected = true
+		}
+		switch {
+		case s.count > 0 && s.holder == nil:
+			m.unheld[k] = struct{}{}
+		case s.count == 0:
+			s.endpoint = discoveryv1.Endpoint{}
+			delete(m.unheld, k)
+			if s.holder == nil {
+				delete(m.slots, k)
+			}
+		}
+	}
+	return true
+}
+
+// incremental plans from the memo: the parts kept clean and holding
+// nothing that moved are kept as they were, unread; the others are
+// planned as planParts plans them, over the slots they hold; the moved
+// endpoints no part holds are placed as planParts places them. false when
+// a wanted endpoint would be left to place that did not move (its place
+// in want's order is not known: planned in full).
+func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) (*partPlanner, bool) {
+	pp := newPartPlanner(cluster, key, namespace, nil, max)
+	for i := range want {
+		if _, ok := pp.group[m.keys[i]]; !ok {
+			pp.group[m.keys[i]] = len(pp.groups)
+			pp.groups = append(pp.groups, &want[i])
+		}
+	}
+	add := func(k slotKey) {
+		if _, ok := pp.slot[k]; ok {
+			return
+		}
+		if s := m.slots[k]; s != nil && s.count > 0 {
+			pp.slot[k] = len(pp.slots)
+			pp.slots = append(pp.slots, slot{endpoint: &s.endpoint, group: k.group})
+		}
+	}
+	var read []*memoPart
+	for _, p := range existing {
+		if mp := m.parts[p.Name]; !mp.clean || mp.affected || mp.next == nil {
+			read = append(read, mp)
+			for _, a := range mp.addresses {
+				add(slotKey{mp.gi, a})
+			}
+		}
+	}
+	held := len(pp.slots)
+	for _, k := range m.moved {
+		if _, ok := m.unheld[k]; ok {
+			add(k)
+		}
+	}
+	if len(pp.slots)-held != len(m.unheld) {
+		return nil, false
+	}
+	for _, p := range existing {
+		if mp := m.parts[p.Name]; mp.clean && !mp.affected && mp.next != nil {
+			pp.used[p.Spec.Part] = true
+			pp.kept[mp.gi] = append(pp.kept[mp.gi], mp.next)
+			continue
+		}
+		pp.keep(p)
+	}
+	for i := range held {
+		if !pp.slots[i].placed {
+			return nil, false
+		}
+	}
+	pp.placeLeft()
+	return pp, true
+}
+
+// settle records which parts the plan keeps as they are.
+func (m *partMemo) settle(pp *partPlanner) {
+	for _, mp := range m.parts {
+		mp.clean, mp.affected, mp.next = false, false, nil
+	}
+	for _, parts := range pp.kept {
+		for _, next := range parts {
+			if !pp.updating[next] {
+				mp := m.parts[next.Name]
+				mp.clean, mp.next = true, next
+			}
+		}
+	}
+}
+
+// rebuild makes the memo anew from a plan made in full by pp.
+func (m *partMemo) rebuild(pp *partPlanner, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) {
+	*m = partMemo{max: max, want: want, keys: make([]string, len(want)), gis: make([]int, len(want)),
+		group: pp.group, slots: make(map[slotKey]*memoSlot, len(pp.slots)), unheld: map[slotKey]struct{}{},
+		parts: make(map[string]*memoPart, len(existing)), fromMemo: m.fromMemo}
+	if pp.duplicates {
+		return
+	}
+	for i := range want {
+		m.keys[i] = groupKey((*v1alpha1.EndpointGroup)(&want[i]))
+		m.gis[i] = pp.group[m.keys[i]]
+	}
+	for k, i := range pp.slot {
+		m.slots[k] = &memoSlot{endpoint: *pp.slots[i].endpoint, count: 1}
+		m.unheld[k] = struct{}{}
+	}
+	for _, p := range existing {
+		mp := m.read(p)
+		m.parts[p.Name] = mp
+		if !m.register(mp) {
+			return
+		}
+	}
+	m.settle(pp)
+	m.valid = true
+}
