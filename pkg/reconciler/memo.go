@@ -171,7 +171,6 @@ type memoSlice struct {
 // planned in full, which rebuilds it).
 func (m *memo) update(in Input, owned []*discoveryv1.EndpointSlice, key memoKey) bool {
 	ok := m.valid && m.key.equal(key) && m.sameGroups(in.Desired) && m.index(owned) && m.diff(in.Desired)
-
 	m.valid = ok
 	if ok {
 		m.desired = in.Desired
@@ -194,9 +193,10 @@ func (m *memo) sameGroups(desired []EndpointGroup) bool {
 }
 
 // index reads the slices that are new or whose resourceVersion moved (or
-// that have none: not read from an API server), and drops those gone (first, so that an endpoint moved from a slice that
-// went to a new one is not taken for a duplicate). A slice that shares an
-// identity with another (or holds one twice) makes the memo unusable.
+// that have none: not read from an API server), and drops those gone
+// first, so that an endpoint moved from a slice that went to a new one is
+// not taken for a duplicate. A slice that shares an identity with another
+// (or holds one twice) makes the memo unusable.
 func (m *memo) index(owned []*discoveryv1.EndpointSlice) bool {
 	m.generation++
 	var fresh []*discoveryv1.EndpointSlice
