@@ -110,11 +110,11 @@ type Reader struct {
 	// heads are the member's valid heads, decoded; parts its valid parts,
 	// decoded, by export and object name. An export is a head's
 	// endpoints and its parts' (assemble).
-	heads map[types.NamespacedName]*clusterset.ExportedService
-	// unions are what each export was assembled into last (union.go).
-	unions    map[types.NamespacedName]*union
+	heads     map[types.NamespacedName]*clusterset.ExportedService
 	headBytes map[types.NamespacedName]int64
 	parts     map[types.NamespacedName]map[string]*Part
+	// unions are what each export was assembled into last (union.go).
+	unions map[types.NamespacedName]*union
 	// firstSeen is the earliest creationTimestamp of each export's head
 	// the reader has seen, kept while the reader lives, through a head's
 	// deletion: a head created again (a wiped hub, whose deletions and
