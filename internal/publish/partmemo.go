@@ -240,27 +240,19 @@ func (m *partMemo) unregister(mp *memoPart) {
 }
 
 // diff takes in the entries of want that are not the very ones of the
-// last call; more than a quarter moved is planned in full.
+// last call (reconciler.Moved); the parts holding them are marked
+// affected.
 func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
-	total, moved := 0, 0
-	type span struct{ old, now []discoveryv1.Endpoint }
-	spans := make([]span, len(want))
-	for i := range want {
-		old, now := m.want[i].Endpoints, want[i].Endpoints
-		head, tail := reconciler.Unmoved(old, now)
-		spans[i] = span{old[head : len(old)-tail], now[head : len(now)-tail]}
-		total += len(now)
-		moved += len(spans[i].old) + len(spans[i].now)
-	}
-	if moved > total/4 {
+	spans, ok := reconciler.Moved(m.want, want)
+	if !ok {
 		return false
 	}
 	m.moved = m.moved[:0]
 	var touched []slotKey
 	for i, sp := range spans {
 		gi := m.gis[i]
-		for j := range sp.old {
-			k := slotKey{gi, firstAddress(&sp.old[j])}
+		for j := range sp.Old {
+			k := slotKey{gi, firstAddress(&sp.Old[j])}
 			s := m.slots[k]
 			if s == nil || s.count == 0 {
 				return false
@@ -268,23 +260,29 @@ func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
 			s.count--
 			touched = append(touched, k)
 		}
-		for j := range sp.now {
-			k := slotKey{gi, firstAddress(&sp.now[j])}
+		for j := range sp.New {
+			k := slotKey{gi, firstAddress(&sp.New[j])}
 			s := m.slots[k]
 			if s == nil {
 				s = &memoSlot{}
 				m.slots[k] = s
 			}
 			s.count++
-			s.endpoint = sp.now[j]
+			s.endpoint = sp.New[j]
 			touched = append(touched, k)
 			m.moved = append(m.moved, k)
 		}
 	}
+	return m.settleSlots(touched)
+}
+
+// settleSlots updates the unheld slots after the touched ones, and marks
+// their holders affected; false when one is wanted twice.
+func (m *partMemo) settleSlots(touched []slotKey) bool {
 	for _, k := range touched {
 		s := m.slots[k]
 		if s == nil {
-			continue // dropped below already
+			continue // dropped already
 		}
 		if s.count > 1 {
 			return false
@@ -320,35 +318,12 @@ func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.Namespace
 			pp.groups = append(pp.groups, &want[i])
 		}
 	}
-	add := func(k slotKey) {
-		if _, ok := pp.slot[k]; ok {
-			return
-		}
-		if s := m.slots[k]; s != nil && s.count > 0 {
-			pp.slot[k] = len(pp.slots)
-			pp.slots = append(pp.slots, slot{endpoint: &s.endpoint, group: k.group})
-		}
-	}
-	var read []*memoPart
-	for _, p := range existing {
-		if mp := m.parts[p.Name]; !mp.clean || mp.affected || mp.next == nil {
-			read = append(read, mp)
-			for _, a := range mp.addresses {
-				add(slotKey{mp.gi, a})
-			}
-		}
-	}
-	held := len(pp.slots)
-	for _, k := range m.moved {
-		if _, ok := m.unheld[k]; ok {
-			add(k)
-		}
-	}
-	if len(pp.slots)-held != len(m.unheld) {
+	held, ok := m.slotsToPlan(pp, existing)
+	if !ok {
 		return nil, false
 	}
 	for _, p := range existing {
-		if mp := m.parts[p.Name]; mp.clean && !mp.affected && mp.next != nil {
+		if mp := m.parts[p.Name]; m.keptAsItWas(mp) {
 			pp.used[p.Spec.Part] = true
 			pp.kept[mp.gi] = append(pp.kept[mp.gi], mp.next)
 			continue
@@ -362,6 +337,41 @@ func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.Namespace
 	}
 	pp.placeLeft()
 	return pp, true
+}
+
+// keptAsItWas reports whether the last plan kept mp as it is and nothing
+// it holds moved since.
+func (m *partMemo) keptAsItWas(mp *memoPart) bool {
+	return mp.clean && !mp.affected && mp.next != nil
+}
+
+// slotsToPlan gives pp the slots it plans: first those that the parts to
+// read again hold (held of them), then the moved ones no part holds, in
+// want's order; false when some slot no part holds did not move.
+func (m *partMemo) slotsToPlan(pp *partPlanner, existing []*v1alpha1.PublishedExport) (held int, ok bool) {
+	add := func(k slotKey) {
+		if _, ok := pp.slot[k]; ok {
+			return
+		}
+		if s := m.slots[k]; s != nil && s.count > 0 {
+			pp.slot[k] = len(pp.slots)
+			pp.slots = append(pp.slots, slot{endpoint: &s.endpoint, group: k.group})
+		}
+	}
+	for _, p := range existing {
+		if mp := m.parts[p.Name]; !m.keptAsItWas(mp) {
+			for _, a := range mp.addresses {
+				add(slotKey{mp.gi, a})
+			}
+		}
+	}
+	held = len(pp.slots)
+	for _, k := range m.moved {
+		if _, ok := m.unheld[k]; ok {
+			add(k)
+		}
+	}
+	return held, len(pp.slots)-held == len(m.unheld)
 }
 
 // settle records which parts the plan keeps as they are.

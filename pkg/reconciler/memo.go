@@ -272,56 +272,59 @@ func (ms *memoSlice) unregister() {
 }
 
 // diff takes in the desired endpoints that are not the very ones of the
-// last call: in each group, what lies between the longest common head
-// and tail. The slices holding them are marked affected. More than a
-// quarter of the endpoints moved is planned in full (cheaper then).
+// last call (Moved); the slices holding them are marked affected.
 func (m *memo) diff(desired []EndpointGroup) bool {
-	total, moved := 0, 0
-	type span struct{ old, new []discoveryv1.Endpoint }
-	spans := make([]span, len(desired))
-	for i := range desired {
-		old, now := m.desired[i].Endpoints, desired[i].Endpoints
-		head, tail := Unmoved(old, now)
-		spans[i] = span{old[head : len(old)-tail], now[head : len(now)-tail]}
-		total += len(now)
-		moved += len(spans[i].old) + len(spans[i].new)
-	}
-	if moved > total/4+8 {
+	spans, ok := Moved(m.desired, desired)
+	if !ok {
 		return false
 	}
-	// was records whether each identity touched was desired before.
-	was := map[*memoEndpoint]bool{}
-	touched := map[*memoGroup][]string{}
+	d := memoDiff{was: map[*memoEndpoint]bool{}, touched: map[*memoGroup][]string{}}
 	for i, sp := range spans {
 		g := m.groups[groupKey(desired[i].AddressType, desired[i].Ports)]
-		for j := range sp.old {
-			id := endpointID(&sp.old[j])
-			e := g.endpoints[id]
-			if e == nil || e.count == 0 {
+		for j := range sp.Old {
+			e := d.touch(g, &sp.Old[j])
+			if e.count == 0 {
 				return false // not what the memo says was desired
-			}
-			if _, seen := was[e]; !seen {
-				was[e] = e.count > 0
-				touched[g] = append(touched[g], id)
 			}
 			e.count--
 		}
-		for j := range sp.new {
-			id := endpointID(&sp.new[j])
-			e := g.endpoints[id]
-			if e == nil {
-				e = &memoEndpoint{}
-				g.endpoints[id] = e
-			}
-			if _, seen := was[e]; !seen {
-				was[e] = e.count > 0
-				touched[g] = append(touched[g], id)
-			}
+		for j := range sp.New {
+			e := d.touch(g, &sp.New[j])
 			e.count++
-			e.want = sp.new[j]
+			e.want = sp.New[j]
 		}
 	}
-	for g, ids := range touched {
+	return d.settle()
+}
+
+// memoDiff is what one diff touched: each identity's group, and whether
+// it was desired before.
+type memoDiff struct {
+	was     map[*memoEndpoint]bool
+	touched map[*memoGroup][]string
+}
+
+// touch returns the memo's entry of ep in g (a new one if none),
+// recording what it was.
+func (d *memoDiff) touch(g *memoGroup, ep *discoveryv1.Endpoint) *memoEndpoint {
+	id := endpointID(ep)
+	e := g.endpoints[id]
+	if e == nil {
+		e = &memoEndpoint{}
+		g.endpoints[id] = e
+	}
+	if _, seen := d.was[e]; !seen {
+		d.was[e] = e.count > 0
+		d.touched[g] = append(d.touched[g], id)
+	}
+	return e
+}
+
+// settle updates the groups' counts and unheld identities after the
+// touched ones, and marks their holders affected; false when one is
+// desired twice.
+func (d *memoDiff) settle() bool {
+	for g, ids := range d.touched {
 		for _, id := range ids {
 			e := g.endpoints[id]
 			if e.count > 1 {
@@ -329,9 +332,9 @@ func (m *memo) diff(desired []EndpointGroup) bool {
 			}
 			now := e.count > 0
 			switch {
-			case now && !was[e]:
+			case now && !d.was[e]:
 				g.desired++
-			case !now && was[e]:
+			case !now && d.was[e]:
 				g.desired--
 				e.want = discoveryv1.Endpoint{}
 			}
@@ -350,6 +353,32 @@ func (m *memo) diff(desired []EndpointGroup) bool {
 		}
 	}
 	return true
+}
+
+// MovedSpan is what moved between two arrays of endpoints: Old's entries
+// are not in the new array, New's not in the old one, as the very same
+// entries (Unmoved).
+type MovedSpan struct {
+	Old, New []discoveryv1.Endpoint
+}
+
+// Moved returns what moved between each group of old and the group of now
+// at the same index (they must be as many), and false when more than a
+// quarter of now's endpoints moved (plus 8, for small groups): then work
+// in proportion to what moved costs more than work on the whole. For
+// callers that, like the reconciler, remember what they made of the last
+// groups and redo only what moved.
+func Moved(old, now []EndpointGroup) ([]MovedSpan, bool) {
+	total, moved := 0, 0
+	spans := make([]MovedSpan, len(now))
+	for i := range now {
+		o, n := old[i].Endpoints, now[i].Endpoints
+		head, tail := Unmoved(o, n)
+		spans[i] = MovedSpan{Old: o[head : len(o)-tail], New: n[head : len(n)-tail]}
+		total += len(n)
+		moved += len(spans[i].Old) + len(spans[i].New)
+	}
+	return spans, moved <= total/4+8
 }
 
 // Unmoved returns how many entries at the head and at the tail of now are
