@@ -65,7 +65,7 @@ const importMaxBackoff = time.Minute
 // incrementalPlansFrom is the number of endpoints from one source from
 // which the source's reconciler remembers what it planned, and plans a
 // change from what moved (reconciler.WithIncrementalPlans; issue 56). Below
-// it a plan in full costs less than a millisecond, and the memo's 200 bytes
+// it a plan in full costs less than a millisecond, and the memo's 270 bytes
 // per endpoint are not worth it.
 const incrementalPlansFrom = 1000
 

@@ -35,7 +35,7 @@ import (
 // compares its Desired with them. Plans of one owner must not run
 // concurrently (as Reconciler says of reconciles).
 //
-// The price is memory: per remembered owner, an entry of about 200 bytes
+// The price is memory: per remembered owner, about 270 bytes
 // per endpoint. Forget drops an owner's.
 func WithIncrementalPlans(minEndpoints int) Option {
 	return func(r *Reconciler) error {
