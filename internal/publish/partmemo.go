@@ -16,8 +16,8 @@ import (
 // incrementalPartsFrom is the number of endpoints of an export from which
 // the publisher remembers what its last plan of the parts read, and plans
 // a change from what moved (partMemo; issue 56). Below it a plan in full
-// costs less than a millisecond, and the memo's few hundred bytes per endpoint
-// are not worth it.
+// costs less than a millisecond, and the memo's few hundred bytes per
+// endpoint are not worth it.
 const incrementalPartsFrom = 1000
 
 // partMemos holds a partMemo per export.
