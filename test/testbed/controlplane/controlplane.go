@@ -268,28 +268,34 @@ func createCluster(ctx context.Context, cp *ControlPlane) error {
 		return err
 	}
 	args := append(cp.createArgs(), "--config", config)
-	if !cp.hub {
-		ports, err := componentPorts()
-		if err != nil {
-			return fmt.Errorf("testbed: %s: %w", cp.Name, err)
-		}
-		args = append(args, ports...)
+	ports, err := componentPorts(cp.hub)
+	if err != nil {
+		return fmt.Errorf("testbed: %s: %w", cp.Name, err)
 	}
+	args = append(args, ports...)
 	return cp.kwokctl(ctx, args...)
 }
 
-// componentPorts gives a member's kube-controller-manager, kube-scheduler
-// and kwok-controller ports of host.FreePort's range, at random, rather
-// than kwokctl's count down from 32767: those components exit when an API
-// server outage outlasts their leader Lease, and while one was down
-// another testbed's new cluster (make e2e runs two testbeds) counted down
-// to its free port and took it, so it never started again (CI: west's
+// componentPorts gives a cluster's kube-apiserver and etcd, and a
+// member's kube-controller-manager, kube-scheduler and kwok-controller,
+// ports of host.FreePort's range, at random, rather than kwokctl's count
+// down from 32767: those components exit when an API server outage
+// outlasts their leader Lease, and while one was down another testbed's
+// new cluster (make e2e runs two testbeds) counted down to its free port
+// and took it, so it never started again (CI: west's
 // kube-controller-manager, "bind: address already in use", and every
-// later namespace of west without its default ServiceAccount). Chance
-// alone would now have to pick that port, from 10,000.
-func componentPorts() ([]string, error) {
+// later namespace of west without its default ServiceAccount). The same
+// befell a new cluster's own kube-apiserver while the other testbed's
+// tests had theirs stopped (CI rehearsal, 2026-11-29:
+// TestTestbedTeardownLeavesNoProcess's "solo" never served /version).
+// Chance alone would now have to pick that port, from 10,000.
+func componentPorts(hub bool) ([]string, error) {
+	flags := []string{"--kube-apiserver-port", "--etcd-port"}
+	if !hub {
+		flags = append(flags, "--kube-controller-manager-port", "--kube-scheduler-port", "--controller-port")
+	}
 	var args []string
-	for _, flag := range []string{"--kube-controller-manager-port", "--kube-scheduler-port", "--controller-port"} {
+	for _, flag := range flags {
 		port, err := host.FreePort(false)
 		if err != nil {
 			return nil, err
