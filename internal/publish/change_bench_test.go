@@ -110,3 +110,45 @@ func equalPart(a, b *v1alpha1.PublishedExport) bool {
 		return i < 0 || !reconciler.EndpointEqual(&e, &eb[i])
 	})
 }
+
+// BenchmarkReaderFollowsAGrowingExport: a reader following an export that
+// grows from 100 to n endpoints one part at a time, as a consumer does
+// while a Service of n endpoints comes up in the member (the sizes
+// phase's import): each step is the part written and the head naming it.
+// Issue 56: a part added merged every endpoint anew, O(n²) over the
+// import.
+func BenchmarkReaderFollowsAGrowingExport(b *testing.B) {
+	for _, n := range []int{10000, 50000} {
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			es := withEndpoints(n)
+			all := es.Endpoints[0].Endpoints
+			type step struct{ part, head *v1alpha1.PublishedExport }
+			var steps []step
+			var existing []*v1alpha1.PublishedExport
+			for k := 100; k <= n; k += 100 {
+				grown := *es
+				grown.Endpoints = []reconciler.EndpointGroup{{AddressType: es.Endpoints[0].AddressType, Ports: es.Endpoints[0].Ports, Endpoints: all[:k:k]}}
+				plan := planParts("east", webKey, "mcs-system", "", grown.Endpoints, existing, DefaultMaxEndpointsPerPart)
+				if len(plan.create) != 1 || len(plan.update)+len(plan.remove) != 0 {
+					b.Fatalf("%d endpoints: %d creates, %d updates, %d removals", k, len(plan.create), len(plan.update), len(plan.remove))
+				}
+				head := EncodeHead(&grown, "mcs-system")
+				head.Spec.Parts = plan.ids
+				steps = append(steps, step{plan.create[0], head})
+				existing = append(existing, plan.create[0])
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				store := clusterset.NewStore()
+				r := newReader("east", store, nil, nil)
+				for _, s := range steps {
+					r.put(s.part)
+					r.put(s.head)
+				}
+				if got := store.GetFrom(webKey, "east").EndpointCount(); got != n {
+					b.Fatalf("%d endpoints, want %d", got, n)
+				}
+			}
+		})
+	}
+}

@@ -717,7 +717,7 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	for _, name := range slices.Sorted(maps.Keys(vanished)) {
 		sources = append(sources, vanished[name].Endpoints)
 	}
-	r.unions[key] = r.unions[key].next(sources)
+	r.unions[key] = r.unions[key].next(sources, incrementalPartsFrom)
 	es.Endpoints = r.unions[key].groups
 	r.store.Put(&es)
 }

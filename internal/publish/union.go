@@ -18,10 +18,22 @@ import (
 // over a copy of the last union's, instead of merging every endpoint anew:
 // a change of one part of 500 merged all 50,000 endpoints of the export
 // (issue 56).
+//
+// A part added or removed (an import's first parts arriving one by one, a
+// Service growing or shrinking) is taken in as well, when its groups are
+// the union's and its first addresses new: the union's groups it touches
+// are made again by concatenation, without a set of every endpoint built
+// anew (an import of 50,000 endpoints in 500 parts did that 500 times in
+// each reader). That needs the union's first addresses (seen), kept for
+// unions of at least incrementalPartsFrom endpoints only.
 type union struct {
 	sources [][]reconciler.EndpointGroup
 	groups  []reconciler.EndpointGroup
 	at      [][]place
+	// index finds a group of the union by its key (groupKey); seen are
+	// its first addresses, when kept.
+	index map[string]int
+	seen  map[slotKey]struct{}
 }
 
 // place is where a source group's endpoints start: a group of the union
@@ -29,14 +41,122 @@ type union struct {
 type place struct{ group, index int }
 
 // next returns the union of sources: u's, patched where sources moved, or
-// made anew (u may be nil).
-func (u *union) next(sources [][]reconciler.EndpointGroup) *union {
-	if u != nil && u.at != nil {
+// made anew (u may be nil), keeping its first addresses from seenFrom
+// endpoints (the reader's: incrementalPartsFrom).
+func (u *union) next(sources [][]reconciler.EndpointGroup, seenFrom int) *union {
+	if u == nil || u.at == nil {
+		return unionOf(sources, seenFrom)
+	}
+	if len(sources) == len(u.sources) {
 		if groups, ok := u.patch(sources); ok {
-			return &union{sources: sources, groups: groups, at: u.at}
+			return &union{sources: sources, groups: groups, at: u.at, index: u.index, seen: u.seen}
 		}
 	}
-	return unionOf(sources)
+	if u.seen != nil && (len(sources) == len(u.sources)+1 || len(sources) == len(u.sources)-1) {
+		if next, ok := u.addOrRemove(sources); ok {
+			return next
+		}
+	}
+	return unionOf(sources, seenFrom)
+}
+
+// addOrRemove is u with the one source that sources add or lack; false
+// when sources differ from u's otherwise, when the source added brings a
+// group the union lacks or a first address it holds, or when the order in
+// which the sources name the groups changes.
+func (u *union) addOrRemove(sources [][]reconciler.EndpointGroup) (*union, bool) {
+	changed, ok := u.oneChanged(sources)
+	if !ok {
+		return nil, false
+	}
+	sizes, touched, ok := u.take(changed, len(sources) > len(u.sources))
+	if !ok {
+		return nil, false
+	}
+	return u.concatenated(sources, sizes, touched)
+}
+
+// oneChanged returns the one source that sources add to u's, or lack.
+func (u *union) oneChanged(sources [][]reconciler.EndpointGroup) ([]reconciler.EndpointGroup, bool) {
+	longer, shorter := sources, u.sources
+	if len(sources) < len(u.sources) {
+		longer, shorter = u.sources, sources
+	}
+	at := 0
+	for at < len(shorter) && sameSource(longer[at], shorter[at]) {
+		at++
+	}
+	for i := at; i < len(shorter); i++ {
+		if !sameSource(longer[i+1], shorter[i]) {
+			return nil, false
+		}
+	}
+	return longer[at], true
+}
+
+// take adds the first addresses of changed to u.seen (adding) or drops
+// them, and returns the sizes of the union's groups after it, and which
+// it touches. u.seen is taken over (u is let go); a refusal half-way lets
+// both go.
+func (u *union) take(changed []reconciler.EndpointGroup, adding bool) (sizes []int, touched map[int]bool, ok bool) {
+	sizes = make([]int, len(u.groups))
+	for g := range u.groups {
+		sizes[g] = len(u.groups[g].Endpoints)
+	}
+	touched = map[int]bool{}
+	for gi := range changed {
+		g, ok := u.index[groupKey((*v1alpha1.EndpointGroup)(&changed[gi]))]
+		if !ok {
+			return nil, nil, false
+		}
+		touched[g] = true
+		for j := range changed[gi].Endpoints {
+			k := slotKey{g, firstAddress(&changed[gi].Endpoints[j])}
+			if _, held := u.seen[k]; adding && held {
+				return nil, nil, false
+			}
+			if adding {
+				u.seen[k] = struct{}{}
+				sizes[g]++
+			} else {
+				delete(u.seen, k)
+				sizes[g]--
+			}
+		}
+	}
+	return sizes, touched, true
+}
+
+// concatenated is the union of sources when no first address comes
+// twice: each of its groups is its sources' groups one after the other.
+// The groups touched are made so again; the others are u's. false when
+// the sources name the groups in another order than u's (the union's
+// order), or no longer name one.
+func (u *union) concatenated(sources [][]reconciler.EndpointGroup, sizes []int, touched map[int]bool) (*union, bool) {
+	next := &union{sources: sources, groups: slices.Clone(u.groups), at: make([][]place, len(sources)), index: u.index, seen: u.seen}
+	for g := range touched {
+		next.groups[g].Endpoints = make([]discoveryv1.Endpoint, 0, sizes[g])
+	}
+	filled := make([]int, len(u.groups))
+	named := 0
+	for si, groups := range sources {
+		next.at[si] = make([]place, len(groups))
+		for gi := range groups {
+			g := u.index[groupKey((*v1alpha1.EndpointGroup)(&groups[gi]))]
+			if g > named {
+				return nil, false
+			}
+			if g == named {
+				named++
+			}
+			next.at[si][gi] = place{g, filled[g]}
+			filled[g] += len(groups[gi].Endpoints)
+			if touched[g] {
+				next.groups[g].Endpoints = append(next.groups[g].Endpoints, groups[gi].Endpoints...)
+			}
+		}
+	}
+	return next, named == len(u.groups)
 }
 
 // patch is u's groups with the endpoints of sources where they moved;
@@ -78,6 +198,20 @@ func (u *union) patch(sources [][]reconciler.EndpointGroup) ([]reconciler.Endpoi
 	return groups, true
 }
 
+// sameSource reports whether two sources are the same groups: the same
+// arrays of endpoints and ports.
+func sameSource(a, b []reconciler.EndpointGroup) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].AddressType != b[i].AddressType || !samePorts(a[i].Ports, b[i].Ports) || !sameArray(a[i].Endpoints, b[i].Endpoints) {
+			return false
+		}
+	}
+	return true
+}
+
 // sameArray reports whether a and b are the same array.
 func sameArray(a, b []discoveryv1.Endpoint) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
@@ -106,10 +240,12 @@ func sameFirstAddresses(a, b []discoveryv1.Endpoint) bool {
 }
 
 // unionOf merges endpoint groups of the same address type and ports, in
-// the order first seen, keeping the first endpoint of each first address.
+// the order first seen, keeping the first endpoint of each first address;
+// the union keeps the set of them when it holds seenFrom endpoints or
+// more.
 // Sized up front: growing the set and the groups cost more than filling
 // them.
-func unionOf(sources [][]reconciler.EndpointGroup) *union {
+func unionOf(sources [][]reconciler.EndpointGroup, seenFrom int) *union {
 	var out []reconciler.EndpointGroup
 	var sizes []int
 	index := map[string]int{}
@@ -152,9 +288,12 @@ func unionOf(sources [][]reconciler.EndpointGroup) *union {
 			}
 		}
 	}
-	u := &union{sources: sources, groups: out}
+	u := &union{sources: sources, groups: out, index: index}
 	if !duplicates {
 		u.at = places
+		if total >= seenFrom {
+			u.seen = seen
+		}
 	}
 	return u
 }

@@ -5,12 +5,14 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
+	v1alpha1 "github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -24,76 +26,92 @@ func TestUnionPatchedIsUnion(t *testing.T) {
 		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
 		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
 	}
-	patched, total := 0, 0
-	for seed := uint64(0); seed < 200; seed++ {
-		r := rand.New(rand.NewPCG(seed, 56))
-		part := func(first, n int) []reconciler.EndpointGroup {
-			g := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4, Ports: ports[0]}
-			for i := range n {
-				g.Endpoints = append(g.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", first+i)},
-					Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r.IntN(2) == 0)}})
-			}
-			return []reconciler.EndpointGroup{g}
-		}
-		sources := [][]reconciler.EndpointGroup{nil}
-		for i := range 1 + r.IntN(4) {
-			sources = append(sources, part(10*i, 1+r.IntN(5)))
-		}
-		var u *union
-		type kept struct{ got, copy []reconciler.EndpointGroup }
-		var before []kept
-		for step := range 30 {
-			sources = slices.Clone(sources)
-			i := 1 + r.IntN(len(sources)-1)
-			old := sources[i]
-			switch op := r.IntN(10); {
-			case op < 5: // conditions changed: same first addresses
-				g := old[0]
-				g.Endpoints = slices.Clone(g.Endpoints)
-				j := r.IntN(len(g.Endpoints))
-				g.Endpoints[j].Conditions.Ready = ptr.To(!ptr.Deref(g.Endpoints[j].Conditions.Ready, false))
-				sources[i] = []reconciler.EndpointGroup{g}
-			case op == 5:
-				sources[i] = part(10*r.IntN(6), 1+r.IntN(5)) // other addresses, maybe another part's
-			case op == 6:
-				sources = append(sources, part(10*r.IntN(6), 1+r.IntN(5)))
-			case op == 7 && len(sources) > 2:
-				sources = slices.Delete(sources, i, i+1)
-			case op == 8:
-				g := old[0]
-				g.Ports = ports[r.IntN(2)]
-				sources[i] = []reconciler.EndpointGroup{g}
-			}
-			var lastAt [][]place
-			if u != nil {
-				lastAt = u.at
-			}
-			u = u.next(sources)
-			want := unionOf(sources).groups
-			if !reflect.DeepEqual(u.groups, want) {
-				t.Fatalf("seed %d, step %d: union %v, want %v", seed, step, u.groups, want)
-			}
-			if len(lastAt) > 0 && len(u.at) > 0 && &lastAt[0] == &u.at[0] { // patch keeps the places
-				patched++
-			}
-			total++
-			for _, k := range before {
-				if !reflect.DeepEqual(k.got, k.copy) {
-					t.Fatalf("seed %d, step %d: a union returned before changed", seed, step)
+	for _, seenFrom := range []int{0, 1 << 30} {
+		patched, total := 0, 0
+		for seed := uint64(0); seed < 200; seed++ {
+			r := rand.New(rand.NewPCG(seed, 56))
+			part := func(first, n int) []reconciler.EndpointGroup {
+				g := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4, Ports: ports[0]}
+				for i := range n {
+					g.Endpoints = append(g.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", first+i)},
+						Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r.IntN(2) == 0)}})
 				}
+				return []reconciler.EndpointGroup{g}
 			}
-			copied := make([]reconciler.EndpointGroup, len(u.groups))
-			for gi, g := range u.groups {
-				copied[gi] = reconciler.EndpointGroup{AddressType: g.AddressType, Ports: g.Ports, Endpoints: make([]discoveryv1.Endpoint, len(g.Endpoints))}
-				for j := range g.Endpoints {
-					g.Endpoints[j].DeepCopyInto(&copied[gi].Endpoints[j])
+			sources := [][]reconciler.EndpointGroup{nil}
+			for i := range 1 + r.IntN(4) {
+				sources = append(sources, part(10*i, 1+r.IntN(5)))
+			}
+			var u *union
+			type kept struct{ got, copy []reconciler.EndpointGroup }
+			var before []kept
+			for step := range 30 {
+				sources = slices.Clone(sources)
+				i := 1 + r.IntN(len(sources)-1)
+				old := sources[i]
+				op := r.IntN(10)
+				switch {
+				case op < 5: // conditions changed: same first addresses
+					g := old[0]
+					g.Endpoints = slices.Clone(g.Endpoints)
+					j := r.IntN(len(g.Endpoints))
+					g.Endpoints[j].Conditions.Ready = ptr.To(!ptr.Deref(g.Endpoints[j].Conditions.Ready, false))
+					sources[i] = []reconciler.EndpointGroup{g}
+				case op == 5:
+					sources[i] = part(10*r.IntN(6), 1+r.IntN(5)) // other addresses, maybe another part's
+				case op == 6:
+					sources = slices.Insert(sources, 1+r.IntN(len(sources)), part(10*r.IntN(6), 1+r.IntN(5)))
+				case op == 7 && len(sources) > 2:
+					sources = slices.Delete(sources, i, i+1)
+				case op == 8:
+					g := old[0]
+					g.Ports = ports[r.IntN(2)]
+					sources[i] = []reconciler.EndpointGroup{g}
 				}
+				var lastIndex map[string]int
+				if u != nil {
+					lastIndex = u.index
+				}
+				u = u.next(sources, seenFrom)
+				want := unionOf(sources, 0).groups
+				if !reflect.DeepEqual(u.groups, want) {
+					t.Fatalf("seed %d, step %d (op %d): union %s, want %s", seed, step, op, describe(u.groups), describe(want))
+				}
+				if lastIndex != nil && reflect.ValueOf(lastIndex).UnsafePointer() == reflect.ValueOf(u.index).UnsafePointer() { // not made anew
+					patched++
+				}
+				total++
+				for _, k := range before {
+					if !reflect.DeepEqual(k.got, k.copy) {
+						t.Fatalf("seed %d, step %d: a union returned before changed", seed, step)
+					}
+				}
+				copied := make([]reconciler.EndpointGroup, len(u.groups))
+				for gi, g := range u.groups {
+					copied[gi] = reconciler.EndpointGroup{AddressType: g.AddressType, Ports: g.Ports, Endpoints: make([]discoveryv1.Endpoint, len(g.Endpoints))}
+					for j := range g.Endpoints {
+						g.Endpoints[j].DeepCopyInto(&copied[gi].Endpoints[j])
+					}
+				}
+				before = append(before, kept{u.groups, copied})
 			}
-			before = append(before, kept{u.groups, copied})
+		}
+		t.Logf("first addresses kept from %d endpoints: %d of %d unions patched", seenFrom, patched, total)
+		if patched < total/3 {
+			t.Errorf("first addresses kept from %d endpoints: only %d of %d unions patched", seenFrom, patched, total)
 		}
 	}
-	t.Logf("%d of %d unions patched", patched, total)
-	if patched < total/3 {
-		t.Errorf("only %d of %d unions patched", patched, total)
+}
+
+// describe lists groups' ports and first addresses with readiness.
+func describe(groups []reconciler.EndpointGroup) string {
+	var out []string
+	for _, g := range groups {
+		var eps []string
+		for _, ep := range g.Endpoints {
+			eps = append(eps, fmt.Sprintf("%s/%v", ep.Addresses[0], ptr.Deref(ep.Conditions.Ready, false)))
+		}
+		out = append(out, fmt.Sprintf("%s%v", groupKey((*v1alpha1.EndpointGroup)(&g)), eps))
 	}
+	return strings.Join(out, " ")
 }
