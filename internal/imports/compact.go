@@ -56,8 +56,7 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 // exports are never modified, so an index of one holds while it is the
 // Store's; the next export of the same Service and source, which shares
 // all but what moved with it (reconciler.Unmoved), is indexed only where
-// it moved when its groups kept their lengths (a change of conditions),
-// and anew otherwise.
+// it moved, and after it when endpoints were added or removed.
 type lastExport struct {
 	mu          sync.Mutex
 	es          *clusterset.ExportedService
@@ -72,7 +71,9 @@ type endpointAt struct{ group, index int32 }
 // address, or nil.
 func (l *lastExport) lookup(es *clusterset.ExportedService, addressType discoveryv1.AddressType, address string) *discoveryv1.Endpoint {
 	at, ok := l.byAddress[address]
-	if !ok {
+	// Checked, though the index follows es: a transform that panics
+	// stops the informer.
+	if !ok || int(at.group) >= len(es.Endpoints) || int(at.index) >= len(es.Endpoints[at.group].Endpoints) {
 		return nil
 	}
 	return &es.Endpoints[at.group].Endpoints[at.index]
@@ -107,8 +108,7 @@ func (l *lastExport) index(es *clusterset.ExportedService, addressType discovery
 }
 
 // follow moves the index from l.es to es, its successor, where only a few
-// endpoints moved and every group kept its length; false (nothing
-// changed) otherwise.
+// endpoints moved; false (nothing changed) otherwise.
 func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 	old := l.es
 	if old.Key != es.Key || old.Cluster != es.Cluster || len(old.Endpoints) != len(es.Endpoints) {
@@ -118,12 +118,12 @@ func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 	var moved []span
 	for gi := range es.Endpoints {
 		og, ng := &old.Endpoints[gi], &es.Endpoints[gi]
-		if og.AddressType != ng.AddressType || len(og.Endpoints) != len(ng.Endpoints) {
+		if og.AddressType != ng.AddressType {
 			return false
 		}
 		head, tail := reconciler.Unmoved(og.Endpoints, ng.Endpoints)
-		if head+tail < len(ng.Endpoints) {
-			if len(ng.Endpoints)-head-tail > len(ng.Endpoints)/4 {
+		if head+tail < len(ng.Endpoints) || len(og.Endpoints) != len(ng.Endpoints) {
+			if len(ng.Endpoints)-head-tail+len(og.Endpoints)-head-tail > len(ng.Endpoints)/4 {
 				return false
 			}
 			moved = append(moved, span{gi, head, tail})
@@ -139,7 +139,13 @@ func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 				delete(l.byAddress, ep.Addresses[0])
 			}
 		}
-		for i := m.head; i < len(ng.Endpoints)-m.tail; i++ {
+		// What moved, and the tail when it shifted (an endpoint added or
+		// removed before it).
+		to := len(ng.Endpoints) - m.tail
+		if len(og.Endpoints) != len(ng.Endpoints) {
+			to = len(ng.Endpoints)
+		}
+		for i := m.head; i < to; i++ {
 			if ep := &ng.Endpoints[i]; len(ep.Addresses) > 0 {
 				l.byAddress[ep.Addresses[0]] = endpointAt{int32(m.group), int32(i)}
 			}

@@ -199,7 +199,8 @@ func BenchmarkShareWithStoreOneSlice(b *testing.B) {
 // conditions (the next export sharing the others, as the export watcher
 // gives it), a slice holding the changed endpoint and others shares each
 // with the new export (the index followed it where it moved), and after
-// an endpoint's removal (the index built anew) as well.
+// an endpoint's removal or addition before them (the index followed
+// where the endpoints after it shifted) as well.
 func TestSharesWithTheNextExport(t *testing.T) {
 	first := exportedEndpoints(1000)
 	store := storeOf(first)
@@ -213,6 +214,9 @@ func TestSharesWithTheNextExport(t *testing.T) {
 			return eps
 		},
 		func(eps []discoveryv1.Endpoint) []discoveryv1.Endpoint { return append(eps[:10:10], eps[11:]...) },
+		func(eps []discoveryv1.Endpoint) []discoveryv1.Endpoint {
+			return slices.Insert(eps, 20, discoveryv1.Endpoint{Addresses: []string{"10.9.9.9"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+		},
 	} {
 		last := store.GetFrom(first.Key, "east")
 		next := *last
