@@ -114,8 +114,7 @@ func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 	if old.Key != es.Key || old.Cluster != es.Cluster || len(old.Endpoints) != len(es.Endpoints) {
 		return false
 	}
-	type span struct{ group, head, tail int }
-	var moved []span
+	var moved []movedSpan
 	for gi := range es.Endpoints {
 		og, ng := &old.Endpoints[gi], &es.Endpoints[gi]
 		if og.AddressType != ng.AddressType {
@@ -126,32 +125,38 @@ func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 			if len(ng.Endpoints)-head-tail+len(og.Endpoints)-head-tail > len(ng.Endpoints)/4 {
 				return false
 			}
-			moved = append(moved, span{gi, head, tail})
+			moved = append(moved, movedSpan{gi, head, tail})
 		}
 	}
 	for _, m := range moved {
-		og, ng := &old.Endpoints[m.group], &es.Endpoints[m.group]
-		if og.AddressType != l.addressType {
-			continue
-		}
-		for i := m.head; i < len(og.Endpoints)-m.tail; i++ {
-			if ep := &og.Endpoints[i]; len(ep.Addresses) > 0 {
-				delete(l.byAddress, ep.Addresses[0])
-			}
-		}
-		// What moved, and the tail when it shifted (an endpoint added or
-		// removed before it).
-		to := len(ng.Endpoints) - m.tail
-		if len(og.Endpoints) != len(ng.Endpoints) {
-			to = len(ng.Endpoints)
-		}
-		for i := m.head; i < to; i++ {
-			if ep := &ng.Endpoints[i]; len(ep.Addresses) > 0 {
-				l.byAddress[ep.Addresses[0]] = endpointAt{int32(m.group), int32(i)}
-			}
+		if old.Endpoints[m.group].AddressType == l.addressType {
+			l.move(m, old.Endpoints[m.group].Endpoints, es.Endpoints[m.group].Endpoints)
 		}
 	}
 	return true
+}
+
+// movedSpan is where a group moved: between head and tail entries that
+// did not.
+type movedSpan struct{ group, head, tail int }
+
+// move indexes group m.group anew between m's head and tail, and after
+// it when endpoints were added or removed (the tail shifted).
+func (l *lastExport) move(m movedSpan, old, now []discoveryv1.Endpoint) {
+	for i := m.head; i < len(old)-m.tail; i++ {
+		if ep := &old[i]; len(ep.Addresses) > 0 {
+			delete(l.byAddress, ep.Addresses[0])
+		}
+	}
+	to := len(now) - m.tail
+	if len(old) != len(now) {
+		to = len(now)
+	}
+	for i := m.head; i < to; i++ {
+		if ep := &now[i]; len(ep.Addresses) > 0 {
+			l.byAddress[ep.Addresses[0]] = endpointAt{int32(m.group), int32(i)}
+		}
+	}
 }
 
 // sharedEndpoints returns endpoints (decoded, of addressType) with what
