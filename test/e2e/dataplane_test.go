@@ -85,7 +85,12 @@ func (dp *dataPlane) reaches(ctx context.Context, t *testing.T, proto, target st
 	t.Helper()
 	slices.Sort(want)
 	round := func() (map[string]int, string, error) {
-		out, _ := dp.probe(ctx, "-n", fmt.Sprint(tries), "-timeout", "1s", proto, target)
+		// 3 s for each try: a CI rehearsal (2026-11-29) failed on one
+		// answer of ten that took over 1 s to come from the right cluster
+		// ("read tcp ...: i/o timeout" after the connection was made),
+		// under the load of both e2e processes. A wrong or gone endpoint
+		// still fails: refused, or no connection at all.
+		out, _ := dp.probe(ctx, "-n", fmt.Sprint(tries), "-timeout", "3s", proto, target)
 		by, failed := answeredBy(out)
 		for c := range by {
 			if !slices.Contains(want, c) {
