@@ -45,10 +45,8 @@ func (c *checkedArrays) importable(k checkedKey, endpoints []discoveryv1.Endpoin
 	last := c.last[k]
 	c.mu.Unlock()
 	if last != nil {
-		head, tail := reconciler.Unmoved(last, endpoints)
-		moved := endpoints[head : len(endpoints)-tail]
 		var none leftOut
-		if len(moved) <= len(endpoints)/4 && len(importableOnly(moved, k.addressType, ranges, &none)) == len(moved) {
+		if span, few := reconciler.MovedIn(last, endpoints); few && len(importableOnly(span.New, k.addressType, ranges, &none)) == len(span.New) {
 			c.remember(k, endpoints)
 			return endpoints
 		}

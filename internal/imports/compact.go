@@ -108,53 +108,45 @@ func (l *lastExport) index(es *clusterset.ExportedService, addressType discovery
 }
 
 // follow moves the index from l.es to es, its successor, where only a few
-// endpoints moved; false (nothing changed) otherwise.
+// endpoints moved (reconciler.Moved); false (nothing changed) otherwise.
 func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 	old := l.es
 	if old.Key != es.Key || old.Cluster != es.Cluster || len(old.Endpoints) != len(es.Endpoints) {
 		return false
 	}
-	var moved []movedSpan
 	for gi := range es.Endpoints {
-		og, ng := &old.Endpoints[gi], &es.Endpoints[gi]
-		if og.AddressType != ng.AddressType {
+		if old.Endpoints[gi].AddressType != es.Endpoints[gi].AddressType {
 			return false
 		}
-		head, tail := reconciler.Unmoved(og.Endpoints, ng.Endpoints)
-		if head+tail < len(ng.Endpoints) || len(og.Endpoints) != len(ng.Endpoints) {
-			if len(ng.Endpoints)-head-tail+len(og.Endpoints)-head-tail > len(ng.Endpoints)/4 {
-				return false
-			}
-			moved = append(moved, movedSpan{gi, head, tail})
-		}
 	}
-	for _, m := range moved {
-		if old.Endpoints[m.group].AddressType == l.addressType {
-			l.move(m, old.Endpoints[m.group].Endpoints, es.Endpoints[m.group].Endpoints)
+	spans, few := reconciler.Moved(old.Endpoints, es.Endpoints)
+	if !few {
+		return false
+	}
+	for gi, span := range spans {
+		if len(span.Old)+len(span.New) > 0 && es.Endpoints[gi].AddressType == l.addressType {
+			l.move(gi, span, len(old.Endpoints[gi].Endpoints) != len(es.Endpoints[gi].Endpoints), es.Endpoints[gi].Endpoints)
 		}
 	}
 	return true
 }
 
-// movedSpan is where a group moved: between head and tail entries that
-// did not.
-type movedSpan struct{ group, head, tail int }
-
-// move indexes group m.group anew between m's head and tail, and after
-// it when endpoints were added or removed (the tail shifted).
-func (l *lastExport) move(m movedSpan, old, now []discoveryv1.Endpoint) {
-	for i := m.head; i < len(old)-m.tail; i++ {
-		if ep := &old[i]; len(ep.Addresses) > 0 {
+// move indexes group gi anew where span says it moved, and after it when
+// endpoints were added or removed (resized: the tail shifted), now being
+// the group's new array.
+func (l *lastExport) move(gi int, span reconciler.MovedSpan, resized bool, now []discoveryv1.Endpoint) {
+	for i := range span.Old {
+		if ep := &span.Old[i]; len(ep.Addresses) > 0 {
 			delete(l.byAddress, ep.Addresses[0])
 		}
 	}
-	to := len(now) - m.tail
-	if len(old) != len(now) {
+	to := len(now) - span.Tail
+	if resized {
 		to = len(now)
 	}
-	for i := m.head; i < to; i++ {
+	for i := span.Head; i < to; i++ {
 		if ep := &now[i]; len(ep.Addresses) > 0 {
-			l.byAddress[ep.Addresses[0]] = endpointAt{int32(m.group), int32(i)}
+			l.byAddress[ep.Addresses[0]] = endpointAt{int32(gi), int32(i)}
 		}
 	}
 }
@@ -189,14 +181,7 @@ func sharedEndpoints(addressType discoveryv1.AddressType, endpoints []discoveryv
 func equalButHints(a, b *discoveryv1.Endpoint) bool {
 	ac, bc := *a, *b
 	ac.Hints, bc.Hints = nil, nil
-	return identical(&ac, &bc)
-}
-
-// identical reports whether a and b are the same in every field (without
-// reflection: the transform compares every endpoint of every imported
-// slice).
-func identical(a, b *discoveryv1.Endpoint) bool {
-	return reconciler.EndpointEqual(a, b) && (a.TargetRef == nil || a.TargetRef.ResourceVersion == b.TargetRef.ResourceVersion)
+	return reconciler.EndpointIdentical(&ac, &bc)
 }
 
 // sameEndpoints reports whether a and b are identical, endpoint by
@@ -206,7 +191,7 @@ func sameEndpoints(a, b []discoveryv1.Endpoint) bool {
 		return false
 	}
 	for i := range a {
-		if !identical(&a[i], &b[i]) {
+		if !reconciler.EndpointIdentical(&a[i], &b[i]) {
 			return false
 		}
 	}

@@ -222,6 +222,21 @@ func GroupSlices(items []discoveryv1.EndpointSlice) []EndpointGroup {
 // reflection.
 func EndpointEqual(a, b *discoveryv1.Endpoint) bool { return endpointEqual(a, b, true) }
 
+// EndpointIdentical reports whether two endpoints hold the same, to the
+// last field: a Pod's resourceVersion in the targetRef included, and nil
+// told apart from empty. A SliceGrouper keeps the entry of its last result
+// for each endpoint of a rewritten slice that is identical to it, so that
+// the next result shares it (what Unmoved and incremental plans look for);
+// a cache may put a shared entry in place of an identical one.
+func EndpointIdentical(a, b *discoveryv1.Endpoint) bool {
+	return endpointEqual(a, b, true) &&
+		(a.Addresses == nil) == (b.Addresses == nil) &&
+		(a.Hints == nil) == (b.Hints == nil) &&
+		(a.DeprecatedTopology == nil) == (b.DeprecatedTopology == nil) &&
+		(a.TargetRef == nil) == (b.TargetRef == nil) &&
+		(a.TargetRef == nil || *a.TargetRef == *b.TargetRef)
+}
+
 // endpointEqual reports whether two endpoints with the same identity need
 // no update: same addresses (in order), conditions (nil differs from
 // false), hostname, node, zone, targetRef (ignoring its resourceVersion)

@@ -227,7 +227,7 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 	if sameOrder {
 		endpoints := slices.Clone(lg.endpoints)
 		for _, e := range edits {
-			if !identical(&endpoints[e.at], e.ep) {
+			if !EndpointIdentical(&endpoints[e.at], e.ep) {
 				endpoints[e.at] = *e.ep
 			}
 		}
@@ -266,7 +266,7 @@ func (lg *liveGroup) splice(edits []edit) {
 			copied++ // the identity at e.at is replaced or dropped
 		}
 		switch {
-		case e.ep != nil && !e.insert && identical(&lg.endpoints[e.at], e.ep):
+		case e.ep != nil && !e.insert && EndpointIdentical(&lg.endpoints[e.at], e.ep):
 			order, endpoints = append(order, e.id), append(endpoints, lg.endpoints[e.at])
 		case e.ep != nil:
 			order, endpoints = append(order, e.id), append(endpoints, *e.ep)
@@ -285,19 +285,4 @@ func cmpBool(a, b bool) int {
 	default:
 		return -1
 	}
-}
-
-// identical reports whether two endpoints hold the same, to the last
-// field (a Pod's resourceVersion in the targetRef included): a slice
-// rewritten for one endpoint's change gives every endpoint anew, and those
-// that did not change keep the entry of the last result, so that the next
-// result shares them with it (what reconciler.Unmoved and incremental plans
-// look for).
-func identical(a, b *discoveryv1.Endpoint) bool {
-	return endpointEqual(a, b, true) &&
-		(a.Addresses == nil) == (b.Addresses == nil) &&
-		(a.Hints == nil) == (b.Hints == nil) &&
-		(a.DeprecatedTopology == nil) == (b.DeprecatedTopology == nil) &&
-		(a.TargetRef == nil) == (b.TargetRef == nil) &&
-		(a.TargetRef == nil || *a.TargetRef == *b.TargetRef)
 }

@@ -355,31 +355,46 @@ func (d *memoDiff) settle() bool {
 	return true
 }
 
-// MovedSpan is what moved between two arrays of endpoints: Old's entries
-// are not in the new array, New's not in the old one, as the very same
-// entries (Unmoved).
+// MovedSpan is what moved between two versions of an array of endpoints:
+// its first Head and last Tail entries are the very entries of the old
+// version (Unmoved); Old and New are what lies between, in the old and the
+// new version.
 type MovedSpan struct {
-	Old, New []discoveryv1.Endpoint
+	Head, Tail int
+	Old, New   []discoveryv1.Endpoint
 }
 
-// Moved returns what moved between each group of old and the group of now
-// at the same index (they must be as many), and false when more than a
-// quarter of now's endpoints moved (plus 8, for small groups): then work
-// in proportion to what moved costs more than work on the whole. For
-// callers that, like the reconciler, remember what they made of the last
-// groups and redo only what moved.
+// MovedIn returns what moved between old and now, and false when more
+// than a quarter of now's endpoints moved (plus 8, for small arrays): then
+// work in proportion to what moved costs more than work on the whole.
+func MovedIn(old, now []discoveryv1.Endpoint) (MovedSpan, bool) {
+	span := movedIn(old, now)
+	return span, fewMoved(len(span.Old)+len(span.New), len(now))
+}
+
+// Moved is MovedIn for each group of old and the group of now at the same
+// index (they must be as many), counting what moved in all of them
+// against all of now's endpoints. For callers that, like the reconciler,
+// remember what they made of the last groups and redo only what moved.
 func Moved(old, now []EndpointGroup) ([]MovedSpan, bool) {
 	total, moved := 0, 0
 	spans := make([]MovedSpan, len(now))
 	for i := range now {
-		o, n := old[i].Endpoints, now[i].Endpoints
-		head, tail := Unmoved(o, n)
-		spans[i] = MovedSpan{Old: o[head : len(o)-tail], New: n[head : len(n)-tail]}
-		total += len(n)
+		spans[i] = movedIn(old[i].Endpoints, now[i].Endpoints)
+		total += len(now[i].Endpoints)
 		moved += len(spans[i].Old) + len(spans[i].New)
 	}
-	return spans, moved <= total/4+8
+	return spans, fewMoved(moved, total)
 }
+
+func movedIn(old, now []discoveryv1.Endpoint) MovedSpan {
+	head, tail := Unmoved(old, now)
+	return MovedSpan{Head: head, Tail: tail, Old: old[head : len(old)-tail], New: now[head : len(now)-tail]}
+}
+
+// fewMoved is the rule of MovedIn and Moved: moved entries (old and new)
+// of total are few enough to redo alone.
+func fewMoved(moved, total int) bool { return moved <= total/4+8 }
 
 // Unmoved returns how many entries at the head and at the tail of now are
 // the very entries of old (copies of them, pointing to the same things:

@@ -196,3 +196,63 @@ func TestIncrementalPlansArePlans(t *testing.T) {
 		}
 	}
 }
+
+// TestMovedFindsWhatMoved: what MovedIn and Moved report is exactly the
+// span between the entries shared with the old array, and "few" follows
+// the quarter rule over everything that moved (old and new entries).
+func TestMovedFindsWhatMoved(t *testing.T) {
+	old := freshEndpoints(100)
+	changed := func(i int) []discoveryv1.Endpoint {
+		now := slices.Clone(old)
+		now[i].Conditions.Ready = ptr.To(false)
+		return now
+	}
+	for _, c := range []struct {
+		name             string
+		now              []discoveryv1.Endpoint
+		head, tail       int
+		oldSpan, newSpan int
+		few              bool
+	}{
+		{"the same array", old, 100, 0, 0, 0, true},
+		{"a copy sharing every entry", slices.Clone(old), 100, 0, 0, 0, true},
+		{"one changed", changed(40), 40, 59, 1, 1, true},
+		{"one inserted", slices.Insert(slices.Clone(old), 10, discoveryv1.Endpoint{Addresses: []string{"10.9.9.9"}}), 10, 90, 0, 1, true},
+		{"one removed", slices.Delete(slices.Clone(old), 99, 100), 99, 0, 1, 0, true},
+		{"the first and the last changed", func() []discoveryv1.Endpoint { n := changed(0); n[99].Zone = ptr.To("z"); return n }(), 0, 0, 100, 100, false},
+		{"all decoded anew", freshEndpoints(100), 0, 0, 100, 100, false},
+		{"a third removed", slices.Clone(old[:66]), 66, 0, 34, 0, false},
+		{"a fifth removed", slices.Clone(old[:80]), 80, 0, 20, 0, true},
+	} {
+		span, few := MovedIn(old, c.now)
+		if span.Head != c.head || span.Tail != c.tail || len(span.Old) != c.oldSpan || len(span.New) != c.newSpan || few != c.few {
+			t.Errorf("%s: head %d, tail %d, %d old and %d new moved, few %v; want %d, %d, %d, %d, %v",
+				c.name, span.Head, span.Tail, len(span.Old), len(span.New), few, c.head, c.tail, c.oldSpan, c.newSpan, c.few)
+		}
+		if len(span.New) > 0 && &span.New[0] != &c.now[span.Head] {
+			t.Errorf("%s: New is not the moved part of now", c.name)
+		}
+	}
+	// Moved counts all groups together: one group moved whole among
+	// unchanged ones is few; the same alone is not.
+	groups := func(eps ...[]discoveryv1.Endpoint) []EndpointGroup {
+		out := make([]EndpointGroup, len(eps))
+		for i, e := range eps {
+			out[i] = EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: e}
+		}
+		return out
+	}
+	big := freshEndpoints(1000)
+	fresh := freshEndpoints(100)
+	if spans, few := Moved(groups(old, big), groups(fresh, big)); !few || len(spans[0].New) != 100 || len(spans[1].New) != 0 {
+		t.Errorf("one small group of two moved whole: few %v, spans %d and %d new", few, len(spans[0].New), len(spans[1].New))
+	}
+	if _, few := Moved(groups(old), groups(fresh)); few {
+		t.Errorf("the only group moved whole: few")
+	}
+}
+
+// freshEndpoints returns n endpoints that share nothing with any others.
+func freshEndpoints(n int) []discoveryv1.Endpoint {
+	return reconcilertest.ServiceSlices("ns", "web", n, n)[0].Endpoints
+}
