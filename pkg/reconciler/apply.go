@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -71,21 +73,69 @@ type writer struct {
 	terminating bool // the namespace is being deleted: creates stop
 }
 
+// each calls write for 0..n-1, up to WithConcurrentWrites at once, and
+// returns when all have returned; their errors, in index order, go to
+// w.errs, and w.changed counts those that changed a slice. A write that
+// returns stop ends the calls not yet started.
+func (w *writer) each(n int, write func(i int) (changed bool, stop bool, err error)) {
+	errs := make([]error, n)
+	changed := make([]bool, n)
+	if w.r.concurrentWrites <= 1 || n <= 1 {
+		for i := range n {
+			var stop bool
+			if changed[i], stop, errs[i] = write(i); stop {
+				break
+			}
+		}
+	} else {
+		var (
+			wg      sync.WaitGroup
+			stopped atomic.Bool
+			slots   = make(chan struct{}, w.r.concurrentWrites)
+		)
+		for i := range n {
+			slots <- struct{}{}
+			if stopped.Load() {
+				<-slots
+				break
+			}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				var stop bool
+				if changed[i], stop, errs[i] = write(i); stop {
+					stopped.Store(true)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i := range n {
+		if errs[i] != nil {
+			w.errs = append(w.errs, errs[i])
+		}
+		if changed[i] {
+			w.changed++
+		}
+	}
+}
+
 func (w *writer) create(slices []*discoveryv1.EndpointSlice) {
-	for _, s := range slices {
+	var terminating atomic.Bool
+	w.each(len(slices), func(i int) (bool, bool, error) {
+		s := slices[i]
 		created, err := w.slices.Create(w.ctx, s, metav1.CreateOptions{})
 		if namespaceTerminating(err) {
-			w.terminating = true
-			return
+			terminating.Store(true)
+			return false, true, nil
 		}
 		if err != nil {
-			w.errs = append(w.errs, &createError{owner: w.owner.GetNamespace() + "/" + w.owner.GetName(), generateName: s.GenerateName, err: err})
-			continue
+			return false, false, &createError{owner: w.owner.GetNamespace() + "/" + w.owner.GetName(), generateName: s.GenerateName, err: err}
 		}
 		w.r.tracker.written(w.owner.GetUID(), created)
 		w.r.metrics.changes.WithLabelValues(opCreate).Inc()
-		w.changed++
-	}
+		return true, false, nil
+	})
+	w.terminating = terminating.Load()
 }
 
 // createError is a create that failed. Its message leaves out the name
@@ -125,24 +175,24 @@ func withoutGeneratedName(err error, generateName string) string {
 }
 
 func (w *writer) update(slices []*discoveryv1.EndpointSlice) {
-	for _, s := range slices {
+	w.each(len(slices), func(i int) (bool, bool, error) {
+		s := slices[i]
 		updated, err := w.slices.Update(w.ctx, s, metav1.UpdateOptions{})
 		if err != nil {
-			w.errs = append(w.errs, fmt.Errorf("update EndpointSlice %s/%s: %w", s.Namespace, s.Name, err))
-			continue
+			return false, false, fmt.Errorf("update EndpointSlice %s/%s: %w", s.Namespace, s.Name, err)
 		}
 		w.r.tracker.written(w.owner.GetUID(), updated)
 		w.r.metrics.changes.WithLabelValues(opUpdate).Inc()
-		w.changed++
-	}
+		return true, false, nil
+	})
 }
 
 func (w *writer) delete(slices []*discoveryv1.EndpointSlice) {
-	for _, s := range slices {
+	w.each(len(slices), func(i int) (bool, bool, error) {
+		s := slices[i]
 		err := w.slices.Delete(w.ctx, s.Name, deleteOptions(s))
 		if err != nil && !apierrors.IsNotFound(err) {
-			w.errs = append(w.errs, fmt.Errorf("delete EndpointSlice %s/%s: %w", s.Namespace, s.Name, err))
-			continue
+			return false, false, fmt.Errorf("delete EndpointSlice %s/%s: %w", s.Namespace, s.Name, err)
 		}
 		if ownerOf(s) == w.owner.GetUID() {
 			w.r.tracker.deleted(w.owner.GetUID(), s)
@@ -150,8 +200,8 @@ func (w *writer) delete(slices []*discoveryv1.EndpointSlice) {
 			w.foreignDeleted(s)
 		}
 		w.r.metrics.changes.WithLabelValues(opDelete).Inc()
-		w.changed++
-	}
+		return true, false, nil
+	})
 }
 
 // foreignDeleted says where the user looks that a slice with this

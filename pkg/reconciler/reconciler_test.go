@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -996,4 +998,104 @@ func TestDeletionSeenBeforeOwnWrite(t *testing.T) {
 	if len(r.Tracker().deletedFirst) != 0 {
 		t.Errorf("deletions seen first still held after the owner's Apply: %v", r.Tracker().deletedFirst)
 	}
+}
+
+// TestConcurrentWrites: WithConcurrentWrites sends a plan's writes
+// several at once, yet creates still all end before the first update and
+// updates before the first delete, failures are reported in the plan's
+// order (the same words as one write at a time gives), and the slices
+// written are those one write at a time writes.
+func TestConcurrentWrites(t *testing.T) {
+	const atOnce = 4
+	refuse := func(client *reconcilertest.Clientset) {
+		client.PrependReactor("create", "endpointslices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			s := action.(k8stesting.CreateAction).GetObject().(*discoveryv1.EndpointSlice)
+			for _, ep := range s.Endpoints {
+				if a := ep.Addresses[0]; a == podIP(200) || a == podIP(700) {
+					return true, nil, apierrors.NewInternalError(fmt.Errorf("refused the slice holding %s", a))
+				}
+			}
+			return false, nil, nil
+		})
+	}
+	svc, pods := service(), readyPods(1000)
+
+	sequential := reconcilertest.NewClientset()
+	refuse(sequential)
+	wantErr := newReconciler(t, sequential).Reconcile(context.Background(), serviceInput(t, sequential, svc, pods))
+
+	client := reconcilertest.NewClientset()
+	refuse(client)
+	// The first atOnce creates wait for one another: written one at a
+	// time, they would wait until the timeout. (Outside the fake
+	// clientset, which runs one reactor at a time.)
+	together := &meetingCreates{EndpointSlicesGetter: client.DiscoveryV1(), atOnce: atOnce, met: make(chan struct{})}
+	r, err := New(together, "test-controller", WithConcurrentWrites(atOnce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Reconcile(context.Background(), serviceInput(t, client, svc, pods))
+	if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
+		t.Fatalf("error:\n%v\nwant, as one write at a time says:\n%v", err, wantErr)
+	}
+	if !strings.Contains(err.Error(), podIP(200)) || strings.Index(err.Error(), podIP(200)) > strings.Index(err.Error(), podIP(700)) {
+		t.Errorf("error %v: want both refusals, in the plan's order", err)
+	}
+	if got := len(listSlices(t, client, "ns")); got != 8 {
+		t.Fatalf("%d slices written, want the 8 creates not refused", got)
+	}
+
+	// A plan of creates (the two refused), updates and deletes: a quarter
+	// of the pods left, some of them no longer ready.
+	pods = pods[:250]
+	for _, p := range pods[:100] {
+		p.Status.Conditions[0].Status = corev1.ConditionFalse
+	}
+	client.ClearWrites()
+	reconcileService(t, r, client, svc, pods)
+	phase := map[string]int{"create": 0, "update": 1, "delete": 2}
+	last := 0
+	seen := map[string]int{}
+	for _, w := range client.Writes() {
+		if phase[w.Verb] < last {
+			t.Errorf("%s after a write of a later kind: %v", w, client.Writes())
+			break
+		}
+		last = phase[w.Verb]
+		seen[w.Verb]++
+	}
+	if seen["update"] == 0 || seen["delete"] == 0 {
+		t.Errorf("writes %v: the test wants updates and deletes", seen)
+	}
+	assertIdempotent(t, r, client, svc, pods)
+}
+
+// meetingCreates holds each of the first atOnce creates until all of them
+// are in flight (or 30 s have passed: then they fail).
+type meetingCreates struct {
+	discoveryclient.EndpointSlicesGetter
+	atOnce   int32
+	inFlight atomic.Int32
+	met      chan struct{}
+}
+
+func (m *meetingCreates) EndpointSlices(namespace string) discoveryclient.EndpointSliceInterface {
+	return meetingSlices{m.EndpointSlicesGetter.EndpointSlices(namespace), m}
+}
+
+type meetingSlices struct {
+	discoveryclient.EndpointSliceInterface
+	m *meetingCreates
+}
+
+func (s meetingSlices) Create(ctx context.Context, slice *discoveryv1.EndpointSlice, opts metav1.CreateOptions) (*discoveryv1.EndpointSlice, error) {
+	if n := s.m.inFlight.Add(1); n == s.m.atOnce {
+		close(s.m.met)
+	}
+	select {
+	case <-s.m.met:
+	case <-time.After(30 * time.Second):
+		return nil, errors.New("creates were not sent together")
+	}
+	return s.EndpointSliceInterface.Create(ctx, slice, opts)
 }
