@@ -28,17 +28,19 @@ type writes struct{ create, update, remove int }
 
 func countingPublisher(t *testing.T, store *clusterset.Store) (*Publisher, client.Client, *writes) {
 	w := &writes{}
+	var mu sync.Mutex // the publisher writes parts concurrently
+	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
 	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			w.create++
+			count(&w.create)
 			return c.Create(ctx, o, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			w.update++
+			count(&w.update)
 			return c.Update(ctx, o, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			w.remove++
+			count(&w.remove)
 			return c.Delete(ctx, o, opts...)
 		},
 	}).Build()

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -431,23 +432,21 @@ func oversized(mine *clusterset.ExportedService, want *v1alpha1.PublishedExport,
 // of it must be in another part first. inParts says the head carries no
 // endpoints of its own.
 func (p *Publisher) write(ctx context.Context, name types.NamespacedName, head, want *v1alpha1.PublishedExport, plan partPlan, inParts bool) (reconcile.Result, error) {
-	for _, part := range plan.update {
-		if err := p.client.Update(ctx, part); err != nil {
-			return retry(ctx, fmt.Errorf("update part %s: %w", part.Name, err))
-		}
+	update := func(part *v1alpha1.PublishedExport) error { return p.client.Update(ctx, part) }
+	if part, err := writeEach(plan.update, update); err != nil {
+		return retry(ctx, fmt.Errorf("update part %s: %w", part.Name, err))
 	}
 	var named []string
 	if head != nil {
 		named = head.Spec.Parts
 	}
+	create := func(part *v1alpha1.PublishedExport) error { return p.client.Create(ctx, part) }
 	for _, again := range []bool{false, true} {
-		for _, part := range plan.create {
-			if slices.Contains(named, part.Spec.Part) != again {
-				continue
-			}
-			if err := p.client.Create(ctx, part); err != nil {
-				return p.createFailed(ctx, part, err)
-			}
+		round := slices.DeleteFunc(slices.Clone(plan.create), func(part *v1alpha1.PublishedExport) bool {
+			return slices.Contains(named, part.Spec.Part) != again
+		})
+		if part, err := writeEach(round, create); err != nil {
+			return p.createFailed(ctx, part, err)
 		}
 	}
 	switch {
@@ -464,12 +463,43 @@ func (p *Publisher) write(ctx context.Context, name types.NamespacedName, head, 
 			p.warnBackdated(ctx, head, want)
 		}
 	}
-	for _, part := range plan.remove {
-		if err := p.remove(ctx, part); err != nil {
-			return retry(ctx, fmt.Errorf("remove part %s: %w", part.Name, err))
-		}
+	remove := func(part *v1alpha1.PublishedExport) error { return p.remove(ctx, part) }
+	if part, err := writeEach(plan.remove, remove); err != nil {
+		return retry(ctx, fmt.Errorf("remove part %s: %w", part.Name, err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// concurrentWrites is how many parts of a publication the publisher
+// writes at once: a publication of 50,000 endpoints is 500 parts, which
+// one at a time took 500 round trips to the hub in a row (issue 56). The
+// hub's Priority and Fairness queues what it cannot take at once.
+const concurrentWrites = 8
+
+// writeEach writes every part, up to concurrentWrites at once, and
+// returns when all writes have returned: the first part, in parts' order,
+// whose write failed, with its error (nil if none did), so that a
+// refusal reads the same from one try to the next. The writes of one call
+// are of parts that no reader needs in any order; what must come first
+// (additions before the head, the head before removals) is written by
+// separate calls.
+func writeEach(parts []*v1alpha1.PublishedExport, write func(*v1alpha1.PublishedExport) error) (*v1alpha1.PublishedExport, error) {
+	errs := make([]error, len(parts))
+	var g errgroup.Group
+	g.SetLimit(concurrentWrites)
+	for i, part := range parts {
+		g.Go(func() error {
+			errs[i] = write(part)
+			return nil
+		})
+	}
+	_ = g.Wait() // the errors are in errs, in order
+	for i, err := range errs {
+		if err != nil {
+			return parts[i], err
+		}
+	}
+	return nil, nil
 }
 
 // warnBackdated says that the head it replaced claimed an export time
