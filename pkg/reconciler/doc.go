@@ -48,6 +48,8 @@
 //     plan byte for byte. Planning again over the applied result gives an
 //     empty plan. Inputs and informer objects are never modified.
 //   - A failed write does not stop the others; Apply returns them joined.
+//   - Apply writes every create, then every update, then every delete; with
+//     WithConcurrentWrites, several of one kind at once, never two kinds.
 //   - After writing, the Tracker knows each slice's generation; a later
 //     Plan over an informer cache that has not caught up fails with
 //     ErrStaleCache and writes nothing. Callers feed it delete events
