@@ -123,7 +123,11 @@ func (g *growth) runSizes(ctx context.Context, rep *growthReport) error {
 			rep.sizes = append(rep.sizes, r)
 		}
 		if g.f.sizeImport > 0 {
-			r, err := g.measureImport(ctx, mode, views)
+			var profiled map[string]string
+			if !g.f.quick {
+				profiled = pprofs
+			}
+			r, err := g.measureImport(ctx, mode, views, profiled)
 			if err != nil {
 				return fmt.Errorf("sizes, %s mode, import of %d endpoints: %w", mode, g.f.sizeImport, err)
 			}
@@ -308,17 +312,26 @@ func (g *growth) hubWatchBytes(ctx context.Context) (hubWatchBytes, error) {
 // measureImport exports a Service of -size-import endpoints from the first
 // member and times its import into every member, against the floor: a
 // plain client that writes the same slices (as many as mcs-syncer writes,
-// of --max-endpoints-per-slice endpoints) into every member at once.
-func (g *growth) measureImport(ctx context.Context, mode string, views []*importView) (*importResult, error) {
+// of --max-endpoints-per-slice endpoints) into every member at once. The
+// first 10 s of the import are profiled in each process of profile (name:
+// its pprof URL), saved as sizes-<mode>-import-<n>-<name>.cpu.pprof.
+func (g *growth) measureImport(ctx context.Context, mode string, views []*importView, profile map[string]string) (*importResult, error) {
 	n := g.f.sizeImport
 	r := &importResult{Mode: mode, Endpoints: n}
 	name := fmt.Sprintf("import-%d", n)
-	t0 := time.Now()
-	if err := g.createSizedExport(ctx, sizesNamespace, name, ownerImport, n); err != nil {
-		return nil, err
+	var profiling sync.WaitGroup
+	for proc, url := range profile {
+		profiling.Go(func() {
+			g.saveProfile(ctx, url+"profile?seconds=10", fmt.Sprintf("sizes-%s-import-%d-%s.cpu.pprof", mode, n, proc))
+		})
 	}
-	var err error
-	if r.Import, err = g.importedEverywhere(ctx, views, sizesNamespace, name, n, t0); err != nil {
+	t0 := time.Now()
+	err := g.createSizedExport(ctx, sizesNamespace, name, ownerImport, n)
+	if err == nil {
+		r.Import, err = g.importedEverywhere(ctx, views, sizesNamespace, name, n, t0)
+	}
+	profiling.Wait()
+	if err != nil {
 		return nil, err
 	}
 	// The floor, into a namespace of its own that nothing watches but the
