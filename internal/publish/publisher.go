@@ -354,6 +354,12 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		return reconcile.Result{}, refused, nil
 	}
 	res, err = p.write(ctx, name, head, want, plan, whyWhole == "")
+	if err == nil && (!plan.empty() || head == nil) {
+		// What a publisher writes: with the importers' "Imported
+		// EndpointSlices written", -v=2 tells where a change's time went.
+		log.FromContext(ctx).V(2).Info("Publication written", "publication", name, "endpoints", mine.EndpointCount(),
+			"created", head == nil, "partsCreated", len(plan.create), "partsUpdated", len(plan.update), "partsRemoved", len(plan.remove))
+	}
 	return res, "", err
 }
 
