@@ -344,6 +344,11 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 			}
 			h.Server = hubServer(load.generic)
 			rep.hubLoads = append(rep.hubLoads, h)
+			// Its figures in the log at once: the next load's reset (51,000
+			// publications deleted) can take longer than a session has.
+			g.logf("hub load done (%s): importer RSS %d B per imported endpoint, change p50 %s ms against the relay's %s ms, %d writes after a restart",
+				h.Server, slices.Max(append([]int64{0}, h.ImporterRSS...))/int64(max(1, h.ImportedEndpoints)),
+				ms(percentile(h.MCS, 50)), ms(percentile(h.Floor, 50)), h.RestartWrite.Total())
 			return nil
 		}()
 		if err != nil {
