@@ -125,23 +125,23 @@ func (l *lastExport) follow(es *clusterset.ExportedService) bool {
 	}
 	for gi, span := range spans {
 		if len(span.Old)+len(span.New) > 0 && es.Endpoints[gi].AddressType == l.addressType {
-			l.move(gi, span, len(old.Endpoints[gi].Endpoints) != len(es.Endpoints[gi].Endpoints), es.Endpoints[gi].Endpoints)
+			l.move(gi, span, es.Endpoints[gi].Endpoints)
 		}
 	}
 	return true
 }
 
 // move indexes group gi anew where span says it moved, and after it when
-// endpoints were added or removed (resized: the tail shifted), now being
-// the group's new array.
-func (l *lastExport) move(gi int, span reconciler.MovedSpan, resized bool, now []discoveryv1.Endpoint) {
+// endpoints were added or removed (the tail shifted), now being the
+// group's new array.
+func (l *lastExport) move(gi int, span reconciler.MovedSpan, now []discoveryv1.Endpoint) {
 	for i := range span.Old {
 		if ep := &span.Old[i]; len(ep.Addresses) > 0 {
 			delete(l.byAddress, ep.Addresses[0])
 		}
 	}
 	to := len(now) - span.Tail
-	if resized {
+	if len(span.Old) != len(span.New) { // the old and new arrays' lengths differ as much
 		to = len(now)
 	}
 	for i := span.Head; i < to; i++ {
