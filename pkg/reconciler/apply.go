@@ -80,35 +80,28 @@ type writer struct {
 func (w *writer) each(n int, write func(i int) (changed bool, stop bool, err error)) {
 	errs := make([]error, n)
 	changed := make([]bool, n)
-	if w.r.concurrentWrites <= 1 || n <= 1 {
-		for i := range n {
+	var (
+		wg      sync.WaitGroup
+		stopped atomic.Bool
+		// One slot (the default) writes one at a time, in order: the
+		// next write takes the slot only once the last has returned.
+		slots = make(chan struct{}, w.r.concurrentWrites)
+	)
+	for i := range n {
+		slots <- struct{}{}
+		if stopped.Load() {
+			<-slots
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
 			var stop bool
 			if changed[i], stop, errs[i] = write(i); stop {
-				break
+				stopped.Store(true)
 			}
-		}
-	} else {
-		var (
-			wg      sync.WaitGroup
-			stopped atomic.Bool
-			slots   = make(chan struct{}, w.r.concurrentWrites)
-		)
-		for i := range n {
-			slots <- struct{}{}
-			if stopped.Load() {
-				<-slots
-				break
-			}
-			wg.Go(func() {
-				defer func() { <-slots }()
-				var stop bool
-				if changed[i], stop, errs[i] = write(i); stop {
-					stopped.Store(true)
-				}
-			})
-		}
-		wg.Wait()
+		})
 	}
+	wg.Wait()
 	for i := range n {
 		if errs[i] != nil {
 			w.errs = append(w.errs, errs[i])
