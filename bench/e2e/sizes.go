@@ -233,12 +233,7 @@ func (g *growth) measureSize(ctx context.Context, mode string, members []*testbe
 		}
 	}
 	target := changeTarget{ns: sizesNamespace, service: name, slice: name + "-0", views: views, relayEndpoints: min(size, 1000)}
-	var profiling sync.WaitGroup
-	for proc, url := range profile {
-		profiling.Go(func() {
-			g.saveProfile(ctx, url+"profile?seconds=10", fmt.Sprintf("sizes-%s-%d-%s.cpu.pprof", mode, size, proc))
-		})
-	}
+	profiling := g.profileEach(ctx, profile, func(proc string) string { return fmt.Sprintf("sizes-%s-%d-%s.cpu.pprof", mode, size, proc) })
 	r.Latency, r.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target)
 	profiling.Wait()
 	if err != nil {
@@ -309,6 +304,17 @@ func (g *growth) hubWatchBytes(ctx context.Context) (hubWatchBytes, error) {
 	return out, nil
 }
 
+// profileEach saves, in the background, a 10 s CPU profile of each
+// process of profile (name: its pprof URL) as file(name); wait on the
+// result before going on.
+func (g *growth) profileEach(ctx context.Context, profile map[string]string, file func(proc string) string) *sync.WaitGroup {
+	var profiling sync.WaitGroup
+	for proc, url := range profile {
+		profiling.Go(func() { g.saveProfile(ctx, url+"profile?seconds=10", file(proc)) })
+	}
+	return &profiling
+}
+
 // measureImport exports a Service of -size-import endpoints from the first
 // member and times its import into every member, against the floor: a
 // plain client that writes the same slices (as many as mcs-syncer writes,
@@ -319,12 +325,7 @@ func (g *growth) measureImport(ctx context.Context, mode string, views []*import
 	n := g.f.sizeImport
 	r := &importResult{Mode: mode, Endpoints: n}
 	name := fmt.Sprintf("import-%d", n)
-	var profiling sync.WaitGroup
-	for proc, url := range profile {
-		profiling.Go(func() {
-			g.saveProfile(ctx, url+"profile?seconds=10", fmt.Sprintf("sizes-%s-import-%d-%s.cpu.pprof", mode, n, proc))
-		})
-	}
+	profiling := g.profileEach(ctx, profile, func(proc string) string { return fmt.Sprintf("sizes-%s-import-%d-%s.cpu.pprof", mode, n, proc) })
 	t0 := time.Now()
 	err := g.createSizedExport(ctx, sizesNamespace, name, ownerImport, n)
 	if err == nil {
