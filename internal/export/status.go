@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,7 +115,10 @@ func (w *Watcher) writeConditions(ctx context.Context, se *mcsv1beta1.ServiceExp
 		changed = meta.RemoveStatusCondition(&updated.Status.Conditions, t) || changed
 	}
 	if changed {
-		if err := w.client.Status().Update(ctx, updated); client.IgnoreNotFound(err) != nil {
+		switch err := w.client.Status().Update(ctx, updated); {
+		case err == nil:
+			w.own.Wrote(se.ResourceVersion, updated)
+		case !apierrors.IsNotFound(err):
 			return fmt.Errorf("update status of ServiceExport %s: %w", klogRef(se), err)
 		}
 		w.recordProblems(se, updated)

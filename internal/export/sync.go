@@ -10,12 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // sync puts the export of key into the Store (or withdraws it) and, with
@@ -28,6 +30,7 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 			w.triggers.forget(key)
 			w.fetched.forget(key)
 			w.conditions.forget(w, key)
+			w.own.Forget(&mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 			if w.withdraw(key) {
 				logger.V(2).Info("Export withdrawn: ServiceExport deleted")
 			}
@@ -35,6 +38,9 @@ func (w *Watcher) sync(ctx context.Context, key types.NamespacedName, writeStatu
 		}
 		return 0, fmt.Errorf("get ServiceExport %s: %w", key, err)
 	}
+	// A status written a moment ago, that the cache has not heard of yet,
+	// is not written again (the API server would refuse it: a 409).
+	se = plumbing.Latest(w.own, se)
 	if why := w.namespaces.Refuses(key.Namespace); why != "" {
 		// An export from before the policy (an upgrade) leaves with a
 		// condition and an event that say why.

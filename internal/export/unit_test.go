@@ -31,6 +31,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // Unit tests of the export watcher: a fake client in place of the member's
@@ -97,7 +98,7 @@ func newUnitHarness(t *testing.T, objs ...client.Object) *unitHarness {
 			},
 		}).Build()
 	h.w = &Watcher{cluster: "east", client: h.client, apiReader: h.client, fetched: newFetched(), groupers: newGroupers(), store: h.store, feedback: h.feedback, writeStatus: true, recorder: h.recorder,
-		membership: h.members, triggers: newTriggerLog(), conditions: newConditionCounts()}
+		membership: h.members, triggers: newTriggerLog(), conditions: newConditionCounts(), own: plumbing.NewOwnWrites()}
 	for _, id := range h.members.IDs() {
 		h.store.MarkSynced(id, nil)
 	}

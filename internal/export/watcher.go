@@ -108,6 +108,9 @@ type Watcher struct {
 	// conditions counts the ServiceExports by their conditions
 	// (exportConditions, but in a unit test).
 	conditions *conditionCounts
+	// own are the status writes made, so that a read from a cache behind
+	// one is read as the write (plumbing.Latest).
+	own        *plumbing.OwnWrites
 	controller controller.TypedController[reconcile.Request]
 }
 
@@ -130,6 +133,7 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(), groupers: newGroupers(),
 		store: opts.Store, feedback: opts.Feedback, writeStatus: opts.WriteStatus,
 		recorder: opts.Recorder, membership: opts.Membership, namespaces: opts.Namespaces, triggers: newTriggerLog(), conditions: exportConditions,
+		own: plumbing.NewOwnWrites(),
 	}
 	// Slices are looked up by their Service: an index, so that a change
 	// costs the same however many slices the namespace holds.

@@ -130,7 +130,7 @@ type Controller struct {
 	zonesChanged chan struct{}
 
 	newReconciler func() (*reconciler.Reconciler, error)
-	own           *ownWrites
+	own           *plumbing.OwnWrites
 
 	mu sync.Mutex
 	// reconcilers, one per source cluster: each tracks the slices of its
@@ -243,7 +243,7 @@ func newController(cl client.Client, sliceReader importedSlices, sliceWriter dis
 		opts: opts, client: cl, siGVK: siGVK, slices: sliceReader, recorder: recorder,
 		reconcilers: map[clusterset.ClusterID]*reconciler.Reconciler{},
 		reported:    map[reportKey]bool{},
-		own:         newOwnWrites(),
+		own:         plumbing.NewOwnWrites(),
 		settled:     newSettled(),
 		addresses:   newAddressIndex(),
 		checked:     newCheckedArrays(),

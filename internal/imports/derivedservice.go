@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
+	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
 // foreignServiceRecheck is how often an import whose derived Service name
@@ -70,10 +71,12 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 	}
 	want, write := planDerivedService(name, si, c.siGVK, merged, svc, c.opts.ManagedBy)
 	var err error
+	replaced := ""
 	switch {
 	case svc == nil:
 		err = c.client.Create(ctx, want)
 	case write:
+		replaced = svc.ResourceVersion
 		err = c.client.Update(ctx, want)
 	default:
 		return derived{ips: svc.Spec.ClusterIPs}, nil
@@ -89,7 +92,7 @@ func (c *Controller) applyDerivedService(ctx context.Context, si *mcsv1beta1.Ser
 	if err != nil {
 		return derived{}, fmt.Errorf("write derived Service %s: %w", name, err)
 	}
-	c.own.wrote(want)
+	c.own.Wrote(replaced, want)
 	return derived{ips: want.Spec.ClusterIPs}, nil
 }
 
@@ -104,7 +107,7 @@ func (c *Controller) readDerivedService(ctx context.Context, key types.Namespace
 		}
 		return nil, fmt.Errorf("get derived Service %s: %w", name, err)
 	}
-	return svc, nil
+	return plumbing.Latest(c.own, svc), nil
 }
 
 // derivedState says whose the Service of an import's derived Service name

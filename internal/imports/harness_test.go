@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -83,6 +84,11 @@ type harness struct {
 	// ipv4Only refuses Services that ask for IPv6.
 	ipv4Only bool
 	nextIP   int
+	// behind, when set, makes a read of a ServiceImport or Service return
+	// the version the controller's last update of it replaced, as a cache
+	// that has not yet heard of the write does (replaced holds them).
+	behind   bool
+	replaced map[string]client.Object
 }
 
 func newHarness(t testing.TB, opts Options, objs ...client.Object) *harness {
@@ -119,10 +125,14 @@ func newHarnessOn(t testing.TB, mcs schema.GroupVersion, opts Options, objs ...c
 				}
 				return c.Create(ctx, obj, opts...)
 			},
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				return h.get(ctx, c, key, obj, opts...)
+			},
 			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 				if err := h.write("update", obj); err != nil {
 					return err
 				}
+				h.keepReplaced(ctx, c, obj)
 				return c.Update(ctx, obj, opts...)
 			},
 			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -135,6 +145,7 @@ func newHarnessOn(t testing.TB, mcs schema.GroupVersion, opts Options, objs ...c
 				if err := h.write("update/"+sub, obj); err != nil {
 					return err
 				}
+				h.keepReplaced(ctx, c, obj)
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			},
 		}).Build()
@@ -159,6 +170,34 @@ func (h *harness) write(verb string, obj client.Object) error {
 		}
 	}
 	h.writes = append(h.writes, fmt.Sprintf("%s %s %s/%s", verb, kind, obj.GetNamespace(), cmp.Or(obj.GetName(), obj.GetGenerateName())))
+	return nil
+}
+
+// keepReplaced keeps the stored version of obj that an update is about to
+// replace (for behind).
+func (h *harness) keepReplaced(ctx context.Context, c client.Client, obj client.Object) {
+	stored, ok := obj.DeepCopyObject().(client.Object)
+	if !ok || c.Get(ctx, client.ObjectKeyFromObject(obj), stored) != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.replaced == nil {
+		h.replaced = map[string]client.Object{}
+	}
+	h.replaced[fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))] = stored
+}
+
+// get reads obj, or with behind the version it had before the last update.
+func (h *harness) get(ctx context.Context, c client.Client, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	h.mu.Lock()
+	old, ok := h.replaced[fmt.Sprintf("%T %s", obj, key)]
+	ok = ok && h.behind
+	h.mu.Unlock()
+	if !ok {
+		return c.Get(ctx, key, obj, opts...)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(old.DeepCopyObject()).Elem())
 	return nil
 }
 

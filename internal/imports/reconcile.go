@@ -88,6 +88,9 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (r
 		}
 		si = nil
 	}
+	if si != nil {
+		si = plumbing.Latest(c.own, si) // a cache behind our last write is read as the write
+	}
 	if si != nil && si.Labels[ManagedByLabel] != c.opts.ManagedBy {
 		c.blockedBy(ctx, si, len(v.exports) > 0)
 		return reconcile.Result{}, nil
@@ -267,8 +270,8 @@ func (c *Controller) withdraw(ctx context.Context, key types.NamespacedName, si 
 
 // forget drops what the controller remembers of an import that is gone.
 func (c *Controller) forget(key types.NamespacedName, si *mcsv1beta1.ServiceImport) {
-	c.own.forget(&mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
-	c.own.forget(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: DerivedServiceName(key)}})
+	c.own.Forget(&mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	c.own.Forget(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: DerivedServiceName(key)}})
 	c.opts.Metrics.forget(c.opts.Consumer, c.opts.Membership.IDs(), key)
 	c.settled.forget(key)
 	c.addresses.forget(key)

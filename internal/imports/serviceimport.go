@@ -39,7 +39,7 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 		if err := c.client.Create(ctx, want); err != nil {
 			return nil, fmt.Errorf("create ServiceImport %s: %w", key, err)
 		}
-		c.own.wrote(want)
+		c.own.Wrote("", want)
 		return want, nil
 	}
 	if !write {
@@ -48,7 +48,7 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 	if err := c.client.Update(ctx, want); err != nil {
 		return nil, fmt.Errorf("update ServiceImport %s: %w", key, err)
 	}
-	c.own.wrote(want)
+	c.own.Wrote(si.ResourceVersion, want)
 	return want, nil
 }
 
@@ -101,12 +101,13 @@ func (c *Controller) applyIPs(ctx context.Context, si *mcsv1beta1.ServiceImport,
 	if slices.Equal(si.Spec.IPs, ips) {
 		return si, nil
 	}
+	replaced := si.ResourceVersion
 	si = si.DeepCopy()
 	si.Spec.IPs = ips
 	if err := c.client.Update(ctx, si); err != nil {
 		return nil, fmt.Errorf("update ips of ServiceImport %s/%s: %w", si.Namespace, si.Name, err)
 	}
-	c.own.wrote(si)
+	c.own.Wrote(replaced, si)
 	return si, nil
 }
 

@@ -29,7 +29,7 @@ func (c *Controller) applyStatus(ctx context.Context, si *mcsv1beta1.ServiceImpo
 	if err := c.client.Status().Update(ctx, want); err != nil {
 		return fmt.Errorf("update status of ServiceImport %s/%s: %w", si.Namespace, si.Name, err)
 	}
-	c.own.wrote(want)
+	c.own.Wrote(si.ResourceVersion, want)
 	return nil
 }
 

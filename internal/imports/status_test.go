@@ -161,3 +161,43 @@ func TestRefusedSlicesBackOff(t *testing.T) {
 		t.Errorf("events %q: want 5 identical ones (the recorder aggregates them into a series)", failed)
 	}
 }
+
+// TestCacheBehindOwnWriteWritesNothingAgain: an import tried again (here
+// on the backoff of a refused slice create) before the cache has heard of
+// the controller's own writes reads the ServiceImport and the derived
+// Service as it wrote them, not as they were: nothing is written again
+// (each such write was refused by the API server for its stale
+// resourceVersion: a 409 per try, several in an import's first second).
+func TestCacheBehindOwnWriteWritesNothingAgain(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.fail = func(verb string, obj client.Object) error {
+		if _, ok := obj.(*discoveryv1.EndpointSlice); ok && verb == "create" {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "discovery.k8s.io", Resource: "endpointslices"},
+				obj.GetGenerateName()+"x", errors.New("exceeded quota: no-slices"))
+		}
+		return nil
+	}
+	h.put(h.export("east", 0, "10.1.0.1"))
+	if _, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: key}); err == nil {
+		t.Fatal("a reconcile whose slices were refused returned no error")
+	}
+	first := h.takeWrites()
+	if !slices.Contains(first, "update/status ServiceImport ns/web") || !slices.Contains(first, "update ServiceImport ns/web") {
+		t.Fatalf("first try wrote %q: want the ServiceImport's spec.ips and status updated", first)
+	}
+	h.behind = true
+	for try := range 3 {
+		if _, err := h.c.Reconcile(t.Context(), reconcile.Request{NamespacedName: key}); err == nil || apierrors.IsConflict(err) {
+			t.Fatalf("try %d: %v, want the slice's refusal", try, err)
+		}
+		for _, w := range h.takeWrites() {
+			if !strings.Contains(w, "EndpointSlice") {
+				t.Errorf("try %d from a cache behind the first: %s written again", try, w)
+			}
+		}
+	}
+	h.behind = false
+	if got := h.serviceImport(); len(got.Spec.IPs) != 1 || !strings.Contains(readyMessage(got.Status), "exceeded quota") {
+		t.Errorf("the ServiceImport holds ips %v and Ready %q", got.Spec.IPs, readyMessage(got.Status))
+	}
+}

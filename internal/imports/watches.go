@@ -94,10 +94,10 @@ func (c *Controller) storeSource() source.TypedSource[reconcile.Request] {
 
 // notEcho lets through every event but the create and update events that
 // echo mcs-syncer's own last write of the object.
-func notEcho[T client.Object](own *ownWrites) predicate.TypedPredicate[T] {
+func notEcho[T client.Object](own *plumbing.OwnWrites) predicate.TypedPredicate[T] {
 	return predicate.TypedFuncs[T]{
-		CreateFunc: func(e event.TypedCreateEvent[T]) bool { return !own.isEcho(e.Object) },
-		UpdateFunc: func(e event.TypedUpdateEvent[T]) bool { return !own.isEcho(e.ObjectNew) },
+		CreateFunc: func(e event.TypedCreateEvent[T]) bool { return !own.IsEcho(e.Object) },
+		UpdateFunc: func(e event.TypedUpdateEvent[T]) bool { return !own.IsEcho(e.ObjectNew) },
 	}
 }
 

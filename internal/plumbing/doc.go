@@ -12,4 +12,7 @@
 //     error log.
 //   - WithFailureReporter, ReportFailure: a member's controllers tell
 //     membership of the API server's failures to serve their writes.
+//   - OwnWrites, Latest: mcs-syncer's last write of each object it writes
+//     whole, so that its echo triggers nothing and a cache behind it is
+//     read as the write.
 package plumbing

@@ -59,6 +59,11 @@ type event struct {
 		Name        string `json:"name"`
 	} `json:"objectRef"`
 	Received time.Time `json:"requestReceivedTimestamp"`
+	// Response is the API server's answer: a write it refused (a 409 for
+	// a stale resourceVersion, a 403 for a quota) is a try all the same.
+	Response *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // Writes are writes by kind ("endpointslices create",
@@ -141,13 +146,18 @@ func CountWrites(logs []string, from, to time.Time) (Writes, error) {
 }
 
 // ListWrites lists the writes CountWrites counts, renewals apart, one
-// "<kind> <verb> <namespace>/<name> at <time>" each: what a count that
-// should be 0 was.
+// "<kind> <verb> <namespace>/<name> at <time> (<code>)" each, <code> the
+// HTTP status of the API server's answer: what a count that should be 0
+// was.
 func ListWrites(logs []string, from, to time.Time) ([]string, error) {
 	var list []string
 	err := eachWrite(logs, from, to, func(kind string, e event) {
 		if !isLease(kind) {
-			list = append(list, fmt.Sprintf("%s %s/%s at %s", kind, e.ObjectRef.Namespace, e.ObjectRef.Name, e.Received.Format(time.RFC3339Nano)))
+			code := 0
+			if e.Response != nil {
+				code = e.Response.Code
+			}
+			list = append(list, fmt.Sprintf("%s %s/%s at %s (%d)", kind, e.ObjectRef.Namespace, e.ObjectRef.Name, e.Received.Format(time.RFC3339Nano), code))
 		}
 	})
 	return list, err

@@ -13,7 +13,7 @@ import (
 // reported apart from the work.
 func TestCountWrites(t *testing.T) {
 	lines := []string{
-		`{"verb":"create","userAgent":"mcs-syncer/v0.1.0","objectRef":{"resource":"serviceimports","name":"web"},"requestReceivedTimestamp":"2026-01-01T00:00:01Z"}`,
+		`{"verb":"create","userAgent":"mcs-syncer/v0.1.0","objectRef":{"resource":"serviceimports","name":"web"},"requestReceivedTimestamp":"2026-01-01T00:00:01Z","responseStatus":{"metadata":{},"code":201}}`,
 		`{"verb":"update","userAgent":"mcs-syncer/v0.1.0","objectRef":{"resource":"endpointslices","name":"web-east-abc"},"requestReceivedTimestamp":"2026-01-01T00:00:02Z"}`,
 		`{"verb":"update","userAgent":"mcs-syncer/v0.1.0","objectRef":{"resource":"leases","name":"mcs-syncer-demo"},"requestReceivedTimestamp":"2026-01-01T00:00:02Z"}`,
 		`{"verb":"create","userAgent":"mcs-syncer/v0.1.0","objectRef":{"resource":"events","name":"mcs-syncer-demo.18a2b"},"requestReceivedTimestamp":"2026-01-01T00:00:02Z"}`,
@@ -41,7 +41,7 @@ func TestCountWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(listed) != 3 || !strings.HasPrefix(listed[0], "serviceimports create /web at ") {
+	if len(listed) != 3 || !strings.HasPrefix(listed[0], "serviceimports create /web at ") || !strings.HasSuffix(listed[0], " (201)") {
 		t.Errorf("ListWrites: %q, want the three writes of the work", listed)
 	}
 }

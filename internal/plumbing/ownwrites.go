@@ -1,0 +1,102 @@
+package plumbing
+
+import (
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// OwnWrites remembers mcs-syncer's last write of each object it writes
+// whole (a ServiceImport, a derived Service, a ServiceExport's status):
+// the resourceVersion the write replaced, the one it gave, and, until the
+// cache holds it, the object the API server returned.
+//
+// Two things follow. The watch event that carries the version written is
+// the echo of the write: it brings nothing new (IsEcho; a new import is
+// written four times, and each write came back as one more reconcile that
+// found nothing to do). And a reconcile that reads the object from a cache
+// still behind the write reads the written object instead (Latest):
+// otherwise it plans from the version the write replaced, finds the same
+// difference again and writes it again, and the API server refuses that
+// write for its stale resourceVersion (a 409 per retry of a failing
+// import: under load, several in its first second).
+type OwnWrites struct {
+	mu     sync.Mutex
+	writes map[string]*ownWrite
+}
+
+type ownWrite struct {
+	replaced, written string
+	// obj is what the write returned, until the cache holds it (its
+	// echo came, or another version did).
+	obj client.Object
+}
+
+func NewOwnWrites() *OwnWrites { return &OwnWrites{writes: map[string]*ownWrite{}} }
+
+func writeKey(obj client.Object) string {
+	return fmt.Sprintf("%T/%s/%s", obj, obj.GetNamespace(), obj.GetName())
+}
+
+// Wrote records obj as an update or create returned it; replaced is the
+// resourceVersion the write was made over ("" for a create). The caller
+// does not modify obj afterwards.
+func (w *OwnWrites) Wrote(replaced string, obj client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes[writeKey(obj)] = &ownWrite{replaced: replaced, written: obj.GetResourceVersion(), obj: obj}
+}
+
+// IsEcho reports whether obj, as a watch event brings it, is the object as
+// mcs-syncer last wrote it.
+func (w *OwnWrites) IsEcho(obj client.Object) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.writes[writeKey(obj)]
+	if !ok {
+		return false
+	}
+	last.caughtUp(obj)
+	return last.written == obj.GetResourceVersion()
+}
+
+// caughtUp lets the written object go once the cache shows a version
+// other than the one the write replaced: a cache never goes back, so it
+// holds the write, or what came after it.
+func (last *ownWrite) caughtUp(cached client.Object) {
+	if cached.GetResourceVersion() != last.replaced {
+		last.obj = nil
+	}
+}
+
+// Latest returns cached, as read from a cache, or a copy of what
+// mcs-syncer wrote over it when cached is the very version that write
+// replaced: the API server took the write with cached's resourceVersion as
+// its precondition, so the written object is newer. A create is not
+// followed (a cache without the object may be behind the create or after
+// someone's delete).
+func Latest[T client.Object](w *OwnWrites, cached T) T {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.writes[writeKey(cached)]
+	if !ok {
+		return cached
+	}
+	last.caughtUp(cached)
+	if last.obj == nil || last.replaced == "" {
+		return cached
+	}
+	written, ok := last.obj.DeepCopyObject().(T)
+	if !ok {
+		return cached
+	}
+	return written
+}
+
+// Forget drops what is recorded of obj (deleted, or no longer ours).
+func (w *OwnWrites) Forget(obj client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.writes, writeKey(obj))
+}
