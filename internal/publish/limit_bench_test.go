@@ -14,13 +14,23 @@ import (
 )
 
 // BenchmarkReaderAtLimit measures what a reader holds of one member at
-// DefaultMaxObjectsPerMember: 1,000 exports of a head and four parts of
-// 100 endpoints each (400,000 endpoints), as the reader and the Store hold
-// them after reading, and apart (objects-MiB) the publications as Go
-// objects, which the informer holds besides. It reports the reader's heap
-// per held object and per endpoint (docs/benchmarks.md).
+// DefaultMaxObjectsPerMember, in two shapes: 1,000 exports of a head and
+// four parts of 100 endpoints each (400,000 endpoints), and 2,500 exports
+// of a head and one part of 10 endpoints (25,000 endpoints: the shape of
+// the 255-member hub load's), as the reader and the Store hold them after
+// reading, and apart (objects-MiB) the publications as Go objects, which
+// the informer holds besides. It reports the reader's heap per held object
+// and per endpoint (docs/benchmarks.md).
 func BenchmarkReaderAtLimit(b *testing.B) {
-	const exports, partsPerExport, perPart = DefaultMaxObjectsPerMember / 5, 4, 100
+	for _, shape := range []struct{ partsPerExport, perPart int }{{4, 100}, {1, 10}} {
+		b.Run(fmt.Sprintf("parts=%d/endpoints=%d", shape.partsPerExport, shape.perPart), func(b *testing.B) {
+			benchmarkReaderAtLimit(b, shape.partsPerExport, shape.perPart)
+		})
+	}
+}
+
+func benchmarkReaderAtLimit(b *testing.B, partsPerExport, perPart int) {
+	exports := DefaultMaxObjectsPerMember / (1 + partsPerExport)
 	var start runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&start)

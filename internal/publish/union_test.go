@@ -77,10 +77,12 @@ func TestUnionPatchedIsUnion(t *testing.T) {
 				if !reflect.DeepEqual(u.groups, want) {
 					t.Fatalf("seed %d, step %d (op %d): union %s, want %s", seed, step, op, describe(u.groups), describe(want))
 				}
-				if lastIndex != nil && reflect.ValueOf(lastIndex).UnsafePointer() == reflect.ValueOf(u.index).UnsafePointer() { // not made anew
-					patched++
+				if _, alone := aloneOf(sources); !alone { // one part is its own union (TestUnionOfOnePartIsThePart)
+					if lastIndex != nil && reflect.ValueOf(lastIndex).UnsafePointer() == reflect.ValueOf(u.index).UnsafePointer() { // not made anew
+						patched++
+					}
+					total++
 				}
-				total++
 				for _, k := range before {
 					if !reflect.DeepEqual(k.got, k.copy) {
 						t.Fatalf("seed %d, step %d: a union returned before changed", seed, step)
@@ -114,4 +116,35 @@ func describe(groups []reconciler.EndpointGroup) string {
 		out = append(out, fmt.Sprintf("%s%v", groupKey((*v1alpha1.EndpointGroup)(&g)), eps))
 	}
 	return strings.Join(out, " ")
+}
+
+// TestUnionOfOnePartIsThePart: an export published in one part (the head
+// without endpoints) is assembled into that part's groups themselves, not
+// a copy; a part that names a group twice, or a first address twice in a
+// group (another member's input), is merged as any union is.
+func TestUnionOfOnePartIsThePart(t *testing.T) {
+	ports := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}
+	group := func(addresses ...string) reconciler.EndpointGroup {
+		g := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv4, Ports: ports}
+		for _, a := range addresses {
+			g.Endpoints = append(g.Endpoints, discoveryv1.Endpoint{Addresses: []string{a}})
+		}
+		return g
+	}
+	part := []reconciler.EndpointGroup{group("10.0.0.1", "10.0.0.2")}
+	u := (*union)(nil).next([][]reconciler.EndpointGroup{nil, part}, 0)
+	if !reflect.DeepEqual(u.groups, part) || &u.groups[0] != &part[0] {
+		t.Errorf("one part: union %s is not the part itself", describe(u.groups))
+	}
+	for name, sources := range map[string][][]reconciler.EndpointGroup{
+		"a group named twice":        {nil, {group("10.0.0.1"), group("10.0.0.2")}},
+		"a first address twice":      {nil, {group("10.0.0.1", "10.0.0.1")}},
+		"a group in head and part":   {{group()}, part},
+		"endpoints in head and part": {{group("10.0.0.2", "10.0.0.3")}, part},
+	} {
+		got, want := (*union)(nil).next(sources, 0).groups, unionOf(sources, 0).groups
+		if !reflect.DeepEqual(got, want) || len(got) != 1 {
+			t.Errorf("%s: union %s, want %s", name, describe(got), describe(want))
+		}
+	}
 }
