@@ -346,9 +346,10 @@ func runGrowthBench(ctx context.Context, f *growthFlags) error {
 			rep.hubLoads = append(rep.hubLoads, h)
 			// Its figures in the log at once: the next load's reset (51,000
 			// publications deleted) can take longer than a session has.
-			g.logf("hub load done (%s): importer RSS %d B per imported endpoint, change p50 %s ms against the relay's %s ms, %d writes after a restart",
+			g.logf("hub load done (%s): importer RSS %d B per imported endpoint, change p50 %s ms against the relay's %s ms, %d writes after a restart, a change during another restart in %s (its sync %s)",
 				h.Server, slices.Max(append([]int64{0}, h.ImporterRSS...))/int64(max(1, h.ImportedEndpoints)),
-				ms(percentile(h.MCS, 50)), ms(percentile(h.Floor, 50)), h.RestartWrite.Total())
+				ms(percentile(h.MCS, 50)), ms(percentile(h.Floor, 50)), h.RestartWrite.Total(),
+				h.ChangeInRestart.Round(10*time.Millisecond), h.ChangeRestart.Round(10*time.Millisecond))
 			return nil
 		}()
 		if err != nil {

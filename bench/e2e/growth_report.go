@@ -189,6 +189,8 @@ func (r *growthReport) printHubLoad(out io.Writer, h *hubLoadResult) {
 	fmt.Fprintf(out, "  importer restart: ready after %s, last reconcile after %s, %d writes (%s); RSS then %s = %.0f bytes per imported endpoint\n",
 		h.RestartReady.Round(10*time.Millisecond), h.Restart.Round(10*time.Millisecond), h.RestartWrite.Total(), h.RestartWrite,
 		mib(h.RestartRSS), float64(h.RestartRSS)/float64(h.ImportedEndpoints))
+	fmt.Fprintf(out, "  a change made as a restarted importer answers: in its cluster %s later; that restart's last reconcile after %s (ratio %s)\n",
+		h.ChangeInRestart.Round(10*time.Millisecond), h.ChangeRestart.Round(10*time.Millisecond), ratio(h.ChangeInRestart, h.ChangeRestart))
 }
 
 func mibs(bs []int64) string {
@@ -246,6 +248,8 @@ func (r *growthReport) printGoals(out io.Writer) {
 			h.Members, h.Server, ms(p50), ms(f50), ratio(p50, f50))
 		goal(h.Lost == 0 && h.Wrong == 0, "hub load, %d members, %s: every change arrived with its condition (lost %d, wrong %d)", h.Members, h.Server, h.Lost, h.Wrong)
 		goal(h.RestartWrite.Total() == 0, "hub load, %d members, %s: importer restart writes %d == 0", h.Members, h.Server, h.RestartWrite.Total())
+		goal(h.ChangeInRestart > 0 && h.ChangeInRestart <= 2*h.ChangeRestart, "hub load, %d members, %s: a change made during an importer's restart arrived %s after it, <= 2x the restart's sync %s",
+			h.Members, h.Server, h.ChangeInRestart.Round(10*time.Millisecond), h.ChangeRestart.Round(10*time.Millisecond))
 	}
 }
 
@@ -268,8 +272,9 @@ func (r *growthReport) smokeCheck() error {
 		}
 	}
 	for _, h := range r.hubLoads {
-		if !h.Converged || len(h.MCS) == 0 || len(h.Floor) == 0 {
-			errs = append(errs, fmt.Errorf("hub load, %d members, %s: converged %v, %d changes and %d floor changes timed", h.Members, h.Server, h.Converged, len(h.MCS), len(h.Floor)))
+		if !h.Converged || len(h.MCS) == 0 || len(h.Floor) == 0 || h.ChangeInRestart <= 0 {
+			errs = append(errs, fmt.Errorf("hub load, %d members, %s: converged %v, %d changes and %d floor changes timed, the change during a restart in %s",
+				h.Members, h.Server, h.Converged, len(h.MCS), len(h.Floor), h.ChangeInRestart))
 		}
 	}
 	for _, err := range errs {
