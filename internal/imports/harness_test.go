@@ -85,8 +85,8 @@ type harness struct {
 	ipv4Only bool
 	nextIP   int
 	// behind, when set, makes a read of a ServiceImport or Service return
-	// the version the controller's last update of it replaced, as a cache
-	// that has not yet heard of the write does (replaced holds them).
+	// the version the controller's first update of it replaced, as a cache
+	// that has not yet heard of any update does (replaced holds them).
 	behind   bool
 	replaced map[string]client.Object
 }
@@ -173,8 +173,8 @@ func (h *harness) write(verb string, obj client.Object) error {
 	return nil
 }
 
-// keepReplaced keeps the stored version of obj that an update is about to
-// replace (for behind).
+// keepReplaced keeps the stored version of obj that its first update is
+// about to replace (for behind).
 func (h *harness) keepReplaced(ctx context.Context, c client.Client, obj client.Object) {
 	stored, ok := obj.DeepCopyObject().(client.Object)
 	if !ok || c.Get(ctx, client.ObjectKeyFromObject(obj), stored) != nil {
@@ -185,7 +185,9 @@ func (h *harness) keepReplaced(ctx context.Context, c client.Client, obj client.
 	if h.replaced == nil {
 		h.replaced = map[string]client.Object{}
 	}
-	h.replaced[fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))] = stored
+	if k := fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj)); h.replaced[k] == nil {
+		h.replaced[k] = stored // the oldest: a cache that heard of none of the updates
+	}
 }
 
 // get reads obj, or with behind the version it had before the last update.

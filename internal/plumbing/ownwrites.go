@@ -2,6 +2,7 @@ package plumbing
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,9 +28,15 @@ type OwnWrites struct {
 }
 
 type ownWrite struct {
-	replaced, written string
-	// obj is what the write returned, until the cache holds it (its
-	// echo came, or another version did).
+	written string
+	// behind are the versions that the writes made since the cache last
+	// caught up replaced, in order: one write's, or a chain's (a new
+	// import's ServiceImport is created, then its spec.ips and its status
+	// are written, each over the last, before the cache has any of them).
+	// A cache that shows one of them is behind the last write.
+	behind []string
+	// obj is what the last write returned, until the cache holds it (a
+	// version not in behind came: a cache never goes back).
 	obj client.Object
 }
 
@@ -45,7 +52,14 @@ func writeKey(obj client.Object) string {
 func (w *OwnWrites) Wrote(replaced string, obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.writes[writeKey(obj)] = &ownWrite{replaced: replaced, written: obj.GetResourceVersion(), obj: obj}
+	now := &ownWrite{written: obj.GetResourceVersion(), obj: obj}
+	if last := w.writes[writeKey(obj)]; last != nil && last.obj != nil && replaced != "" && last.written == replaced {
+		now.behind = slices.Clone(last.behind) // over our own last write, which the cache may not hold yet either
+	}
+	if replaced != "" {
+		now.behind = append(now.behind, replaced)
+	}
+	w.writes[writeKey(obj)] = now
 }
 
 // IsEcho reports whether obj, as a watch event brings it, is the object as
@@ -62,20 +76,20 @@ func (w *OwnWrites) IsEcho(obj client.Object) bool {
 }
 
 // caughtUp lets the written object go once the cache shows a version
-// other than the one the write replaced: a cache never goes back, so it
-// holds the write, or what came after it.
+// that no write of the chain replaced: a cache never goes back, so it
+// holds the last write, or what came after it.
 func (last *ownWrite) caughtUp(cached client.Object) {
-	if cached.GetResourceVersion() != last.replaced {
-		last.obj = nil
+	if !slices.Contains(last.behind, cached.GetResourceVersion()) {
+		last.obj, last.behind = nil, nil
 	}
 }
 
 // Latest returns cached, as read from a cache, or a copy of what
-// mcs-syncer wrote over it when cached is the very version that write
-// replaced: the API server took the write with cached's resourceVersion as
-// its precondition, so the written object is newer. A create is not
-// followed (a cache without the object may be behind the create or after
-// someone's delete).
+// mcs-syncer last wrote over it when cached is a version that write, or
+// the chain of writes it ends, replaced: the API server took each write
+// with the version before as its precondition, so the written object is
+// newer. A create alone is not followed (a cache without the object may be
+// behind the create or after someone's delete).
 func Latest[T client.Object](w *OwnWrites, cached T) T {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -84,7 +98,7 @@ func Latest[T client.Object](w *OwnWrites, cached T) T {
 		return cached
 	}
 	last.caughtUp(cached)
-	if last.obj == nil || last.replaced == "" {
+	if last.obj == nil {
 		return cached
 	}
 	written, ok := last.obj.DeepCopyObject().(T)

@@ -68,3 +68,33 @@ func TestLatestReadsACacheBehindAsTheWrite(t *testing.T) {
 		t.Errorf("a create followed: read as %s", got.ResourceVersion)
 	}
 }
+
+// TestLatestFollowsAChainOfOwnWrites: a new import's ServiceImport is
+// created, then written twice more, each over the last, before the cache
+// holds any of them: any version of the chain reads as the last write,
+// until the cache shows the last (or any later) version.
+func TestLatestFollowsAChainOfOwnWrites(t *testing.T) {
+	w := NewOwnWrites()
+	w.Wrote("", &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("10")})
+	w.Wrote("10", &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("11")})
+	w.Wrote("11", &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("12")})
+	for _, cached := range []string{"10", "11"} {
+		if got := Latest(w, &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta(cached)}); got.ResourceVersion != "12" {
+			t.Errorf("cached %s, behind the chain: read as %s, want 12", cached, got.ResourceVersion)
+		}
+	}
+	if w.IsEcho(&mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("10")}) {
+		t.Error("the create's late event is taken as the echo of the last write")
+	}
+	if got := Latest(w, &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("10")}); got.ResourceVersion != "12" {
+		t.Errorf("after the create's late event, cached 10 read as %s, want 12", got.ResourceVersion)
+	}
+	if !w.IsEcho(&mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("12")}) {
+		t.Error("the last write's event is not its echo")
+	}
+	// Someone else's version, then ours over it: only it is behind.
+	w.Wrote("20", &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("21")})
+	if got := Latest(w, &mcsv1beta1.ServiceImport{ObjectMeta: objectMeta("12")}); got.ResourceVersion != "12" {
+		t.Errorf("a version before someone else's read as %s", got.ResourceVersion)
+	}
+}
