@@ -545,7 +545,7 @@ func (g *growth) changeInRestart(ctx context.Context, name string, args []string
 		return 0, 0, fmt.Errorf("change %s during the restart: %w", p.Name, err)
 	}
 	c0 := time.Now()
-	if seen, err = waitFor(ctx, "the change made during the restart", 5*time.Minute, func() (bool, string) {
+	if _, err = waitFor(ctx, "the change made during the restart", 5*time.Minute, func() (bool, string) {
 		var list discoveryv1.EndpointSliceList
 		if err := view.cache.List(ctx, &list, client.MatchingLabels{
 			mcsv1beta1.LabelServiceName: p.Spec.Name, mcsv1beta1.LabelSourceCluster: p.Spec.Cluster}); err != nil {
