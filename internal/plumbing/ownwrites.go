@@ -65,23 +65,8 @@ func (w *OwnWrites) Wrote(replaced string, obj client.Object) {
 // IsEcho reports whether obj, as a watch event brings it, is the object as
 // mcs-syncer last wrote it.
 func (w *OwnWrites) IsEcho(obj client.Object) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.writes[writeKey(obj)]
-	if !ok {
-		return false
-	}
-	last.caughtUp(obj)
-	return last.written == obj.GetResourceVersion()
-}
-
-// caughtUp lets the written object go once the cache shows a version
-// that no write of the chain replaced: a cache never goes back, so it
-// holds the last write, or what came after it.
-func (last *ownWrite) caughtUp(cached client.Object) {
-	if !slices.Contains(last.behind, cached.GetResourceVersion()) {
-		last.obj, last.behind = nil, nil
-	}
+	written, _, ok := w.observe(obj)
+	return ok && written == obj.GetResourceVersion()
 }
 
 // Latest returns cached, as read from a cache, or a copy of what
@@ -91,21 +76,34 @@ func (last *ownWrite) caughtUp(cached client.Object) {
 // newer. A create alone is not followed (a cache without the object may be
 // behind the create or after someone's delete).
 func Latest[T client.Object](w *OwnWrites, cached T) T {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.writes[writeKey(cached)]
-	if !ok {
+	_, ahead, _ := w.observe(cached)
+	if ahead == nil {
 		return cached
 	}
-	last.caughtUp(cached)
-	if last.obj == nil {
-		return cached
-	}
-	written, ok := last.obj.DeepCopyObject().(T)
+	written, ok := ahead.DeepCopyObject().(T)
 	if !ok {
 		return cached
 	}
 	return written
+}
+
+// observe takes note of the version of obj that a cache shows, and returns
+// what mcs-syncer last wrote of it: its version, and the object itself
+// while the cache is behind it (nil otherwise). ok is false if mcs-syncer
+// never wrote it, or forgot it.
+func (w *OwnWrites) observe(cached client.Object) (written string, ahead client.Object, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.writes[writeKey(cached)]
+	if !ok {
+		return "", nil, false
+	}
+	if !slices.Contains(last.behind, cached.GetResourceVersion()) {
+		// A cache never goes back: it holds the last write, or what came
+		// after it.
+		last.obj, last.behind = nil, nil
+	}
+	return last.written, last.obj, true
 }
 
 // Forget drops what is recorded of obj (deleted, or no longer ours).
