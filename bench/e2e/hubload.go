@@ -477,16 +477,12 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 
 	// An importer's restart, nothing changing.
 	first := importers[0]
-	if err := g.procs[first.Name].Stop(); err != nil {
-		return nil, err
-	}
-	delete(g.procs, first.Name)
-	r0 := time.Now()
 	restartArgs := args[first.Name]
 	if f.restartLogLevel > 0 {
 		restartArgs = append(slices.Clone(restartArgs), fmt.Sprintf("--zap-log-level=%d", f.restartLogLevel))
 	}
-	if err := g.startProcs(ctx, map[string][]string{first.Name: restartArgs}); err != nil {
+	r0, err := g.restart(ctx, first.Name, restartArgs)
+	if err != nil {
 		return nil, err
 	}
 	res.RestartReady = time.Since(r0)
@@ -519,6 +515,17 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 	return res, err
 }
 
+// restart stops process name and starts it again with args; it returns
+// when it was stopped, once the new one answers.
+func (g *growth) restart(ctx context.Context, name string, args []string) (time.Time, error) {
+	if err := g.procs[name].Stop(); err != nil {
+		return time.Time{}, err
+	}
+	delete(g.procs, name)
+	r0 := time.Now()
+	return r0, g.startProcs(ctx, map[string][]string{name: args})
+}
+
 // changeInRestart restarts importer name again and, as soon as it
 // answers (its first sync under way), changes one endpoint of pub in the
 // hub: it returns how long the change took to reach the importer's
@@ -529,12 +536,8 @@ func (g *growth) changeInRestart(ctx context.Context, name string, args []string
 	if view.cluster != name {
 		return 0, 0, fmt.Errorf("the view of %s is given for importer %s", view.cluster, name)
 	}
-	if err := g.procs[name].Stop(); err != nil {
-		return 0, 0, err
-	}
-	delete(g.procs, name)
-	r0 := time.Now()
-	if err := g.startProcs(ctx, map[string][]string{name: args}); err != nil {
+	r0, err := g.restart(ctx, name, args)
+	if err != nil {
 		return 0, 0, err
 	}
 	p := pub.DeepCopy()

@@ -190,7 +190,7 @@ func (h *harness) keepReplaced(ctx context.Context, c client.Client, obj client.
 	}
 }
 
-// get reads obj, or with behind the version it had before the last update.
+// get reads obj, or with behind the version it had before its first update.
 func (h *harness) get(ctx context.Context, c client.Client, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	h.mu.Lock()
 	old, ok := h.replaced[fmt.Sprintf("%T %s", obj, key)]

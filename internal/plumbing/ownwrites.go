@@ -53,10 +53,10 @@ func (w *OwnWrites) Wrote(replaced string, obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := &ownWrite{written: obj.GetResourceVersion(), obj: obj}
-	if last := w.writes[writeKey(obj)]; last != nil && last.obj != nil && replaced != "" && last.written == replaced {
-		now.behind = slices.Clone(last.behind) // over our own last write, which the cache may not hold yet either
-	}
 	if replaced != "" {
+		if last := w.writes[writeKey(obj)]; last != nil && last.obj != nil && last.written == replaced {
+			now.behind = slices.Clone(last.behind) // over our own last write, which the cache may not hold yet either
+		}
 		now.behind = append(now.behind, replaced)
 	}
 	w.writes[writeKey(obj)] = now
