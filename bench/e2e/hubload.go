@@ -184,7 +184,8 @@ func (g *growth) simIP(s, i, j int) string {
 }
 
 // publication is what simulated member s publishes of its i-th Service,
-// as today's members do: a head and parts.
+// as today's members do: a head and parts, or the head alone holding the
+// endpoints of a Service that fits in one part.
 func (g *growth) publication(s, i int) (head *v1alpha1.PublishedExport, parts []*v1alpha1.PublishedExport) {
 	ep := endpointSlice("", "", "", g.simIP(s, i, 0), g.endpoints)
 	_, trigger := triggerNow()
@@ -214,10 +215,11 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 		return nil, err
 	}
 	// The load generator: every simulated member's publications (each a
-	// head and parts, written parts first) and its marker, written as the
-	// cluster admin (exempt from the hub's admission, which binds a
-	// member's identity to its own cluster). pubs holds each Service's
-	// first part: the one its changes rewrite.
+	// head and parts, written parts first, or a head alone) and its
+	// marker, written as the cluster admin (exempt from the hub's
+	// admission, which binds a member's identity to its own cluster). pubs
+	// holds each Service's first object with endpoints: the one its
+	// changes rewrite.
 	start := time.Now()
 	pubs := make([]*v1alpha1.PublishedExport, sims*f.exported)
 	err := parallel(ctx, len(pubs)+sims, writers, func(ctx context.Context, k int) error {
@@ -230,7 +232,10 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 				return fmt.Errorf("publish %s: %w", p.Name, err)
 			}
 		}
-		pubs[k] = parts[0]
+		pubs[k] = head
+		if len(parts) > 0 {
+			pubs[k] = parts[0]
+		}
 		return nil
 	})
 	if err != nil {

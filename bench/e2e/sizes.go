@@ -266,14 +266,19 @@ func hubBytesNote(r *sizeResult) string {
 }
 
 // partBytes is the size, as JSON, of a part of DefaultMaxEndpointsPerPart
-// of the bench's endpoints.
+// of the bench's endpoints: the largest part of an export of one more
+// (an export of one part's worth is published whole, in its head).
 func partBytes() int {
-	s := endpointSlice(sizesNamespace, "", "x", benchIP(ownerSizes, 0, 0), partSize)
+	s := endpointSlice(sizesNamespace, "", "x", benchIP(ownerSizes, 0, 0), partSize+1)
 	es := &clusterset.ExportedService{Cluster: clusterset.ClusterID(memberName(0)), Key: types.NamespacedName{Namespace: sizesNamespace, Name: "x"},
 		Endpoints: []reconciler.EndpointGroup{{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}}}
 	_, parts := publish.EncodeParts(es, "mcs-system", partSize)
-	raw, _ := json.Marshal(parts[0])
-	return len(raw)
+	largest := 0
+	for _, p := range parts {
+		raw, _ := json.Marshal(p)
+		largest = max(largest, len(raw))
+	}
+	return largest
 }
 
 // hubWatchBytes is what the hub's API server has sent its watchers of

@@ -34,8 +34,9 @@ func twoVersions(n int) [2]*clusterset.ExportedService {
 }
 
 // BenchmarkPublishOneEndpointChange is the publisher's own work for one
-// endpoint's change of an export published in parts: plan the parts and
-// check what it writes (Publisher.prepare), the API calls left out.
+// endpoint's change of an export as it is published (whole at 100
+// endpoints, in parts above: wholeFits): plan the parts and check what it
+// writes (Publisher.prepare), the API calls left out.
 func BenchmarkPublishOneEndpointChange(b *testing.B) {
 	for _, n := range changeSizes {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
@@ -48,9 +49,18 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				_, plan, _, refused, ok := p.prepare(versions[(i+1)%2], parts)
-				if !ok || refused != "" || len(plan.update) != 1 || len(plan.create)+len(plan.remove) != 0 {
-					b.Fatalf("change %d: %d creates, %d updates, %d removals (%q)", i, len(plan.create), len(plan.update), len(plan.remove), refused)
+				want, plan, inParts, refused, ok := p.prepare(versions[(i+1)%2], parts)
+				if !ok || refused != "" {
+					b.Fatalf("change %d: refused (%q)", i, refused)
+				}
+				if !inParts {
+					if len(parts) > 0 || !plan.empty() || len(want.Spec.Endpoints) == 0 {
+						b.Fatalf("change %d: published whole over %d parts", i, len(parts))
+					}
+					continue
+				}
+				if len(plan.update) != 1 || len(plan.create)+len(plan.remove) != 0 {
+					b.Fatalf("change %d: %d creates, %d updates, %d removals", i, len(plan.create), len(plan.update), len(plan.remove))
 				}
 				written := plan.update[0].DeepCopy() // as the hub returns it
 				written.ResourceVersion = strconv.Itoa(i + 2)
@@ -61,15 +71,15 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 }
 
 // BenchmarkReadOneEndpointChange is a reader's work for one rewritten
-// part of an export it holds whole: decode it and put the export into the
-// Store.
+// object of an export it holds whole (its head at 100 endpoints, a part
+// above): decode it and put the export into the Store.
 func BenchmarkReadOneEndpointChange(b *testing.B) {
 	for _, n := range changeSizes {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			versions := twoVersions(n)
 			head, parts := EncodeParts(versions[0], "mcs-system", DefaultMaxEndpointsPerPart)
-			_, changed := EncodeParts(versions[1], "mcs-system", DefaultMaxEndpointsPerPart)
-			var pair [2]*v1alpha1.PublishedExport
+			changedHead, changed := EncodeParts(versions[1], "mcs-system", DefaultMaxEndpointsPerPart)
+			pair := [2]*v1alpha1.PublishedExport{head, changedHead}
 			for i := range parts {
 				if !equalPart(parts[i], changed[i]) {
 					pair = [2]*v1alpha1.PublishedExport{parts[i], changed[i]}

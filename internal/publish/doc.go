@@ -4,8 +4,9 @@
 // A member's own mcs-syncer (per-cluster and hub mode) publishes each of
 // its exports as PublishedExport objects (api/v1alpha1): a head (the
 // exported spec of the Service, and the IDs of its parts) and parts of at
-// most 100 endpoints each (parts.go), from what the export watcher put
-// into the Store. While a member whose readers predate parts is in the
+// most 100 endpoints each (parts.go), or, for an export of at most 100,
+// its head alone holding them, from what the export watcher put into the
+// Store. While a member whose readers predate parts is in the
 // clusterset, an export is published whole instead: one object, its
 // endpoints in its head. The objects live in one namespace of a
 // publication server: the member's own API server (direct mode) or a hub

@@ -21,11 +21,12 @@ import (
 )
 
 // A publication in parts is a head (the exported spec, no endpoints) and
-// parts of at most PublisherOptions.MaxEndpointsPerPart endpoints each, all PublishedExports in the
-// same namespace, of the same source cluster: so one watch, selected by
-// the source-cluster label, reads both, in the order they were written,
-// and the hub's admission policy binds a part to its writer as it binds a
-// head. A change of one endpoint rewrites the one part that holds it, as
+// parts of at most PublisherOptions.MaxEndpointsPerPart endpoints each
+// (an export that fits in one part is its head alone, holding its
+// endpoints: wholeFits), all PublishedExports in the same namespace, of
+// the same source cluster: so one watch, selected by the source-cluster
+// label, reads both, in the order they were written, and the hub's
+// admission policy binds a part to its writer as it binds a head. A change of one endpoint rewrites the one part that holds it, as
 // the EndpointSlice controller rewrites one slice.
 //
 // The publisher writes a new export's parts before its head, a changed
@@ -93,12 +94,30 @@ func encodePart(cluster clusterset.ClusterID, key types.NamespacedName, namespac
 
 // EncodeParts returns es as a publisher first publishes it in parts into
 // namespace: its head and parts of at most max endpoints each (a load
-// generator writes what a member would).
+// generator writes what a member would): an export that fits in one part
+// is one object, its endpoints in its head (wholeFits).
 func EncodeParts(es *clusterset.ExportedService, namespace string, max int) (head *v1alpha1.PublishedExport, parts []*v1alpha1.PublishedExport) {
+	if wholeFits(es.EndpointCount(), 0, max) {
+		return Encode(es, namespace), nil
+	}
 	plan := planParts(es.Cluster, es.Key, namespace, formatTriggerTime(es.LastChangeTriggerTime), es.Endpoints, nil, max)
 	head = EncodeHead(es, namespace)
 	head.Spec.Parts = plan.ids
 	return head, plan.create
+}
+
+// wholeFits reports whether an export of n endpoints, published in
+// partsNow parts, is published whole: one object, its endpoints in its
+// head, as a part of it would be. An export that fits in one part gains
+// nothing from a head of its own (a change writes one object either way),
+// and every object costs each reader its metadata, decoded and held: at
+// 255 members of 10-endpoint exports, a head and a part per export were
+// half of what an importer held per endpoint (issue 56). An export that
+// had to be split goes back to whole only at half a part, so one that
+// grows and shrinks around a part's size is not rewritten from one form
+// to the other with every endpoint.
+func wholeFits(n, partsNow, max int) bool {
+	return n <= max && (partsNow == 0 || n <= max/2)
 }
 
 // Part is a part of a publication as a reader takes it.

@@ -452,20 +452,62 @@ func BenchmarkReaderAssembles50000(b *testing.B) {
 // TestEncodeParts: what EncodeParts returns is what a publisher writes of
 // a new export: the same head and parts, which a reader assembles exactly.
 func TestEncodeParts(t *testing.T) {
-	es := withEndpoints(250)
-	head, parts := EncodeParts(es, "mcs-system", DefaultMaxEndpointsPerPart)
-	store := clusterset.NewStore()
-	store.Put(es)
-	p, cl, _ := countingPublisher(t, store)
-	reconcileOK(t, p, webKey)
-	written := publications(t, cl)
-	if len(written) != 1+len(parts) {
-		t.Fatalf("the publisher wrote %d objects, EncodeParts gave %d", len(written), 1+len(parts))
+	for _, n := range []int{9, 250} { // whole (10 endpoints), in parts
+		es := withEndpoints(n)
+		head, parts := EncodeParts(es, "mcs-system", DefaultMaxEndpointsPerPart)
+		store := clusterset.NewStore()
+		store.Put(es)
+		p, cl, _ := countingPublisher(t, store)
+		reconcileOK(t, p, webKey)
+		written := publications(t, cl)
+		if len(written) != 1+len(parts) {
+			t.Fatalf("%d endpoints: the publisher wrote %d objects, EncodeParts gave %d", n+1, len(written), 1+len(parts))
+		}
+		for _, o := range append(parts, head) {
+			w := written[o.Name]
+			if w == nil || !equality.Semantic.DeepEqual(w.Spec, o.Spec) || !equality.Semantic.DeepEqual(w.Labels, o.Labels) {
+				t.Errorf("%d endpoints: %s: EncodeParts differs from what the publisher wrote", n+1, o.Name)
+			}
+		}
 	}
-	for _, o := range append(parts, head) {
-		w := written[o.Name]
-		if w == nil || !equality.Semantic.DeepEqual(w.Spec, o.Spec) || !equality.Semantic.DeepEqual(w.Labels, o.Labels) {
-			t.Errorf("%s: EncodeParts differs from what the publisher wrote", o.Name)
+}
+
+// TestSmallExportsPublishedWhole: an export that fits in one part is one
+// object, its endpoints in its head; grown past a part's size it is a
+// head and parts; shrunk, it stays in parts down to half a part, then is
+// one object again, its parts deleted. A change of a whole export writes
+// its one object. The reader holds every endpoint after each step.
+func TestSmallExportsPublishedWhole(t *testing.T) {
+	store := clusterset.NewStore()
+	p, cl, w := countingPublisher(t, store)
+	for _, step := range []struct {
+		endpoints  int // IPv4; one IPv6 endpoint besides
+		objects    int
+		headWhole  bool
+		maxWritten int
+	}{
+		{60, 1, true, 1},
+		{99, 1, true, 1},   // 100 in all: one part's worth
+		{100, 3, false, 3}, // 101: an IPv4 and an IPv6 part, then the head
+		{79, 3, false, 1},  // 80: in parts above half a part
+		{49, 1, true, 3},   // 50: whole, then the two parts deleted
+		{10, 1, true, 1},
+	} {
+		es := withEndpoints(step.endpoints)
+		store.Put(es)
+		*w = writes{}
+		reconcileOK(t, p, webKey)
+		pubs := publications(t, cl)
+		head := pubs[ObjectName("east", webKey)]
+		if len(pubs) != step.objects || head == nil || (len(head.Spec.Endpoints) > 0) != step.headWhole || (len(head.Spec.Parts) == 0) != step.headWhole {
+			t.Errorf("%d endpoints: %d objects, a head holding %d groups and naming %d parts; want %d objects, whole %v",
+				step.endpoints+1, len(pubs), len(head.Spec.Endpoints), len(head.Spec.Parts), step.objects, step.headWhole)
+		}
+		if n := w.create + w.update + w.remove; n == 0 || n > step.maxWritten {
+			t.Errorf("%d endpoints: %+v, want 1 to %d writes", step.endpoints+1, *w, step.maxWritten)
+		}
+		if got := endpointSet(t, readBack(t, cl, "east", webKey)); len(got) != step.endpoints+1 {
+			t.Errorf("%d endpoints: read back %d", step.endpoints+1, len(got))
 		}
 	}
 }

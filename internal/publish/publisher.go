@@ -346,14 +346,14 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		res, err := p.withdraw(ctx, name, head, parts)
 		return res, "", err
 	}
-	want, plan, whyWhole, refused, ok := p.prepare(mine, parts)
+	want, plan, inParts, refused, ok := p.prepare(mine, parts)
 	switch {
 	case !ok:
 		return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil
 	case refused != "":
 		return reconcile.Result{}, refused, nil
 	}
-	res, err = p.write(ctx, name, head, want, plan, whyWhole == "")
+	res, err = p.write(ctx, name, head, want, plan, inParts)
 	if err == nil && (!plan.empty() || head == nil) {
 		// What a publisher writes: with the importers' "Imported
 		// EndpointSlices written", -v=2 tells where a change's time went.
@@ -368,18 +368,18 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 // the head and the parts written, never the parts left as they are (a
 // change of one endpoint is checked as one part, whatever the export's
 // size).
-func (p *Publisher) prepare(mine *clusterset.ExportedService, parts []*v1alpha1.PublishedExport) (want *v1alpha1.PublishedExport, plan partPlan, whyWhole, refused string, ok bool) {
-	want, plan, whyWhole, ok = p.plan(mine, parts)
+func (p *Publisher) prepare(mine *clusterset.ExportedService, parts []*v1alpha1.PublishedExport) (want *v1alpha1.PublishedExport, plan partPlan, inParts bool, refused string, ok bool) {
+	want, plan, inParts, whyWhole, ok := p.plan(mine, parts)
 	if !ok {
-		return nil, partPlan{}, "", "", false
+		return nil, partPlan{}, false, "", false
 	}
 	if err := checkWrites(want, plan); err != nil {
 		// The readers check what they read as this does: an export they
 		// would refuse is never Ready=True here (a Service name that the
 		// readers' rules once refused was).
-		return want, plan, whyWhole, "the other members would refuse its publication: " + err.Error(), true
+		return want, plan, inParts, "the other members would refuse its publication: " + err.Error(), true
 	}
-	return want, plan, whyWhole, oversized(mine, want, plan, whyWhole), true
+	return want, plan, inParts, oversized(mine, want, plan, whyWhole), true
 }
 
 // checkWrites checks the head and the parts that plan writes as readers
@@ -527,23 +527,26 @@ func (p *Publisher) warnBackdated(ctx context.Context, head, want *v1alpha1.Publ
 }
 
 // plan returns the head to publish of mine and what makes its parts
-// (existing) hold its endpoints: in parts, or whole while a reader reads
-// only that (whyWhole then says so, for a refusal's message). ok is false
-// while the readers are not settled: a publisher that has not heard
-// every member yet would take an older reader for a newer one.
-func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.PublishedExport) (head *v1alpha1.PublishedExport, plan partPlan, whyWhole string, ok bool) {
+// (existing) hold its endpoints: in parts (inParts), or whole, when it
+// fits in one part (wholeFits) or while a reader reads only that
+// (whyWhole then says so, for a refusal's message). ok is false while
+// the readers are not settled: a publisher that has not heard every
+// member yet would take an older reader for a newer one.
+func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.PublishedExport) (head *v1alpha1.PublishedExport, plan partPlan, inParts bool, whyWhole string, ok bool) {
 	var wholeOnly []clusterset.ClusterID
 	if p.opts.Readers != nil {
 		var settled bool
 		if wholeOnly, settled = p.opts.Readers(); !settled {
-			return nil, partPlan{}, "", false
+			return nil, partPlan{}, false, "", false
 		}
 	}
 	if len(wholeOnly) > 0 {
-		p.memos.forget(mine.Key)
 		slices.Sort(wholeOnly)
-		return Encode(mine, p.opts.Namespace), partPlan{remove: existing},
-			fmt.Sprintf(" (published whole, not in parts, while %s reads whole publications only: upgrade its mcs-syncer)", strings.Join(idStrings(wholeOnly), ", ")), true
+		whyWhole = fmt.Sprintf(" (published whole, not in parts, while %s reads whole publications only: upgrade its mcs-syncer)", strings.Join(idStrings(wholeOnly), ", "))
+	}
+	if whyWhole != "" || wholeFits(mine.EndpointCount(), len(existing), p.maxPerPart()) {
+		p.memos.forget(mine.Key)
+		return Encode(mine, p.opts.Namespace), partPlan{remove: existing}, false, whyWhole, true
 	}
 	trigger := formatTriggerTime(mine.LastChangeTriggerTime)
 	if m := p.memos.of(mine.Key, mine.Endpoints); m != nil {
@@ -553,7 +556,7 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.
 	}
 	head = EncodeHead(mine, p.opts.Namespace)
 	head.Spec.Parts = plan.ids
-	return head, plan, "", true
+	return head, plan, true, "", true
 }
 
 // allPublished reports whether heads and parts (the member's publications,
@@ -568,8 +571,8 @@ func (p *Publisher) allPublished(heads []*v1alpha1.PublishedExport, parts map[ty
 		if mine == nil {
 			return published, false
 		}
-		want, plan, whyWhole, ok := p.plan(mine, parts[key])
-		if !ok || !plan.empty() || !headCurrent(head, want, plan, whyWhole == "") {
+		want, plan, inParts, _, ok := p.plan(mine, parts[key])
+		if !ok || !plan.empty() || !headCurrent(head, want, plan, inParts) {
 			return published, false
 		}
 		delete(headless, key)
