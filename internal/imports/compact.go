@@ -3,6 +3,7 @@ package imports
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -28,7 +29,8 @@ import (
 //     conditions and references, in an array of the slice's length.
 //
 // Nothing is shared that differs from what the watch delivered, so the
-// cache holds what the API server holds. The cache's objects, like the
+// cache holds what the API server holds, but for the trigger-time
+// annotation (dropTriggerTime). The cache's objects, like the
 // Store's exports, are never modified (reads from it use
 // UnsafeDisableDeepCopy for that reason), so sharing them is safe. An
 // endpoint is held by the slice until it is written again: at most what
@@ -38,8 +40,12 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		obj, err := plumbing.StripUnread(obj)
 		s, ok := obj.(*discoveryv1.EndpointSlice)
-		if err != nil || !ok || len(s.Endpoints) == 0 {
+		if err != nil || !ok {
 			return obj, err
+		}
+		dropTriggerTime(s)
+		if len(s.Endpoints) == 0 {
+			return s, nil
 		}
 		es := store.GetFrom(types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[mcsv1beta1.LabelServiceName]}, sourceOf(s))
 		if es != nil {
@@ -47,6 +53,24 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 		}
 		return s, nil
 	}
+}
+
+// dropTriggerTime drops an imported slice's trigger-time annotation,
+// which the importer writes (pkg/reconciler sets it, or deletes it, on
+// every slice it writes) and never reads: a slice is not rewritten for
+// its trigger time alone. It was an importer's largest map after the
+// labels: one of 1,150 bytes of each cached slice's metadata at 255
+// members (issue 56). Other annotations, which a write from the cache
+// keeps, stay.
+func dropTriggerTime(s *discoveryv1.EndpointSlice) {
+	if _, ok := s.Annotations[corev1.EndpointsLastChangeTriggerTime]; !ok {
+		return
+	}
+	if len(s.Annotations) == 1 {
+		s.Annotations = nil
+		return
+	}
+	delete(s.Annotations, corev1.EndpointsLastChangeTriggerTime)
 }
 
 // lastExport is the export whose endpoints the transform looked up last,

@@ -3,10 +3,12 @@ package imports
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
@@ -233,5 +236,55 @@ func TestSharesWithTheNextExport(t *testing.T) {
 				t.Errorf("step %d: endpoint %s not shared with the new export", step, ep.Addresses[0])
 			}
 		}
+	}
+}
+
+// TestSliceCacheDropsTheTriggerTime: the imported slices' cache holds no
+// trigger-time annotation (nothing reads it) and keeps every other
+// annotation; the slices the API server holds keep theirs. An import
+// reconciled again from that cache writes nothing, and a change of its
+// endpoints writes the new trigger time.
+func TestSliceCacheDropsTheTriggerTime(t *testing.T) {
+	s := decoded(t, exportedEndpoints(1).Endpoints[0].Endpoints)
+	s.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: "2026-11-29T10:00:00Z", "team": "blue"}
+	if got := transformed(t, storeOf(), s); !maps.Equal(got.Annotations, map[string]string{"team": "blue"}) {
+		t.Errorf("cached with annotations %v, want team only", got.Annotations)
+	}
+	s.Annotations = map[string]string{corev1.EndpointsLastChangeTriggerTime: "2026-11-29T10:00:00Z"}
+	if got := transformed(t, storeOf(), s); got.Annotations != nil {
+		t.Errorf("cached with annotations %v, want none", got.Annotations)
+	}
+
+	h := newHarness(t, Options{})
+	triggered := func(at time.Time, ips ...string) *clusterset.ExportedService {
+		es := h.export("east", 0, ips...)
+		es.LastChangeTriggerTime = at
+		return es
+	}
+	stored := func() map[string]string {
+		var list discoveryv1.EndpointSliceList
+		if err := h.client.List(t.Context(), &list, client.InNamespace("ns")); err != nil || len(list.Items) != 1 {
+			t.Fatalf("%d slices: %v", len(list.Items), err)
+		}
+		return list.Items[0].Annotations
+	}
+	at := t0.Add(time.Hour)
+	h.put(triggered(at, "10.1.0.1"))
+	h.reconcile()
+	h.takeWrites()
+	for try := range 3 {
+		h.reconcile()
+		if w := h.takeWrites(); len(w) > 0 {
+			t.Fatalf("try %d from the cache without trigger times wrote %q", try, w)
+		}
+	}
+	if got := stored()[corev1.EndpointsLastChangeTriggerTime]; got != at.Format(time.RFC3339Nano) {
+		t.Errorf("the API server's slice carries trigger time %q, want %s", got, at.Format(time.RFC3339Nano))
+	}
+	later := at.Add(time.Minute)
+	h.put(triggered(later, "10.1.0.1", "10.1.0.2"))
+	h.reconcile()
+	if got := stored()[corev1.EndpointsLastChangeTriggerTime]; got != later.Format(time.RFC3339Nano) {
+		t.Errorf("after a change the API server's slice carries trigger time %q, want %s", got, later.Format(time.RFC3339Nano))
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -150,7 +151,7 @@ func newHarnessOn(t testing.TB, mcs schema.GroupVersion, opts Options, objs ...c
 			},
 		}).Build()
 	opts.Consumer, opts.Store, opts.Feedback, opts.Membership = "north", h.store, h.feedback, h.members
-	c, err := newController(h.client, listedSlices{h.client}, sliceWriter{h.client}, h.recorder, opts)
+	c, err := newController(h.client, listedSlices{h.client, shareWithStore(h.store)}, sliceWriter{h.client}, h.recorder, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +356,12 @@ func (s *nsSlices) Delete(ctx context.Context, name string, opts metav1.DeleteOp
 // listedSlices lists the imported slices through the fake client, which
 // indexes them by importedSliceKey: the harness's stand-in for the
 // informer's index (indexedSlices).
-type listedSlices struct{ reader client.Reader }
+// listedSlices lists the imported slices as the controller's slice
+// cache holds them: through its transform (shareWithStore), when set.
+type listedSlices struct {
+	reader    client.Reader
+	transform toolscache.TransformFunc
+}
 
 func (s listedSlices) of(ctx context.Context, key types.NamespacedName) ([]*discoveryv1.EndpointSlice, error) {
 	var list discoveryv1.EndpointSliceList
@@ -365,6 +371,13 @@ func (s listedSlices) of(ctx context.Context, key types.NamespacedName) ([]*disc
 	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
+		if s.transform != nil {
+			obj, err := s.transform(out[i])
+			if err != nil {
+				return nil, err
+			}
+			out[i] = obj.(*discoveryv1.EndpointSlice)
+		}
 	}
 	return out, nil
 }
