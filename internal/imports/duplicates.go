@@ -28,9 +28,12 @@ type importAddresses struct {
 	// only[addr] is the source of an address exported once; many[addr]
 	// the sources, in the order they came, of one exported by several
 	// (two maps: most addresses have one source, and a map of strings
-	// holds one in 32 bytes where a slice would cost 56).
-	only map[string]clusterset.ClusterID
+	// holds one in 24 bytes where a slice would cost 56). only's values
+	// are ids' (one per source): a pointer where a ClusterID takes 16
+	// bytes (19 MB of an importer's heap at 255 members, issue 56).
+	only map[string]*clusterset.ClusterID
 	many map[string][]clusterset.ClusterID
+	ids  map[clusterset.ClusterID]*clusterset.ClusterID
 	// shared[source] counts the addresses of source that another source
 	// exports too.
 	shared map[clusterset.ClusterID]int
@@ -61,8 +64,9 @@ func (x *addressIndex) update(key types.NamespacedName, exports []*clusterset.Ex
 	if ia == nil {
 		ia = &importAddresses{
 			exports: map[clusterset.ClusterID]*clusterset.ExportedService{},
-			only:    map[string]clusterset.ClusterID{},
+			only:    map[string]*clusterset.ClusterID{},
 			many:    map[string][]clusterset.ClusterID{},
+			ids:     map[clusterset.ClusterID]*clusterset.ClusterID{},
 			shared:  map[clusterset.ClusterID]int{},
 		}
 		x.byImport[key] = ia
@@ -111,21 +115,22 @@ func (ia *importAddresses) add(es *clusterset.ExportedService) {
 		return
 	}
 	ia.exports[es.Cluster] = es
+	id := ia.idOf(es.Cluster)
 	forEachAddress(es, func(addr string) {
 		if first, ok := ia.only[addr]; ok {
-			if first == es.Cluster {
+			if *first == es.Cluster {
 				return // in another group of the same export
 			}
 			delete(ia.only, addr)
-			ia.many[addr] = []clusterset.ClusterID{first, es.Cluster}
-			ia.shared[first]++
+			ia.many[addr] = []clusterset.ClusterID{*first, es.Cluster}
+			ia.shared[*first]++
 			ia.shared[es.Cluster]++
 			return
 		}
 		ids, ok := ia.many[addr]
 		switch {
 		case !ok:
-			ia.only[addr] = es.Cluster
+			ia.only[addr] = id
 		case !slices.Contains(ids, es.Cluster):
 			ia.many[addr] = append(ids, es.Cluster)
 			ia.shared[es.Cluster]++
@@ -139,9 +144,10 @@ func (ia *importAddresses) remove(es *clusterset.ExportedService) {
 		return
 	}
 	delete(ia.exports, es.Cluster)
+	defer delete(ia.ids, es.Cluster) // none of only's values is its any more
 	forEachAddress(es, func(addr string) {
 		if first, ok := ia.only[addr]; ok {
-			if first == es.Cluster {
+			if *first == es.Cluster {
 				delete(ia.only, addr)
 			}
 			return
@@ -156,11 +162,21 @@ func (ia *importAddresses) remove(es *clusterset.ExportedService) {
 			rest := ids[1-i]
 			ia.decShared(rest)
 			delete(ia.many, addr)
-			ia.only[addr] = rest
+			ia.only[addr] = ia.idOf(rest)
 			return
 		}
 		ia.many[addr] = slices.Delete(ids, i, i+1)
 	})
+}
+
+// idOf is the one *ClusterID of source id that only's values point to.
+func (ia *importAddresses) idOf(id clusterset.ClusterID) *clusterset.ClusterID {
+	p := ia.ids[id]
+	if p == nil {
+		p = &id
+		ia.ids[id] = p
+	}
+	return p
 }
 
 func (ia *importAddresses) decShared(id clusterset.ClusterID) {
