@@ -30,7 +30,8 @@ import (
 //
 // Nothing is shared that differs from what the watch delivered, so the
 // cache holds what the API server holds, but for the trigger-time
-// annotation (dropTriggerTime). The cache's objects, like the
+// annotation (dropTriggerTime); the labels' keys are one copy each
+// (plumbing.Keys). The cache's objects, like the
 // Store's exports, are never modified (reads from it use
 // UnsafeDisableDeepCopy for that reason), so sharing them is safe. An
 // endpoint is held by the slice until it is written again: at most what
@@ -44,6 +45,7 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 			return obj, err
 		}
 		dropTriggerTime(s)
+		s.Labels = sliceLabelKeys.Share(s.Labels)
 		if len(s.Endpoints) == 0 {
 			return s, nil
 		}
@@ -54,6 +56,10 @@ func shareWithStore(store Exports) toolscache.TransformFunc {
 		return s, nil
 	}
 }
+
+// sliceLabelKeys are the keys of an imported slice's labels.
+var sliceLabelKeys = plumbing.NewKeys(mcsv1beta1.LabelServiceName, mcsv1beta1.LabelSourceCluster,
+	discoveryv1.LabelServiceName, discoveryv1.LabelManagedBy)
 
 // dropTriggerTime drops an imported slice's trigger-time annotation,
 // which the importer writes (pkg/reconciler sets it, or deletes it, on

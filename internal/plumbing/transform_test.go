@@ -1,7 +1,10 @@
 package plumbing
 
 import (
+	"maps"
+	"reflect"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,5 +35,35 @@ func TestStripUnreadKeepsWhatIsRead(t *testing.T) {
 	}
 	if _, err := transform("not an object"); err != nil {
 		t.Errorf("a value without metadata: %v", err)
+	}
+}
+
+func TestKeysShareOneCopy(t *testing.T) {
+	const key = "multicluster.kubernetes.io/source-cluster"
+	k := NewKeys(key)
+	decoded := func() map[string]string {
+		// As a decoder gives it: a key of its own.
+		return map[string]string{string([]byte(key)): "east", "app": "web"}
+	}
+	a, b := k.Share(decoded()), k.Share(decoded())
+	if !maps.Equal(a, decoded()) || !maps.Equal(b, decoded()) {
+		t.Fatalf("shared labels %v, %v; want %v", a, b, decoded())
+	}
+	keyOf := func(m map[string]string) *byte {
+		for key := range m {
+			if key != "app" {
+				return unsafe.StringData(key)
+			}
+		}
+		return nil
+	}
+	if keyOf(a) != keyOf(b) || keyOf(a) != unsafe.StringData(key) {
+		t.Error("two maps' equal keys are not one copy")
+	}
+	if other := map[string]string{"app": "web"}; reflect.ValueOf(k.Share(other)).UnsafePointer() != reflect.ValueOf(other).UnsafePointer() {
+		t.Error("a map of no known key was copied")
+	}
+	if k.Share(nil) != nil {
+		t.Error("no labels became a map")
 	}
 }
