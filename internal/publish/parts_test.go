@@ -476,39 +476,72 @@ func TestEncodeParts(t *testing.T) {
 // object, its endpoints in its head; grown past a part's size it is a
 // head and parts; shrunk, it stays in parts down to half a part, then is
 // one object again, its parts deleted. A change of a whole export writes
-// its one object. The reader holds every endpoint after each step.
+// its one object. A reader that sees each write as it is made holds
+// every endpoint that a step keeps after each write, and exactly the
+// export after each step.
 func TestSmallExportsPublishedWhole(t *testing.T) {
 	store := clusterset.NewStore()
-	p, cl, w := countingPublisher(t, store)
+	var read *clusterset.Store
+	var kept int // withEndpoints(n)'s IPv4 endpoints are withEndpoints(n+1)'s first n
+	check := func(after string) {
+		t.Helper()
+		got := endpointSet(t, read.GetFrom(webKey, "east"))
+		for a := range endpointSet(t, withEndpoints(kept)) {
+			if _, ok := got[a]; !ok {
+				t.Errorf("after %s the reader lacks %s, which the step keeps", after, a)
+				return
+			}
+		}
+	}
+	p, cl, read, _, _ := watchedPublisher(t, store, check)
+	writes := 0
+	counting := p.client
+	p.client = interceptor.NewClient(counting.(client.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			writes++
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			writes++
+			return c.Update(ctx, o, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			writes++
+			return c.Delete(ctx, o, opts...)
+		},
+	})
+	last := 0
 	for _, step := range []struct {
-		endpoints  int // IPv4; one IPv6 endpoint besides
-		objects    int
-		headWhole  bool
-		maxWritten int
+		endpoints int // IPv4; one IPv6 endpoint besides
+		objects   int
+		whole     bool
+		writes    int
 	}{
 		{60, 1, true, 1},
+		{59, 1, true, 1},   // a change of a whole export: its one object
 		{99, 1, true, 1},   // 100 in all: one part's worth
 		{100, 3, false, 3}, // 101: an IPv4 and an IPv6 part, then the head
 		{79, 3, false, 1},  // 80: in parts above half a part
 		{49, 1, true, 3},   // 50: whole, then the two parts deleted
 		{10, 1, true, 1},
 	} {
-		es := withEndpoints(step.endpoints)
-		store.Put(es)
-		*w = writes{}
+		kept = min(last, step.endpoints)
+		store.Put(withEndpoints(step.endpoints))
+		writes = 0
 		reconcileOK(t, p, webKey)
 		pubs := publications(t, cl)
 		head := pubs[ObjectName("east", webKey)]
-		if len(pubs) != step.objects || head == nil || (len(head.Spec.Endpoints) > 0) != step.headWhole || (len(head.Spec.Parts) == 0) != step.headWhole {
-			t.Errorf("%d endpoints: %d objects, a head holding %d groups and naming %d parts; want %d objects, whole %v",
-				step.endpoints+1, len(pubs), len(head.Spec.Endpoints), len(head.Spec.Parts), step.objects, step.headWhole)
+		if len(pubs) != step.objects || head == nil || (len(head.Spec.Endpoints) > 0) != step.whole || (len(head.Spec.Parts) == 0) != step.whole {
+			t.Fatalf("%d endpoints: %d objects, a head holding %d groups and naming %d parts; want %d objects, whole %v",
+				step.endpoints+1, len(pubs), len(head.Spec.Endpoints), len(head.Spec.Parts), step.objects, step.whole)
 		}
-		if n := w.create + w.update + w.remove; n == 0 || n > step.maxWritten {
-			t.Errorf("%d endpoints: %+v, want 1 to %d writes", step.endpoints+1, *w, step.maxWritten)
+		if writes != step.writes {
+			t.Errorf("%d endpoints: %d writes, want %d", step.endpoints+1, writes, step.writes)
 		}
-		if got := endpointSet(t, readBack(t, cl, "east", webKey)); len(got) != step.endpoints+1 {
-			t.Errorf("%d endpoints: read back %d", step.endpoints+1, len(got))
+		if got := endpointSet(t, read.GetFrom(webKey, "east")); len(got) != step.endpoints+1 {
+			t.Errorf("%d endpoints: the reader holds %d", step.endpoints+1, len(got))
 		}
+		last = step.endpoints
 	}
 }
 
@@ -525,39 +558,15 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 	store := clusterset.NewStore()
 	es := withEndpoints(999) // 1,000: withEndpoints adds one
 	store.Put(es)
-	read := clusterset.NewStore()
-	delayed := &delayed{}
-	r := newReader("east", read, nil, nil)
-	r.delay = delayed.add
 	want := 0
+	var read *clusterset.Store
 	check := func(after string) {
 		t.Helper()
 		if got := len(endpointSet(t, read.GetFrom(webKey, "east"))); want > 0 && got != want {
 			t.Errorf("after %s the reader holds %d endpoints, want %d", after, got, want)
 		}
 	}
-	// Every write reaches the reader as it is made (a watch of the hub).
-	seen := func(err error, o client.Object, what string, take func(*v1alpha1.PublishedExport)) error {
-		if err == nil {
-			take(o.(*v1alpha1.PublishedExport).DeepCopy())
-			check(what + " of " + o.GetName())
-			delayed.fire()
-			check(what + " of " + o.GetName() + " and the removals' delay")
-		}
-		return err
-	}
-	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			return seen(c.Create(ctx, o, opts...), o, "the create", r.put)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			return seen(c.Update(ctx, o, opts...), o, "the update", r.put)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			return seen(c.Delete(ctx, o, opts...), o, "the deletion", r.remove)
-		},
-	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}
+	p, cl, read, r, delayed := watchedPublisher(t, store, check)
 	reconcileOK(t, p, webKey)
 	if got := len(endpointSet(t, read.GetFrom(webKey, "east"))); got != 1000 {
 		t.Fatalf("published %d endpoints, want 1000", got)
@@ -592,4 +601,36 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 	if n := len(publications(t, cl)); r.held != n || len(r.vanished) != 0 {
 		t.Errorf("the reader counts %d publications held (%d exports with vanished parts), the server has %d", r.held, len(r.vanished), n)
 	}
+}
+
+// watchedPublisher returns a publisher of store's exports into a fake
+// publication server whose every write a reader (its Store read, the
+// member synced) sees as it is made, as a watch of the hub delivers it;
+// check is called after each write, and again after the reader's removal
+// delays ran out.
+func watchedPublisher(t *testing.T, store *clusterset.Store, check func(after string)) (*Publisher, client.Client, *clusterset.Store, *Reader, *delayed) {
+	read := clusterset.NewStore()
+	r, delayed := syncedReader(read, nil)
+	seen := func(err error, o client.Object, what string, take func(*v1alpha1.PublishedExport)) error {
+		if err == nil {
+			take(o.(*v1alpha1.PublishedExport).DeepCopy())
+			check(what + " of " + o.GetName())
+			delayed.fire()
+			check(what + " of " + o.GetName() + " and the removals' delay")
+		}
+		return err
+	}
+	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			return seen(c.Create(ctx, o, opts...), o, "the create", r.put)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			return seen(c.Update(ctx, o, opts...), o, "the update", r.put)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			return seen(c.Delete(ctx, o, opts...), o, "the deletion", r.remove)
+		},
+	}).Build()
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}
+	return p, cl, read, r, delayed
 }
