@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -494,19 +495,19 @@ func TestSmallExportsPublishedWhole(t *testing.T) {
 		}
 	}
 	p, cl, read, _, _ := watchedPublisher(t, store, check)
-	writes := 0
-	counting := p.client
-	p.client = interceptor.NewClient(counting.(client.WithWatch), interceptor.Funcs{
+	var writes atomic.Int32 // the publisher writes parts concurrently
+	count := func() { writes.Add(1) }
+	p.client = interceptor.NewClient(p.client.(client.WithWatch), interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			writes++
+			count()
 			return c.Create(ctx, o, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			writes++
+			count()
 			return c.Update(ctx, o, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			writes++
+			count()
 			return c.Delete(ctx, o, opts...)
 		},
 	})
@@ -527,7 +528,7 @@ func TestSmallExportsPublishedWhole(t *testing.T) {
 	} {
 		kept = min(last, step.endpoints)
 		store.Put(withEndpoints(step.endpoints))
-		writes = 0
+		writes.Store(0)
 		reconcileOK(t, p, webKey)
 		pubs := publications(t, cl)
 		head := pubs[ObjectName("east", webKey)]
@@ -535,8 +536,8 @@ func TestSmallExportsPublishedWhole(t *testing.T) {
 			t.Fatalf("%d endpoints: %d objects, a head holding %d groups and naming %d parts; want %d objects, whole %v",
 				step.endpoints+1, len(pubs), len(head.Spec.Endpoints), len(head.Spec.Parts), step.objects, step.whole)
 		}
-		if writes != step.writes {
-			t.Errorf("%d endpoints: %d writes, want %d", step.endpoints+1, writes, step.writes)
+		if n := int(writes.Load()); n != step.writes {
+			t.Errorf("%d endpoints: %d writes, want %d", step.endpoints+1, n, step.writes)
 		}
 		if got := endpointSet(t, read.GetFrom(webKey, "east")); len(got) != step.endpoints+1 {
 			t.Errorf("%d endpoints: the reader holds %d", step.endpoints+1, len(got))
