@@ -31,11 +31,11 @@ import (
 // Nothing is shared that differs from what the watch delivered, so the
 // cache holds what the API server holds, but for the trigger-time
 // annotation (dropTriggerTime); the labels' keys are one copy each
-// (plumbing.Keys). The cache's objects, like the
-// Store's exports, are never modified (reads from it use
-// UnsafeDisableDeepCopy for that reason), so sharing them is safe. An
-// endpoint is held by the slice until it is written again: at most what
-// the slice holds of an older export.
+// (plumbing.Keys). The cache's objects, like the Store's exports, are
+// never modified (reads from it use UnsafeDisableDeepCopy for that
+// reason), so sharing them is safe. An endpoint is held by the slice
+// until it is written again: at most what the slice holds of an older
+// export.
 func shareWithStore(store Exports) toolscache.TransformFunc {
 	var last lastExport
 	return func(obj any) (any, error) {

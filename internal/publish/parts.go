@@ -26,8 +26,9 @@ import (
 // endpoints: wholeFits), all PublishedExports in the same namespace, of
 // the same source cluster: so one watch, selected by the source-cluster
 // label, reads both, in the order they were written, and the hub's
-// admission policy binds a part to its writer as it binds a head. A change of one endpoint rewrites the one part that holds it, as
-// the EndpointSlice controller rewrites one slice.
+// admission policy binds a part to its writer as it binds a head. A
+// change of one endpoint rewrites the one part that holds it, as the
+// EndpointSlice controller rewrites one slice.
 //
 // The publisher writes a new export's parts before its head, a changed
 // export's additions before its removals, and deletes a withdrawn export's
@@ -111,8 +112,8 @@ func EncodeParts(es *clusterset.ExportedService, namespace string, max int) (hea
 // head, as a part of it would be. An export that fits in one part gains
 // nothing from a head of its own (a change writes one object either way),
 // and every object costs each reader its metadata, decoded and held: at
-// 255 members of 10-endpoint exports, a head and a part per export were
-// half of what an importer held per endpoint (issue 56). An export that
+// 255 members of 10-endpoint exports, the second object of each export
+// took a fifth of an importer's RSS (issue 56). An export that
 // had to be split goes back to whole only at half a part, so one that
 // grows and shrinks around a part's size is not rewritten from one form
 // to the other with every endpoint.
