@@ -6,7 +6,9 @@
 //     controllers, with mcs-syncer's queue and failure backoff;
 //     StoreSource, the watch source of the export Store's changes.
 //   - NonBlockingRecorder: events that never hold up a reconcile.
-//   - StripUnread: the cache transform that drops what is never read.
+//   - StripUnread: the cache transform that drops what is never read;
+//     Keys: one copy of each well-known label key in objects cached by the
+//     thousand.
 //   - Routine, ConflictRetry: which reconcile errors are routine (a
 //     resourceVersion conflict, a shutdown) and are retried without an
 //     error log.
