@@ -355,9 +355,8 @@ func (s *nsSlices) Delete(ctx context.Context, name string, opts metav1.DeleteOp
 
 // listedSlices lists the imported slices through the fake client, which
 // indexes them by importedSliceKey: the harness's stand-in for the
-// informer's index (indexedSlices).
-// listedSlices lists the imported slices as the controller's slice
-// cache holds them: through its transform (shareWithStore), when set.
+// informer's index (indexedSlices), each slice through the slice cache's
+// transform (shareWithStore), as the cache holds it.
 type listedSlices struct {
 	reader    client.Reader
 	transform toolscache.TransformFunc
@@ -370,14 +369,11 @@ func (s listedSlices) of(ctx context.Context, key types.NamespacedName) ([]*disc
 	}
 	out := make([]*discoveryv1.EndpointSlice, len(list.Items))
 	for i := range list.Items {
-		out[i] = &list.Items[i]
-		if s.transform != nil {
-			obj, err := s.transform(out[i])
-			if err != nil {
-				return nil, err
-			}
-			out[i] = obj.(*discoveryv1.EndpointSlice)
+		obj, err := s.transform(&list.Items[i])
+		if err != nil {
+			return nil, err
 		}
+		out[i] = obj.(*discoveryv1.EndpointSlice)
 	}
 	return out, nil
 }

@@ -494,23 +494,8 @@ func TestSmallExportsPublishedWhole(t *testing.T) {
 			}
 		}
 	}
-	p, cl, read, _, _ := watchedPublisher(t, store, check)
-	var writes atomic.Int32 // the publisher writes parts concurrently
-	count := func() { writes.Add(1) }
-	p.client = interceptor.NewClient(p.client.(client.WithWatch), interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			count()
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			count()
-			return c.Update(ctx, o, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			count()
-			return c.Delete(ctx, o, opts...)
-		},
-	})
+	w := watchedPublisher(t, store, check)
+	read = w.read
 	last := 0
 	for _, step := range []struct {
 		endpoints int // IPv4; one IPv6 endpoint besides
@@ -528,15 +513,15 @@ func TestSmallExportsPublishedWhole(t *testing.T) {
 	} {
 		kept = min(last, step.endpoints)
 		store.Put(withEndpoints(step.endpoints))
-		writes.Store(0)
-		reconcileOK(t, p, webKey)
-		pubs := publications(t, cl)
+		w.writes.Store(0)
+		reconcileOK(t, w.p, webKey)
+		pubs := publications(t, w.cl)
 		head := pubs[ObjectName("east", webKey)]
 		if len(pubs) != step.objects || head == nil || (len(head.Spec.Endpoints) > 0) != step.whole || (len(head.Spec.Parts) == 0) != step.whole {
 			t.Fatalf("%d endpoints: %d objects, a head holding %d groups and naming %d parts; want %d objects, whole %v",
 				step.endpoints+1, len(pubs), len(head.Spec.Endpoints), len(head.Spec.Parts), step.objects, step.whole)
 		}
-		if n := int(writes.Load()); n != step.writes {
+		if n := int(w.writes.Load()); n != step.writes {
 			t.Errorf("%d endpoints: %d writes, want %d", step.endpoints+1, n, step.writes)
 		}
 		if got := endpointSet(t, read.GetFrom(webKey, "east")); len(got) != step.endpoints+1 {
@@ -567,7 +552,9 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 			t.Errorf("after %s the reader holds %d endpoints, want %d", after, got, want)
 		}
 	}
-	p, cl, read, r, delayed := watchedPublisher(t, store, check)
+	w := watchedPublisher(t, store, check)
+	p, cl, r, delayed := w.p, w.cl, w.r, w.delayed
+	read = w.read
 	reconcileOK(t, p, webKey)
 	if got := len(endpointSet(t, read.GetFrom(webKey, "east"))); got != 1000 {
 		t.Fatalf("published %d endpoints, want 1000", got)
@@ -604,34 +591,47 @@ func TestRecreatedPartLosesNoEndpoint(t *testing.T) {
 	}
 }
 
-// watchedPublisher returns a publisher of store's exports into a fake
-// publication server whose every write a reader (its Store read, the
-// member synced) sees as it is made, as a watch of the hub delivers it;
+// watched is a publisher of a Store's exports into a fake publication
+// server whose every write a reader (its Store read, the member synced)
+// sees as it is made, as a watch of the hub delivers it.
+type watched struct {
+	p       *Publisher
+	cl      client.Client
+	read    *clusterset.Store
+	r       *Reader
+	delayed *delayed
+	// writes counts the writes made (the publisher writes parts
+	// concurrently).
+	writes atomic.Int32
+}
+
+// watchedPublisher returns the watched publisher of store's exports;
 // check is called after each write, and again after the reader's removal
 // delays ran out.
-func watchedPublisher(t *testing.T, store *clusterset.Store, check func(after string)) (*Publisher, client.Client, *clusterset.Store, *Reader, *delayed) {
-	read := clusterset.NewStore()
-	r, delayed := syncedReader(read, nil)
+func watchedPublisher(t *testing.T, store *clusterset.Store, check func(after string)) *watched {
+	w := &watched{read: clusterset.NewStore()}
+	w.r, w.delayed = syncedReader(w.read, nil)
 	seen := func(err error, o client.Object, what string, take func(*v1alpha1.PublishedExport)) error {
 		if err == nil {
+			w.writes.Add(1)
 			take(o.(*v1alpha1.PublishedExport).DeepCopy())
 			check(what + " of " + o.GetName())
-			delayed.fire()
+			w.delayed.fire()
 			check(what + " of " + o.GetName() + " and the removals' delay")
 		}
 		return err
 	}
-	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+	w.cl = fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			return seen(c.Create(ctx, o, opts...), o, "the create", r.put)
+			return seen(c.Create(ctx, o, opts...), o, "the create", w.r.put)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			return seen(c.Update(ctx, o, opts...), o, "the update", r.put)
+			return seen(c.Update(ctx, o, opts...), o, "the update", w.r.put)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			return seen(c.Delete(ctx, o, opts...), o, "the deletion", r.remove)
+			return seen(c.Delete(ctx, o, opts...), o, "the deletion", w.r.remove)
 		},
 	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}
-	return p, cl, read, r, delayed
+	w.p = &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: w.cl, apiReader: w.cl}
+	return w
 }
