@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	v1alpha1 "github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
@@ -322,10 +323,12 @@ func (g *growth) profileEach(ctx context.Context, profile map[string]string, fil
 
 // measureImport exports a Service of -size-import endpoints from the first
 // member and times its import into every member, against the floor: a
-// plain client that writes the same slices (as many as mcs-syncer writes,
-// of --max-endpoints-per-slice endpoints) into every member at once. The
-// first 10 s of the import are profiled in each process of profile (name:
-// its pprof URL), saved as sizes-<mode>-import-<n>-<name>.cpu.pprof.
+// plain client that writes the same chain (importFloor: the source's
+// objects, in hub mode one object per part into the hub, and as many
+// slices of --max-endpoints-per-slice endpoints as mcs-syncer imports into
+// every member), 16 writes in flight. The first 10 s of the import are
+// profiled in each process of profile (name: its pprof URL), saved as
+// sizes-<mode>-import-<n>-<name>.cpu.pprof.
 func (g *growth) measureImport(ctx context.Context, mode string, views []*importView, profile map[string]string) (*importResult, error) {
 	n := g.f.sizeImport
 	r := &importResult{Mode: mode, Endpoints: n}
@@ -340,34 +343,49 @@ func (g *growth) measureImport(ctx context.Context, mode string, views []*import
 	if err != nil {
 		return nil, err
 	}
-	// The floor, into a namespace of its own that nothing watches but the
-	// API servers.
+	// The floor, into a namespace of its own in each cluster that nothing
+	// watches but the API servers (in hub mode, one in the hub too): the
+	// chain a relay writes, in one pool of writers taken in chain order,
+	// so that a hop's writes follow the last hop's.
 	floorNS := "sizes-floor"
+	clusters := []string{memberName(0)}
 	for _, v := range views {
-		if _, err := g.kube[v.cluster].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if v.cluster != memberName(0) {
+			clusters = append(clusters, v.cluster)
+		}
+	}
+	for _, c := range clusters {
+		if _, err := g.kube[c].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: floorNS}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, err
 		}
 	}
-	slices := (n + partSize - 1) / partSize
+	chain := importFloorChain(n, mode == modeHub, len(views))
+	if chain.hub > 0 {
+		if err := g.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: importFloorHubNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
 	t1 := time.Now()
-	if err := parallel(ctx, slices*len(views), writers, func(ctx context.Context, k int) error {
-		v, i := views[k/slices], k%slices
-		_, err := create(ctx, g.kube[v.cluster].DiscoveryV1().EndpointSlices(floorNS).Create,
-			endpointSlice(floorNS, fmt.Sprintf("floor-%d", i), "floor", benchIP(ownerImport, i/10, i%10*partSize), min(partSize, n-i*partSize)))
-		return err
+	if err := parallel(ctx, chain.writes(), writers, func(ctx context.Context, k int) error {
+		return g.writeImportFloor(ctx, chain, floorNS, views, k)
 	}); err != nil {
 		return nil, err
 	}
 	r.Floor = time.Since(t1)
-	for _, v := range views {
-		if err := g.kube[v.cluster].CoreV1().Namespaces().Delete(ctx, floorNS, metav1.DeleteOptions{}); err != nil {
+	for _, c := range clusters {
+		if err := g.kube[c].CoreV1().Namespaces().Delete(ctx, floorNS, metav1.DeleteOptions{}); err != nil {
 			return nil, err
 		}
 	}
 	if err := g.namespaceGone(ctx, floorNS); err != nil {
 		return nil, err
 	}
-	g.logf("sizes: %s mode: %d endpoints imported into every member in %s (the floor wrote them in %s)", mode, n, r.Import.Round(10*time.Millisecond), r.Floor.Round(10*time.Millisecond))
+	if chain.hub > 0 {
+		if err := g.hub.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace(importFloorHubNamespace)); err != nil {
+			return nil, err
+		}
+	}
+	g.logf("sizes: %s mode: %d endpoints imported into every member in %s (the floor wrote them in %s: %s)", mode, n, r.Import.Round(10*time.Millisecond), r.Floor.Round(10*time.Millisecond), chain)
 	return r, nil
 }
 
@@ -386,4 +404,60 @@ func (g *growth) resetSizes(ctx context.Context) error {
 		return err
 	}
 	return g.ensureNamespace(ctx, sizesNamespace)
+}
+
+// importFloorHubNamespace holds the large import's floor objects in the
+// hub, apart from the publications that mcs-syncer reads.
+const importFloorHubNamespace = "bench-import-floor"
+
+// importFloor is the chain of writes that carries an export of n endpoints
+// from its source cluster into every consumer at least: the source's
+// Service and slices of 1,000 (as createSizedExport writes them; its
+// ServiceExport, one object more, is left out), in hub mode a part-sized
+// object per part into the hub, and the imported slices of partSize into
+// each consumer. mcs-syncer's measured import carries the same chain.
+type importFloor struct {
+	n                   int
+	source, hub, slices int // writes per hop; slices per consumer
+	consumers           int
+}
+
+func importFloorChain(n int, viaHub bool, consumers int) importFloor {
+	f := importFloor{n: n, source: 1 + (n+999)/1000, slices: (n + partSize - 1) / partSize, consumers: consumers}
+	if viaHub {
+		f.hub = f.slices
+	}
+	return f
+}
+
+func (f importFloor) writes() int { return f.source + f.hub + f.slices*f.consumers }
+
+func (f importFloor) String() string {
+	return fmt.Sprintf("%d source writes, %d into the hub, %d into each of %d consumers, %d in flight", f.source, f.hub, f.slices, f.consumers, writers)
+}
+
+// writeImportFloor makes the floor's write k, in chain order.
+func (g *growth) writeImportFloor(ctx context.Context, f importFloor, ns string, views []*importView, k int) error {
+	src := g.kube[memberName(0)]
+	switch {
+	case k == 0:
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "floor", Namespace: ns}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}}}
+		_, err := create(ctx, src.CoreV1().Services(ns).Create, svc)
+		return err
+	case k < f.source:
+		i := k - 1
+		_, err := create(ctx, src.DiscoveryV1().EndpointSlices(ns).Create, endpointSlice(ns, fmt.Sprintf("floor-src-%d", i), "floor", benchIP(ownerImport, i, 0), min(1000, f.n-i*1000)))
+		return err
+	case k < f.source+f.hub:
+		i := k - f.source
+		obj := relayHubObject(ns, min(partSize, f.n-i*partSize))
+		obj.Namespace, obj.Name = importFloorHubNamespace, fmt.Sprintf("floor.%s.%d", ns, i)
+		return g.hub.Create(ctx, obj)
+	default:
+		k -= f.source + f.hub
+		v, i := views[k/f.slices], k%f.slices
+		_, err := create(ctx, g.kube[v.cluster].DiscoveryV1().EndpointSlices(ns).Create,
+			endpointSlice(ns, fmt.Sprintf("floor-%d", i), "floor", benchIP(ownerImport, i/10, i%10*partSize), min(partSize, f.n-i*partSize)))
+		return err
+	}
 }
