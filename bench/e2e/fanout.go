@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,20 +23,23 @@ import (
 )
 
 // The fan-out relay's objects: its source slice in the first member (or,
-// for the hub load, its publication in the hub), its hop in the hub, and
-// its mirror in every consumer, all in the namespace of the views.
+// for the hub load, its publication in the hub), its object in its hop
+// (relayHop), and its mirror in every consumer, all in the namespace of
+// the views.
 const (
 	relaySrcName = "relay-src"
 	relayDstName = "relay-dst"
 	relayService = "relay"
-	// relayHubNamespace holds the relay's hop in the hub, apart from the
-	// publications that mcs-syncer reads.
-	relayHubNamespace = "bench-relay"
+	// relayHopNamespace holds the relay's object in its hop (the hub, or
+	// the source member), apart from the publications that mcs-syncer
+	// reads.
+	relayHopNamespace = "bench-relay"
 )
 
 // fanout is the raw relay floor of a clusterset: the cheapest correct copy
 // of a change of one source to a mirror in every consumer, directly or
-// through one object in the hub (the hops of hub mode). What it carries
+// through one object in an API server between them (relayHop: the hops of
+// hub and direct mode). What it carries
 // of a change is the part-sized run of endpoints that holds the changed
 // one (partOf), as mcs-syncer publishes a change in one part and imports
 // it into one slice of --max-endpoints-per-slice. Each write goes over the
@@ -47,13 +51,34 @@ type fanout struct {
 	consumers []string
 	mu        sync.Mutex
 	last      map[string]*discoveryv1.EndpointSlice // mirror by consumer
-	hubLast   *v1alpha1.PublishedExport
+	hop       *relayHop
+	hopLast   *v1alpha1.PublishedExport
 }
 
-// newFanout creates the mirrors (and the hub's hop, if viaHub) and returns
-// the relay.
-func (g *growth) newFanout(ctx context.Context, ns string, consumers []string, viaHub bool) (*fanout, error) {
-	f := &fanout{g: g, ns: ns, consumers: consumers, last: map[string]*discoveryv1.EndpointSlice{}}
+// relayHop is where a change passes between its source and the consumers
+// in a mode that mcs-syncer's processes do not reach across: the hub in
+// hub mode; in direct mode the source member's own API server, where the
+// other members' processes read its publications. Central mode has none.
+type relayHop struct {
+	client client.Client
+	config *rest.Config
+}
+
+// relayHopOf returns the relay's hop in mode, or nil.
+func (g *growth) relayHopOf(mode string) *relayHop {
+	switch mode {
+	case modeHub:
+		return &relayHop{client: g.hub, config: g.bed.Hub.RESTConfig()}
+	case modeDirect:
+		return &relayHop{client: g.ctrl[memberName(0)], config: g.restConfig(g.bed.Clusters[0])}
+	}
+	return nil
+}
+
+// newFanout creates the mirrors (and the object of hop, if any) and
+// returns the relay.
+func (g *growth) newFanout(ctx context.Context, ns string, consumers []string, hop *relayHop) (*fanout, error) {
+	f := &fanout{g: g, ns: ns, consumers: consumers, last: map[string]*discoveryv1.EndpointSlice{}, hop: hop}
 	for _, c := range consumers {
 		dst := endpointSlice(ns, relayDstName, relayService, benchIP(9, 0, 0), min(g.endpoints, partSize))
 		dst.Labels[roleLabel] = roleRelayDst
@@ -66,8 +91,8 @@ func (g *growth) newFanout(ctx context.Context, ns string, consumers []string, v
 		}
 		f.last[c] = got
 	}
-	if viaHub {
-		if err := g.hubObject(ctx, relayHubNamespace, relayHubObject(ns, min(g.endpoints, partSize)), &f.hubLast); err != nil {
+	if hop != nil {
+		if err := hop.object(ctx, relayHopNamespace, relayObject(ns, min(g.endpoints, partSize)), &f.hopLast); err != nil {
 			return nil, err
 		}
 	}
@@ -98,53 +123,54 @@ func changedAt(before, after []discoveryv1.Endpoint) int {
 	return -1
 }
 
-// relayHubObject is the relay's object in the hub: a publication, like
-// what a member publishes there.
-func relayHubObject(ns string, endpoints int) *v1alpha1.PublishedExport {
+// relayObject is the relay's object in its hop: a publication, like what
+// a member publishes there.
+func relayObject(ns string, endpoints int) *v1alpha1.PublishedExport {
 	s := endpointSlice(ns, "", relayService, benchIP(9, 0, 0), endpoints)
 	return &v1alpha1.PublishedExport{
-		ObjectMeta: metav1.ObjectMeta{Namespace: relayHubNamespace, Name: "relay." + ns + "." + relayService},
+		ObjectMeta: metav1.ObjectMeta{Namespace: relayHopNamespace, Name: "relay." + ns + "." + relayService},
 		Spec: v1alpha1.PublishedExportSpec{Cluster: "relay", Namespace: ns, Name: relayService,
 			Endpoints: []v1alpha1.EndpointGroup{{AddressType: s.AddressType, Ports: s.Ports, Endpoints: s.Endpoints}}},
 	}
 }
 
-// hubObject creates namespace ns in the hub and obj in it (or reads it
-// back), into *out.
-func (g *growth) hubObject(ctx context.Context, ns string, obj *v1alpha1.PublishedExport, out **v1alpha1.PublishedExport) error {
-	if err := g.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("hub namespace %s: %w", ns, err)
+// object creates namespace ns in the hop's API server and obj in it (or
+// reads it back), into *out.
+func (h *relayHop) object(ctx context.Context, ns string, obj *v1alpha1.PublishedExport, out **v1alpha1.PublishedExport) error {
+	if err := h.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("relay namespace %s: %w", ns, err)
 	}
-	err := g.hub.Create(ctx, obj)
+	err := h.client.Create(ctx, obj)
 	if apierrors.IsAlreadyExists(err) {
-		err = g.hub.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		err = h.client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 	}
 	if err != nil {
-		return fmt.Errorf("hub object %s: %w", obj.Name, err)
+		return fmt.Errorf("relay object %s: %w", obj.Name, err)
 	}
 	*out = obj
 	return nil
 }
 
-// toHub writes the source's endpoints and trigger time over the hub's hop.
-func (f *fanout) toHub(ctx context.Context, endpoints []discoveryv1.Endpoint, trigger string) error {
+// toHop writes the source's endpoints and trigger time over the hop's
+// object.
+func (f *fanout) toHop(ctx context.Context, endpoints []discoveryv1.Endpoint, trigger string) error {
 	f.mu.Lock()
-	p := f.hubLast.DeepCopy()
+	p := f.hopLast.DeepCopy()
 	f.mu.Unlock()
 	p.Spec.Endpoints[0].Endpoints = endpoints
 	p.Spec.LastChangeTriggerTime = trigger
-	if err := f.g.hub.Update(ctx, p); err != nil {
+	if err := f.hop.client.Update(ctx, p); err != nil {
 		if apierrors.IsConflict(err) {
-			if err := f.g.hub.Get(ctx, client.ObjectKeyFromObject(p), p); err == nil {
+			if err := f.hop.client.Get(ctx, client.ObjectKeyFromObject(p), p); err == nil {
 				f.mu.Lock()
-				f.hubLast = p
+				f.hopLast = p
 				f.mu.Unlock()
 			}
 		}
-		return fmt.Errorf("relay to the hub: %w", err)
+		return fmt.Errorf("relay to its hop: %w", err)
 	}
 	f.mu.Lock()
-	f.hubLast = p
+	f.hopLast = p
 	f.mu.Unlock()
 	return nil
 }
@@ -186,11 +212,11 @@ func (f *fanout) toConsumers(ctx context.Context, endpoints []discoveryv1.Endpoi
 	return errors.Join(errs...)
 }
 
-// watchHub runs the relay's second hop: every change of the hub's object
+// watchHop runs the relay's second hop: every change of the hop's object
 // is copied to the consumers. It returns once its informer has synced.
-func (f *fanout) watchHub(ctx context.Context) error {
-	hc, err := cache.New(f.g.bed.Hub.RESTConfig(), cache.Options{
-		Scheme: controlplane.Scheme(), DefaultNamespaces: map[string]cache.Config{relayHubNamespace: {}},
+func (f *fanout) watchHop(ctx context.Context) error {
+	hc, err := cache.New(f.hop.config, cache.Options{
+		Scheme: controlplane.Scheme(), DefaultNamespaces: map[string]cache.Config{relayHopNamespace: {}},
 	})
 	if err != nil {
 		return err
@@ -214,7 +240,7 @@ func (f *fanout) watchHub(ctx context.Context) error {
 	}
 	go func() { _ = hc.Start(ctx) }()
 	if !hc.WaitForCacheSync(ctx) {
-		return errors.New("the relay's hub informer did not sync")
+		return errors.New("the relay's informer of its hop did not sync")
 	}
 	return nil
 }

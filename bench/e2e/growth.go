@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	discoveryclient "k8s.io/client-go/kubernetes/typed/discovery/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -549,7 +550,7 @@ func (g *growth) runOne(ctx context.Context, n int, mode string) (*growthResult,
 	}
 	res.Load1 = loadAverage()
 	target := changeTarget{ns: growthNamespace, service: scaleName(0), slice: scaleName(0) + "-src", views: views, relayEndpoints: g.endpoints}
-	if res.Latency, res.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target); err != nil {
+	if res.Latency, res.Floor, err = g.timeChanges(ctx, members, g.relayHopOf(mode), target); err != nil {
 		return nil, err
 	}
 	g.logf("growth: N=%d %s: converged in %s, watches %d on %s and %d on the hub, RSS %s (largest %s), idle CPU %.2f %%, change p50 %s ms (floor %s ms)",
@@ -635,10 +636,10 @@ type changeTarget struct {
 // timeChanges sends changes one at a time, alternating mcs-syncer's path
 // (an endpoint of target's slice flips readiness) and the relay floor's
 // (the same on the first member's relay-src slice, copied into every
-// member by the fan-out relay, through the hub when viaHub), and returns,
+// member by the fan-out relay, through hop's API server if any), and returns,
 // per change, the time until every member held it. The slice is restored
 // when it ends.
-func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, viaHub bool, target changeTarget) (mcs, floor []time.Duration, err error) {
+func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, hop *relayHop, target changeTarget) (mcs, floor []time.Duration, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var consumers []string
@@ -646,12 +647,12 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 		consumers = append(consumers, c.Name)
 	}
 	source := memberName(0)
-	relay, err := g.newFanout(ctx, target.ns, consumers, viaHub)
+	relay, err := g.newFanout(ctx, target.ns, consumers, hop)
 	if err != nil {
 		return nil, nil, err
 	}
-	if viaHub {
-		if err := relay.watchHub(ctx); err != nil {
+	if hop != nil {
+		if err := relay.watchHop(ctx); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -672,8 +673,7 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 	// The relay's first hop: the source slice's changes, from an informer
 	// on the first member.
 	src := g.kube[source].DiscoveryV1().EndpointSlices(target.ns)
-	rs := endpointSlice(target.ns, relaySrcName, relayService, benchIP(9, 0, 0), target.relayEndpoints)
-	if _, err := src.Create(ctx, rs, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := ensureRelaySource(ctx, src, endpointSlice(target.ns, relaySrcName, relayService, benchIP(9, 0, 0), target.relayEndpoints)); err != nil {
 		return nil, nil, err
 	}
 	orig, err := src.Get(ctx, target.slice, metav1.GetOptions{})
@@ -705,11 +705,11 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 				return
 			}
 			trigger := s.Annotations[corev1.EndpointsLastChangeTriggerTime]
-			hop := relay.toConsumers
-			if viaHub {
-				hop = relay.toHub
+			next := relay.toConsumers
+			if relay.hop != nil {
+				next = relay.toHop
 			}
-			if err := hop(ctx, partOf(s.Endpoints, changed), trigger); err != nil && ctx.Err() == nil {
+			if err := next(ctx, partOf(s.Endpoints, changed), trigger); err != nil && ctx.Err() == nil {
 				g.logf("%v", err)
 			}
 		},
@@ -761,6 +761,24 @@ func (g *growth) timeChanges(ctx context.Context, members []*testbed.Cluster, vi
 		}
 	}
 	return mcs, floor, nil
+}
+
+// ensureRelaySource creates the relay's source slice rs, or gives the one
+// left from a smaller Service rs's endpoints: the floor's source must be
+// as large as the measured one's (the sizes phase timed a source slice of
+// 1,000 endpoints against the 10 of the first size's relay source).
+func ensureRelaySource(ctx context.Context, src discoveryclient.EndpointSliceInterface, rs *discoveryv1.EndpointSlice) error {
+	_, err := src.Create(ctx, rs, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	held, err := src.Get(ctx, rs.Name, metav1.GetOptions{})
+	if err != nil || len(held.Endpoints) == len(rs.Endpoints) {
+		return err
+	}
+	held.Endpoints = rs.Endpoints
+	_, err = src.Update(ctx, held, metav1.UpdateOptions{})
+	return err
 }
 
 // observeViews calls seen for every slice that the views see added or

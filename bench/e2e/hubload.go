@@ -333,11 +333,11 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	relay, err := g.newFanout(lctx, hubLoadNamespace, consumers, true)
+	relay, err := g.newFanout(lctx, hubLoadNamespace, consumers, g.relayHopOf(modeHub))
 	if err != nil {
 		return nil, err
 	}
-	if err := relay.watchHub(lctx); err != nil {
+	if err := relay.watchHop(lctx); err != nil {
 		return nil, err
 	}
 	tr := newTracker()
@@ -399,14 +399,14 @@ func (g *growth) runHubLoad(ctx context.Context, size hubSize) (*hubLoadResult, 
 				floorMu.Lock()
 				defer floorMu.Unlock()
 				relay.mu.Lock()
-				eps, address, ready := flip(relay.hubLast.Spec.Endpoints[0].Endpoints, hubSeq)
+				eps, address, ready := flip(relay.hopLast.Spec.Endpoints[0].Endpoints, hubSeq)
 				hubSeq++
 				t, text := triggerNow()
 				for _, c := range consumers {
 					tr.sent(pathFloor+"/"+c, relayService, change{trigger: t, address: address, ready: ready})
 				}
 				relay.mu.Unlock()
-				if err := relay.toHub(lctx, eps, text); err != nil {
+				if err := relay.toHop(lctx, eps, text); err != nil {
 					fail(err)
 				}
 			}()

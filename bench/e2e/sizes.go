@@ -235,7 +235,7 @@ func (g *growth) measureSize(ctx context.Context, mode string, members []*testbe
 	}
 	target := changeTarget{ns: sizesNamespace, service: name, slice: name + "-0", views: views, relayEndpoints: min(size, 1000)}
 	profiling := g.profileEach(ctx, profile, func(proc string) string { return fmt.Sprintf("sizes-%s-%d-%s.cpu.pprof", mode, size, proc) })
-	r.Latency, r.Floor, err = g.timeChanges(ctx, members, mode == modeHub, target)
+	r.Latency, r.Floor, err = g.timeChanges(ctx, members, g.relayHopOf(mode), target)
 	profiling.Wait()
 	if err != nil {
 		return nil, err
@@ -247,7 +247,7 @@ func (g *growth) measureSize(ctx context.Context, mode string, members []*testbe
 		}
 		// The relay's hop is a publication too, sent to its one watcher
 		// (the relay) once per floor change.
-		relay, err := json.Marshal(relayHubObject(sizesNamespace, min(size, partSize)))
+		relay, err := json.Marshal(relayObject(sizesNamespace, min(size, partSize)))
 		if err != nil {
 			return nil, err
 		}
@@ -324,7 +324,7 @@ func (g *growth) profileEach(ctx context.Context, profile map[string]string, fil
 // measureImport exports a Service of -size-import endpoints from the first
 // member and times its import into every member, against the floor: a
 // plain client that writes the same chain (importFloor: the source's
-// objects, in hub mode one object per part into the hub, and as many
+// objects, one object per part into the relay's hop if any, and as many
 // slices of --max-endpoints-per-slice endpoints as mcs-syncer imports into
 // every member), 16 writes in flight. The first 10 s of the import are
 // profiled in each process of profile (name: its pprof URL), saved as
@@ -344,7 +344,7 @@ func (g *growth) measureImport(ctx context.Context, mode string, views []*import
 		return nil, err
 	}
 	// The floor, into a namespace of its own in each cluster that nothing
-	// watches but the API servers (in hub mode, one in the hub too): the
+	// watches but the API servers (and one in the relay's hop): the
 	// chain a relay writes, in one pool of writers taken in chain order,
 	// so that a hop's writes follow the last hop's.
 	floorNS := "sizes-floor"
@@ -359,15 +359,16 @@ func (g *growth) measureImport(ctx context.Context, mode string, views []*import
 			return nil, err
 		}
 	}
-	chain := importFloorChain(n, mode == modeHub, len(views))
-	if chain.hub > 0 {
-		if err := g.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: importFloorHubNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	hop := g.relayHopOf(mode)
+	chain := importFloorChain(n, hop != nil, len(views))
+	if hop != nil {
+		if err := hop.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: importFloorHopNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, err
 		}
 	}
 	t1 := time.Now()
 	if err := parallel(ctx, chain.writes(), writers, func(ctx context.Context, k int) error {
-		return g.writeImportFloor(ctx, chain, floorNS, views, k)
+		return g.writeImportFloor(ctx, chain, hop, floorNS, views, k)
 	}); err != nil {
 		return nil, err
 	}
@@ -380,8 +381,8 @@ func (g *growth) measureImport(ctx context.Context, mode string, views []*import
 	if err := g.namespaceGone(ctx, floorNS); err != nil {
 		return nil, err
 	}
-	if chain.hub > 0 {
-		if err := g.hub.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace(importFloorHubNamespace)); err != nil {
+	if hop != nil {
+		if err := hop.client.DeleteAllOf(ctx, &v1alpha1.PublishedExport{}, client.InNamespace(importFloorHopNamespace)); err != nil {
 			return nil, err
 		}
 	}
@@ -406,38 +407,39 @@ func (g *growth) resetSizes(ctx context.Context) error {
 	return g.ensureNamespace(ctx, sizesNamespace)
 }
 
-// importFloorHubNamespace holds the large import's floor objects in the
-// hub, apart from the publications that mcs-syncer reads.
-const importFloorHubNamespace = "bench-import-floor"
+// importFloorHopNamespace holds the large import's floor objects in the
+// relay's hop, apart from the publications that mcs-syncer reads.
+const importFloorHopNamespace = "bench-import-floor"
 
 // importFloor is the chain of writes that carries an export of n endpoints
 // from its source cluster into every consumer at least: the source's
 // Service and slices of 1,000 (as createSizedExport writes them; its
-// ServiceExport, one object more, is left out), in hub mode a part-sized
-// object per part into the hub, and the imported slices of partSize into
-// each consumer. mcs-syncer's measured import carries the same chain.
+// ServiceExport, one object more, is left out), a part-sized object per
+// part into the relay's hop (relayHop: hub and direct mode), and the
+// imported slices of partSize into each consumer. mcs-syncer's measured
+// import carries the same chain.
 type importFloor struct {
 	n                   int
-	source, hub, slices int // writes per hop; slices per consumer
+	source, hop, slices int // writes per hop; slices per consumer
 	consumers           int
 }
 
-func importFloorChain(n int, viaHub bool, consumers int) importFloor {
+func importFloorChain(n int, viaHop bool, consumers int) importFloor {
 	f := importFloor{n: n, source: 1 + (n+999)/1000, slices: (n + partSize - 1) / partSize, consumers: consumers}
-	if viaHub {
-		f.hub = f.slices
+	if viaHop {
+		f.hop = f.slices
 	}
 	return f
 }
 
-func (f importFloor) writes() int { return f.source + f.hub + f.slices*f.consumers }
+func (f importFloor) writes() int { return f.source + f.hop + f.slices*f.consumers }
 
 func (f importFloor) String() string {
-	return fmt.Sprintf("%d source writes, %d into the hub, %d into each of %d consumers, %d in flight", f.source, f.hub, f.slices, f.consumers, writers)
+	return fmt.Sprintf("%d source writes, %d into the relay's hop, %d into each of %d consumers, %d in flight", f.source, f.hop, f.slices, f.consumers, writers)
 }
 
 // writeImportFloor makes the floor's write k, in chain order.
-func (g *growth) writeImportFloor(ctx context.Context, f importFloor, ns string, views []*importView, k int) error {
+func (g *growth) writeImportFloor(ctx context.Context, f importFloor, hop *relayHop, ns string, views []*importView, k int) error {
 	src := g.kube[memberName(0)]
 	switch {
 	case k == 0:
@@ -448,13 +450,13 @@ func (g *growth) writeImportFloor(ctx context.Context, f importFloor, ns string,
 		i := k - 1
 		_, err := create(ctx, src.DiscoveryV1().EndpointSlices(ns).Create, endpointSlice(ns, fmt.Sprintf("floor-src-%d", i), "floor", benchIP(ownerImport, i, 0), min(1000, f.n-i*1000)))
 		return err
-	case k < f.source+f.hub:
+	case k < f.source+f.hop:
 		i := k - f.source
-		obj := relayHubObject(ns, min(partSize, f.n-i*partSize))
-		obj.Namespace, obj.Name = importFloorHubNamespace, fmt.Sprintf("floor.%s.%d", ns, i)
-		return g.hub.Create(ctx, obj)
+		obj := relayObject(ns, min(partSize, f.n-i*partSize))
+		obj.Namespace, obj.Name = importFloorHopNamespace, fmt.Sprintf("floor.%s.%d", ns, i)
+		return hop.client.Create(ctx, obj)
 	default:
-		k -= f.source + f.hub
+		k -= f.source + f.hop
 		v, i := views[k/f.slices], k%f.slices
 		_, err := create(ctx, g.kube[v.cluster].DiscoveryV1().EndpointSlices(ns).Create,
 			endpointSlice(ns, fmt.Sprintf("floor-%d", i), "floor", benchIP(ownerImport, i/10, i%10*partSize), min(partSize, f.n-i*partSize)))
