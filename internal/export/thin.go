@@ -40,19 +40,33 @@ const EndpointsDroppedAnnotation = "mcs-syncer.io/endpoints-dropped"
 // EndpointsDroppedAnnotation, it exists only in a member's cache.
 const SpecDroppedAnnotation = "mcs-syncer.io/spec-dropped"
 
-// exportedNames are the Services whose ServiceExports the member's cache
-// has seen since it started. A name is never removed: a transform cannot
-// tell a deletion from an update, and a slice kept whole needlessly costs
-// memory only.
-type exportedNames struct {
+// ExportedNames are the Services whose ServiceExports a member's caches
+// have seen. A name is never removed: a transform cannot tell a deletion
+// from an update, and a slice kept whole needlessly costs memory only.
+//
+// They outlive the member's engagements (NewExportedNames, one per
+// member): a new cache's informers start together, and its slices and
+// Services are listed as soon as its ServiceExports, or sooner; with
+// names of its own only, a member's cache thinned most of them on every
+// return, and its first pass then read each export's Service and slices
+// from the API server, one export after the other (10 s for 1,000
+// exports, make bench-e2e's member return, where the clusterset waits
+// for that pass). Names kept from the last engagement keep them whole.
+type ExportedNames struct {
 	mu    sync.RWMutex
 	names map[types.NamespacedName]struct{}
+}
+
+// NewExportedNames returns the names of a member that none of its caches
+// has seen yet.
+func NewExportedNames() *ExportedNames {
+	return &ExportedNames{names: map[types.NamespacedName]struct{}{}}
 }
 
 // noteExport is the ServiceExports' transform: it notes the name before
 // the cache holds the ServiceExport, so a slice that arrives after the
 // ServiceExport can be read is never thinned.
-func (e *exportedNames) noteExport(obj any) (any, error) {
+func (e *ExportedNames) noteExport(obj any) (any, error) {
 	obj, err := plumbing.StripUnread(obj)
 	if se, ok := obj.(*mcsv1beta1.ServiceExport); ok && err == nil {
 		e.mu.Lock()
@@ -62,7 +76,7 @@ func (e *exportedNames) noteExport(obj any) (any, error) {
 	return obj, err
 }
 
-func (e *exportedNames) has(key types.NamespacedName) bool {
+func (e *ExportedNames) has(key types.NamespacedName) bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	_, ok := e.names[key]
@@ -72,7 +86,7 @@ func (e *exportedNames) has(key types.NamespacedName) bool {
 // thinSlice is the EndpointSlices' transform: a slice of a Service that was
 // never exported keeps no endpoints, nor anything else the watcher does not
 // read before the Service is exported, and says so.
-func (e *exportedNames) thinSlice(obj any) (any, error) {
+func (e *ExportedNames) thinSlice(obj any) (any, error) {
 	obj, err := plumbing.StripUnread(obj)
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if err != nil || !ok || len(s.Endpoints) == 0 {
@@ -98,7 +112,7 @@ func (e *exportedNames) thinSlice(obj any) (any, error) {
 // exported keeps its identity, labels and owners (what the import side
 // reads of a Service in the way of a derived one), and says so. Derived
 // Services, controlled by a ServiceImport, are kept whole.
-func (e *exportedNames) thinService(obj any) (any, error) {
+func (e *ExportedNames) thinService(obj any) (any, error) {
 	obj, err := plumbing.StripUnread(obj)
 	svc, ok := obj.(*corev1.Service)
 	if err != nil || !ok || e.has(client.ObjectKeyFromObject(svc)) || controlledByServiceImport(svc) {

@@ -19,7 +19,7 @@ import (
 // slice whose Service's ServiceExport the cache has seen, and drop (and
 // mark) those of any other, leaving its name, Service and trigger time.
 func TestThinSlice(t *testing.T) {
-	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	e := NewExportedNames()
 	t0 := time.Now().Truncate(time.Second)
 
 	got, err := e.thinSlice(slice("web-a", t0, "10.0.0.1", "10.0.0.2"))
@@ -72,7 +72,7 @@ func TestUnitThinnedSlicesAreRead(t *testing.T) {
 	}
 	// The cache holds them as its transform left them: a thinned, b whole
 	// (it changed after the ServiceExport was seen).
-	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	e := NewExportedNames()
 	thinA, _ := e.thinSlice(live("web-a"))
 	e.names[webKey] = struct{}{}
 	wholeB, _ := e.thinSlice(live("web-b"))
@@ -117,7 +117,7 @@ func TestFetchedFollowsTheCache(t *testing.T) {
 			return c.List(ctx, list, opts...)
 		},
 	}).Build()
-	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	e := NewExportedNames()
 	cached := func() discoveryv1.EndpointSlice {
 		s := &discoveryv1.EndpointSlice{}
 		if err := api.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "web-a"}, s); err != nil {
@@ -181,7 +181,7 @@ func TestFetchedFollowsTheCache(t *testing.T) {
 // one (controlled by a ServiceImport: the import side reads it), stay
 // whole.
 func TestThinService(t *testing.T) {
-	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	e := NewExportedNames()
 	labelled := service(func(s *corev1.Service) {
 		s.UID, s.ResourceVersion, s.Labels = "u1", "7", map[string]string{"app": "web"}
 		s.Annotations = map[string]string{"note": "long"}
@@ -231,7 +231,7 @@ func TestUnitThinnedServiceIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	gets = 0
-	e := &exportedNames{names: map[types.NamespacedName]struct{}{}}
+	e := NewExportedNames()
 	thin, _ := e.thinService(live.DeepCopy())
 	h := newUnitHarness(t, serviceExportOf(t0), thin.(*corev1.Service), slice("web-a", t0, "10.0.0.1"))
 	h.w.apiReader = api

@@ -29,12 +29,12 @@ import (
 // multicluster.kubernetes.io/service-name: imported slices are never read
 // by the export side (loop prevention). And it keeps the endpoints of a
 // slice, and the spec of a Service, only if the Service was exported when
-// they arrived (thin.go).
-func ConfigureCache(o *cache.Options) {
+// they arrived (thin.go): exported are the member's names, which its
+// every cache adds to.
+func ConfigureCache(o *cache.Options, exported *ExportedNames) {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
-	exported := &exportedNames{names: map[types.NamespacedName]struct{}{}}
 	o.ByObject[&mcsv1beta1.ServiceExport{}] = cache.ByObject{Transform: exported.noteExport}
 	o.ByObject[&discoveryv1.EndpointSlice{}] = cache.ByObject{Label: labels.NewSelector().Add(notImported()), Transform: exported.thinSlice}
 	o.ByObject[&corev1.Service{}] = cache.ByObject{Transform: exported.thinService}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,6 +58,30 @@ type Syncer struct {
 	// credentials run the exec credential plugins of the members' and
 	// the hub's configs, each run with a deadline.
 	credentials *credentials.Plugins
+	// exportedNames are each member's exported Services, which its
+	// caches thin the others by; kept across its engagements.
+	exportedNames exportedNamesByMember
+}
+
+// exportedNamesByMember holds each member's export.ExportedNames.
+type exportedNamesByMember struct {
+	mu   sync.Mutex
+	byID map[clusterset.ClusterID]*export.ExportedNames
+}
+
+// of returns member id's names, made at its first engagement.
+func (n *exportedNamesByMember) of(id clusterset.ClusterID) *export.ExportedNames {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byID == nil {
+		n.byID = map[clusterset.ClusterID]*export.ExportedNames{}
+	}
+	names := n.byID[id]
+	if names == nil {
+		names = export.NewExportedNames()
+		n.byID[id] = names
+	}
+	return names
 }
 
 // New loads the clusterset config, checks it against the settings and
@@ -184,7 +209,7 @@ func (sy *Syncer) configureCache(id clusterset.ClusterID, o *cache.Options) {
 		// served by a generic control plane (KEP-4080) has no
 		// EndpointSlices (every member read through it failed with "no
 		// matches for kind EndpointSlice").
-		export.ConfigureCache(o)
+		export.ConfigureCache(o, sy.exportedNames.of(id))
 	}
 	if sy.local != "" {
 		// The publisher's view of its own publications, a reader's of
