@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -198,9 +197,6 @@ func (w *Watcher) Start(ctx context.Context) error {
 	return w.controller.Start(ctx)
 }
 
-// firstPassSyncs is how many exports the first pass builds at once.
-const firstPassSyncs = 8
-
 // initialSync puts every ServiceExport in the cache into the Store once
 // the cache has synced, then marks the cluster synced in the Store. A
 // member that is unreachable at start stays unsynced until its cache
@@ -216,23 +212,10 @@ func (w *Watcher) initialSync(ctx context.Context, c cache.Cache) {
 		var list mcsv1beta1.ServiceExportList
 		err := c.List(ctx, &list)
 		current := make(map[types.NamespacedName]bool, len(list.Items))
-		if err == nil {
-			// Several at once: an export whose Service or slices the
-			// cache holds thinned (a process's first start lists them
-			// before it knows its ServiceExports, thin.go) is read from
-			// the API server, and 1,000 such reads one after the other
-			// kept the clusterset waiting for seconds.
-			var g errgroup.Group
-			g.SetLimit(firstPassSyncs)
-			for i := range list.Items {
-				key := client.ObjectKeyFromObject(&list.Items[i])
-				current[key] = true
-				g.Go(func() error {
-					_, err := w.sync(ctx, key, false)
-					return err
-				})
-			}
-			err = g.Wait()
+		for i := 0; err == nil && i < len(list.Items); i++ {
+			key := client.ObjectKeyFromObject(&list.Items[i])
+			current[key] = true
+			_, err = w.sync(ctx, key, false)
 		}
 		if err == nil {
 			w.store.MarkSynced(w.cluster, current)
