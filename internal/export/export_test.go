@@ -122,7 +122,7 @@ func run(m *testing.M) int {
 		}, Registerer: registry,
 		RetryInterval: 250 * time.Millisecond, HealthInterval: time.Second, Changed: store.AnnounceAll,
 		Engage: func(id clusterset.ClusterID, cl cluster.Cluster) ([]func(context.Context) error, error) {
-			w, err := export.New(cl, export.Options{Cluster: id, Store: store, Feedback: clusterset.NewFeedback(), WriteStatus: true, Membership: members})
+			w, err := export.New(cl, export.Options{Cluster: id, Store: store, Feedback: clusterset.NewFeedback(), WriteStatus: true, Membership: members, ExportedNames: exportedNames[id]})
 			if err != nil {
 				return nil, err
 			}
@@ -643,6 +643,114 @@ func TestImportedSlicesAreNeverExported(t *testing.T) {
 	}
 }
 
+// TestFirstStartKeepsExportedServicesWhole: a new cache with no names
+// known yet (a process's first start) keeps the Service and slices of an
+// exported Service whole: the watcher lists the member's ServiceExports
+// before the cache starts. Its informers list them all at once, and the
+// Services and slices were transformed before the ServiceExports were
+// noted, so the first pass read every export's from the API server.
+func TestFirstStartKeepsExportedServicesWhole(t *testing.T) {
+	needTestbed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := "first-start"
+	east := bed.ClientOf(t, "east")
+	bed.Namespace(ctx, t, ns, "east")
+	workloads.CreateApp(ctx, t, east, ns, 2, 80, false, nil)
+	serviceExport(ctx, t, east, ns, nil)
+	testbed.Eventually(ctx, t, "east's export with 2 ready endpoints", exportReady("east", ns, 2))
+
+	// A cache of its own, as a process's first: names of its own, and
+	// its transforms noted under another cluster's name.
+	const first = "east-first-start"
+	names := export.NewExportedNames()
+	cl, err := cluster.New(bed.Cluster("east").RESTConfig(), func(o *cluster.Options) {
+		o.Scheme = controlplane.Scheme()
+		export.ConfigureCache(&o.Cache, names)
+		exportsNotedAfter(&o.Cache, ns)
+		watchThinning(first, &o.Cache)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.New(cl, export.Options{Cluster: first, Store: clusterset.NewStore(), Membership: members, ExportedNames: names}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cl.Start(ctx) }()
+	if !cl.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the cache did not sync")
+	}
+	wantCachedWhole(t, first+"/"+ns+"/")
+}
+
+// exportsNotedAfter makes the cache of o take in its ServiceExports only
+// once it took in the Service ns/web (or 30 s passed): the order that a
+// first start's informers took most often, made certain.
+func exportsNotedAfter(o *cache.Options, ns string) {
+	serviceSeen := make(chan struct{})
+	var once sync.Once
+	for obj, by := range o.ByObject {
+		transform := by.Transform
+		switch obj.(type) {
+		case *corev1.Service:
+			by.Transform = func(in any) (any, error) {
+				out, err := transform(in)
+				if svc, ok := in.(*corev1.Service); ok && svc.Namespace == ns && svc.Name == "web" {
+					once.Do(func() { close(serviceSeen) })
+				}
+				return out, err
+			}
+		case *mcsv1beta1.ServiceExport:
+			by.Transform = func(in any) (any, error) {
+				select {
+				case <-serviceSeen:
+				case <-time.After(30 * time.Second):
+				}
+				return transform(in)
+			}
+		default:
+			continue
+		}
+		o.ByObject[obj] = by
+	}
+}
+
+// wantCachedWhole fails t unless the cache of prefix (cluster/namespace/)
+// last held the Service web and at least one slice, none of them thinned.
+func wantCachedWhole(t *testing.T, prefix string) {
+	t.Helper()
+	if err := cachedWhole(prefix); err != nil {
+		t.Error(err)
+	}
+}
+
+// cachedWhole says what of prefix's Service web and slices a cache did not
+// hold whole (watchThinning), nil when it held them all whole.
+func cachedWhole(prefix string) error {
+	thinned, ok := thinnedServices.Load(prefix + "web")
+	if !ok {
+		return errors.New("the Service not cached yet")
+	}
+	if thinned.(bool) {
+		return errors.New("the Service cached thinned")
+	}
+	slices := 0
+	var err error
+	cachedSlices.Range(func(k, v any) bool {
+		if strings.HasPrefix(k.(string), prefix) {
+			slices++
+			if v.(cachedSlice).thinned {
+				err = fmt.Errorf("slice %s cached thinned", k)
+			}
+		}
+		return err == nil
+	})
+	if err == nil && slices == 0 {
+		err = errors.New("no slice cached yet")
+	}
+	return err
+}
+
 // TestMemberConnectionFollowsTheAPIServer: a member whose kube-apiserver
 // goes away is reported disconnected (state and metric) once its watches
 // fail, and connected again once it is back; the cache it is read through
@@ -689,30 +797,7 @@ func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	testbed.Eventually(ctx, t, "west connected again", func() error { return wantConnected("west", true) })
-	testbed.Eventually(ctx, t, "the new cache's Service and slices of the export, whole", func() error {
-		thinned, ok := thinnedServices.Load(prefix + "web")
-		if !ok {
-			return errors.New("the Service not cached yet")
-		}
-		if thinned.(bool) {
-			return errors.New("the Service cached thinned")
-		}
-		slices := 0
-		var err error
-		cachedSlices.Range(func(k, v any) bool {
-			if strings.HasPrefix(k.(string), prefix) {
-				slices++
-				if v.(cachedSlice).thinned {
-					err = fmt.Errorf("slice %s cached thinned", k)
-				}
-			}
-			return err == nil
-		})
-		if err == nil && slices == 0 {
-			err = errors.New("no slice cached yet")
-		}
-		return err
-	})
+	testbed.Eventually(ctx, t, "the new cache's Service and slices of the export, whole", func() error { return cachedWhole(prefix) })
 	testbed.Eventually(ctx, t, "west's export back, with 2 ready endpoints", exportReady("west", ns, 2))
 }
 

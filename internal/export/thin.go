@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -12,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
@@ -61,6 +64,33 @@ type ExportedNames struct {
 // has seen yet.
 func NewExportedNames() *ExportedNames {
 	return &ExportedNames{names: map[types.NamespacedName]struct{}{}}
+}
+
+// learnTimeout bounds learn's one list.
+const learnTimeout = 10 * time.Second
+
+// learn adds the ServiceExports that the member's API server holds, read
+// with one list before a new cache starts: its informers list Services,
+// slices and ServiceExports at once, and the first two were transformed
+// before the last were noted, so a process's first start thinned most of
+// what it exports (the race that NewExportedNames' sharing leaves). A
+// failed list is only logged: the cache's own informer reports what is
+// wrong with the member, and the names known already still hold.
+func (e *ExportedNames) learn(r client.Reader, cluster clusterset.ClusterID) {
+	ctx, cancel := context.WithTimeout(context.Background(), learnTimeout)
+	defer cancel()
+	// The typed list: the member's scheme reads it in the version the
+	// member serves.
+	var list mcsv1beta1.ServiceExportList
+	if err := r.List(ctx, &list); err != nil {
+		log.Log.V(1).Info("ServiceExports not listed before the cache starts; their Services may be read from the API server", "cluster", cluster, "error", err.Error())
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range list.Items {
+		e.names[client.ObjectKeyFromObject(&list.Items[i])] = struct{}{}
+	}
 }
 
 // noteExport is the ServiceExports' transform: it notes the name before

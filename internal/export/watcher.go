@@ -85,6 +85,10 @@ type Options struct {
 	// Namespaces say which namespaces may be exported: a ServiceExport
 	// elsewhere is Valid=False (clusterset.ReasonRestrictedNamespace).
 	Namespaces clusterset.NamespacePolicy
+	// ExportedNames, if set, are the member's names that its cache was
+	// configured with (ConfigureCache): New adds the ServiceExports the
+	// API server holds before the cache lists anything.
+	ExportedNames *ExportedNames
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -135,19 +139,11 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 		recorder: opts.Recorder, membership: opts.Membership, namespaces: opts.Namespaces, triggers: newTriggerLog(), conditions: exportConditions,
 		own: plumbing.NewOwnWrites(),
 	}
-	// Slices are looked up by their Service: an index, so that a change
-	// costs the same however many slices the namespace holds.
-	if err := w.cache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, sliceServiceIndex, func(o client.Object) []string {
-		return []string{o.GetLabels()[discoveryv1.LabelServiceName]}
-	}); err != nil {
-		return nil, fmt.Errorf("index EndpointSlices by Service: %w", err)
+	if opts.ExportedNames != nil {
+		opts.ExportedNames.learn(w.apiReader, w.cluster)
 	}
-	for _, obj := range []client.Object{&mcsv1beta1.ServiceExport{}, &corev1.Service{}} {
-		// Registered now, so that the member counts as synced only once
-		// they are.
-		if _, err := w.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
-			return nil, fmt.Errorf("informer of %T: %w", obj, err)
-		}
+	if err := w.registerInformers(); err != nil {
+		return nil, err
 	}
 	c, err := plumbing.NewController("export-"+string(w.cluster), w, opts.Workers, log.Log.WithValues("cluster", w.cluster))
 	if err != nil {
@@ -188,6 +184,24 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	w.controller = c
 	w.store.BeginResync(w.cluster)
 	return w, nil
+}
+
+// registerInformers registers the informers the watcher reads in its
+// cache, so that the member counts as synced only once they are.
+func (w *Watcher) registerInformers() error {
+	// Slices are looked up by their Service: an index, so that a change
+	// costs the same however many slices the namespace holds.
+	if err := w.cache.IndexField(context.Background(), &discoveryv1.EndpointSlice{}, sliceServiceIndex, func(o client.Object) []string {
+		return []string{o.GetLabels()[discoveryv1.LabelServiceName]}
+	}); err != nil {
+		return fmt.Errorf("index EndpointSlices by Service: %w", err)
+	}
+	for _, obj := range []client.Object{&mcsv1beta1.ServiceExport{}, &corev1.Service{}} {
+		if _, err := w.cache.GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("informer of %T: %w", obj, err)
+		}
+	}
+	return nil
 }
 
 // Start runs the first pass and the controller until ctx ends.

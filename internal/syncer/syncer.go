@@ -235,7 +235,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	s := sy.settings
 	w, err := export.New(cl, export.Options{
 		Cluster: id, Store: sy.store, Feedback: sy.feedback, WriteStatus: sy.writesInto(id), Recorder: plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
-		Membership: sy.set, Workers: s.ExportSyncs, Namespaces: sy.cfg.Namespaces,
+		Membership: sy.set, Workers: s.ExportSyncs, Namespaces: sy.cfg.Namespaces, ExportedNames: sy.exportedNames.of(id),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export watcher: %w", err)
