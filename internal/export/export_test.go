@@ -654,11 +654,7 @@ func TestFirstStartKeepsExportedServicesWhole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := "first-start"
-	east := bed.ClientOf(t, "east")
-	bed.Namespace(ctx, t, ns, "east")
-	workloads.CreateApp(ctx, t, east, ns, 2, 80, false, nil)
-	serviceExport(ctx, t, east, ns, nil)
-	testbed.Eventually(ctx, t, "east's export with 2 ready endpoints", exportReady("east", ns, 2))
+	exportTwoEndpoints(ctx, t, "east", ns)
 
 	// A cache of its own, as a process's first: names of its own, and
 	// its transforms noted under another cluster's name.
@@ -681,6 +677,17 @@ func TestFirstStartKeepsExportedServicesWhole(t *testing.T) {
 		t.Fatal("the cache did not sync")
 	}
 	wantCachedWhole(t, first+"/"+ns+"/")
+}
+
+// exportTwoEndpoints exports web, a Service of two ready Pods, from
+// cluster's new namespace ns, and waits for its export in the Store.
+func exportTwoEndpoints(ctx context.Context, t *testing.T, cluster, ns string) {
+	t.Helper()
+	cl := bed.ClientOf(t, cluster)
+	bed.Namespace(ctx, t, ns, cluster)
+	workloads.CreateApp(ctx, t, cl, ns, 2, 80, false, nil)
+	serviceExport(ctx, t, cl, ns, nil)
+	testbed.Eventually(ctx, t, cluster+"'s export with 2 ready endpoints", exportReady(cluster, ns, 2))
 }
 
 // exportsNotedAfter makes the cache of o take in its ServiceExports only
@@ -764,11 +771,7 @@ func TestMemberConnectionFollowsTheAPIServer(t *testing.T) {
 	defer cancel()
 	testbed.Eventually(ctx, t, "west connected", func() error { return wantConnected("west", true) })
 	ns := "member-return"
-	westClient := bed.ClientOf(t, "west")
-	bed.Namespace(ctx, t, ns, "west")
-	workloads.CreateApp(ctx, t, westClient, ns, 2, 80, false, nil)
-	serviceExport(ctx, t, westClient, ns, nil)
-	testbed.Eventually(ctx, t, "west's export with 2 ready endpoints", exportReady("west", ns, 2))
+	exportTwoEndpoints(ctx, t, "west", ns)
 	before := members.Health("west").Since
 
 	west := bed.Cluster("west")
