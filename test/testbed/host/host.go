@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 )
 
 // RepoRoot returns the root of the mcs-syncer repository that holds the
@@ -41,9 +42,17 @@ func RepoRoot() (string, error) {
 // in CI: an mcs-syncer of bench-scale exited with "bind: address already
 // in use"). The range is also below the ports kwokctl counts down from
 // 32767 for its components (about five per cluster).
+//
+// A port is handed out once per process: two picks of the same free port
+// before either is bound (the pprof port of one mcs-syncer and the probe
+// port of the next, in bench-scale) made the second process exit with
+// "bind: address already in use" (seen in CI).
 func FreePort(udp bool) (int, error) {
 	for range 100 {
 		port := freePortMin + rand.IntN(freePortMax-freePortMin)
+		if !handOut(port) {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue
@@ -60,6 +69,27 @@ func FreePort(udp bool) (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("no free loopback port for TCP%s in %d..%d", map[bool]string{true: " and UDP"}[udp], freePortMin, freePortMax-1)
+}
+
+// handedOut are the ports FreePort returned or tried in this process.
+var handedOut struct {
+	mu    sync.Mutex
+	ports map[int]bool
+}
+
+// handOut reports whether port was never handed out (or tried) before,
+// and marks it.
+func handOut(port int) bool {
+	handedOut.mu.Lock()
+	defer handedOut.mu.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // The range FreePort picks from.
