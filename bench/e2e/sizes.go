@@ -167,18 +167,28 @@ func (g *growth) procArgs(n int, mode string) (map[string][]string, error) {
 // <name>-<i>, and its ServiceExport.
 func (g *growth) createSizedExport(ctx context.Context, ns, name string, o, n int) error {
 	cs := g.kube[memberName(0)]
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}}}
-	if _, err := create(ctx, cs.CoreV1().Services(ns).Create, svc); err != nil {
+	if _, err := create(ctx, cs.CoreV1().Services(ns).Create, sizedService(ns, name)); err != nil {
 		return err
 	}
 	if err := parallel(ctx, (n+999)/1000, writers, func(ctx context.Context, i int) error {
-		_, err := create(ctx, cs.DiscoveryV1().EndpointSlices(ns).Create, endpointSlice(ns, fmt.Sprintf("%s-%d", name, i), name, benchIP(o, i, 0), min(1000, n-i*1000)))
+		_, err := create(ctx, cs.DiscoveryV1().EndpointSlices(ns).Create, sizedSlice(ns, name, name, o, i, n))
 		return err
 	}); err != nil {
 		return err
 	}
 	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	return g.ctrl[memberName(0)].Create(ctx, se)
+}
+
+// sizedService is the Service ns/name of a sized export.
+func sizedService(ns, name string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}}}
+}
+
+// sizedSlice is source slice i, <prefix>-<i>, of a sized export of
+// Service ns/name: at most 1,000 of its n endpoints of bench owner o.
+func sizedSlice(ns, prefix, name string, o, i, n int) *discoveryv1.EndpointSlice {
+	return endpointSlice(ns, fmt.Sprintf("%s-%d", prefix, i), name, benchIP(o, i, 0), min(1000, n-i*1000))
 }
 
 // readyFrom counts the ready endpoints of ns/name from the first member
@@ -413,11 +423,11 @@ const importFloorHopNamespace = "bench-import-floor"
 
 // importFloor is the chain of writes that carries an export of n endpoints
 // from its source cluster into every consumer at least: the source's
-// Service and slices of 1,000 (as createSizedExport writes them; its
-// ServiceExport, one object more, is left out), a part-sized object per
-// part into the relay's hop (relayHop: hub and direct mode), and the
-// imported slices of partSize into each consumer. mcs-syncer's measured
-// import carries the same chain.
+// Service and slices of 1,000 (sizedService, sizedSlice, as
+// createSizedExport writes them; its ServiceExport, one object more, is
+// left out), a part-sized object per part into the relay's hop (relayHop:
+// hub and direct mode), and the imported slices of partSize into each
+// consumer. mcs-syncer's measured import carries the same chain.
 type importFloor struct {
 	n                   int
 	source, hop, slices int // writes per hop; slices per consumer
@@ -443,12 +453,10 @@ func (g *growth) writeImportFloor(ctx context.Context, f importFloor, hop *relay
 	src := g.kube[memberName(0)]
 	switch {
 	case k == 0:
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "floor", Namespace: ns}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{benchPort}}}
-		_, err := create(ctx, src.CoreV1().Services(ns).Create, svc)
+		_, err := create(ctx, src.CoreV1().Services(ns).Create, sizedService(ns, "floor"))
 		return err
 	case k < f.source:
-		i := k - 1
-		_, err := create(ctx, src.DiscoveryV1().EndpointSlices(ns).Create, endpointSlice(ns, fmt.Sprintf("floor-src-%d", i), "floor", benchIP(ownerImport, i, 0), min(1000, f.n-i*1000)))
+		_, err := create(ctx, src.DiscoveryV1().EndpointSlices(ns).Create, sizedSlice(ns, "floor-src", "floor", ownerImport, k-1, f.n))
 		return err
 	case k < f.source+f.hop:
 		i := k - f.source
