@@ -37,7 +37,11 @@ type ExportedService struct {
 	FirstSeen metav1.Time
 	Spec      ExportedSpec
 	// Endpoints are the Service's endpoints, from all its EndpointSlices,
-	// grouped by address type and port set.
+	// grouped by address type and port set. A group may come in runs:
+	// groups of the same address type and ports one after the other, in
+	// identity order (reconciler.SliceGrouper.MaxRun, reconciler.JoinRuns),
+	// so that one endpoint's change makes one new run and the others stay
+	// the very arrays of the last export.
 	Endpoints []reconciler.EndpointGroup
 	// LastChangeTriggerTime is the newest
 	// endpoints.kubernetes.io/last-change-trigger-time of the source slices

@@ -25,6 +25,13 @@ type lockedGrouper struct {
 	g  reconciler.SliceGrouper
 }
 
+// maxRun is the most endpoints of a run of an export's group
+// (reconciler.SliceGrouper.MaxRun): one endpoint's change copies the run it
+// falls in, whatever the Service's size, and every later stage skips the
+// runs that are the very arrays of the last export. Runs are cut at half
+// of it, a part's worth (publish.DefaultMaxEndpointsPerPart).
+const maxRun = 200
+
 func newGroupers() *groupers {
 	return &groupers{byService: map[types.NamespacedName]*lockedGrouper{}}
 }
@@ -35,7 +42,7 @@ func (g *groupers) group(svc types.NamespacedName, items []discoveryv1.EndpointS
 	g.mu.Lock()
 	lg := g.byService[svc]
 	if lg == nil {
-		lg = &lockedGrouper{}
+		lg = &lockedGrouper{g: reconciler.SliceGrouper{MaxRun: maxRun}}
 		g.byService[svc] = lg
 	}
 	g.mu.Unlock()

@@ -21,8 +21,16 @@ import (
 // (slices created, rewritten, emptied, moved to another port set or
 // address type, deleted; endpoints listed twice, in one slice and in two,
 // with different conditions), the grouper's result equals GroupSlices' of
-// the same slices, and no result it returned before has changed.
+// the same slices, and no result it returned before has changed. With
+// MaxRun, the result's runs joined equal GroupSlices', and each run holds
+// one to MaxRun endpoints.
 func TestSliceGrouperIsGroupSlices(t *testing.T) {
+	for _, maxRun := range []int{0, 1, 2, 8} {
+		t.Run(fmt.Sprintf("MaxRun=%d", maxRun), func(t *testing.T) { testSliceGrouperIsGroupSlices(t, maxRun) })
+	}
+}
+
+func testSliceGrouperIsGroupSlices(t *testing.T, maxRun int) {
 	portSets := [][]discoveryv1.EndpointPort{
 		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
 		{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
@@ -30,9 +38,13 @@ func TestSliceGrouperIsGroupSlices(t *testing.T) {
 		{{Name: ptr.To("b"), Port: ptr.To[int32](2)}, {Name: ptr.To("a"), Port: ptr.To[int32](1)}}, // the same set
 		nil,
 	}
-	for seed := uint64(0); seed < 300; seed++ {
+	seeds := uint64(300)
+	if maxRun > 0 {
+		seeds = 100
+	}
+	for seed := range seeds {
 		r := rand.New(rand.NewPCG(seed, 56))
-		var g SliceGrouper
+		g := SliceGrouper{MaxRun: maxRun}
 		var items []discoveryv1.EndpointSlice
 		type kept struct {
 			got, copy []EndpointGroup
@@ -82,8 +94,16 @@ func TestSliceGrouperIsGroupSlices(t *testing.T) {
 			}
 			r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
 			got, want := g.Group(items), GroupSlices(items)
-			if !equality.Semantic.DeepEqual(got, want) {
-				t.Fatalf("seed %d, step %d: grouped\n%+v\nwant\n%+v", seed, step, got, want)
+			if joined := JoinRuns(got); !equality.Semantic.DeepEqual(joined, want) {
+				t.Fatalf("seed %d, step %d: grouped\n%+v\nwant\n%+v", seed, step, joined, want)
+			}
+			if maxRun == 0 && len(got) != len(want) {
+				t.Fatalf("seed %d, step %d: %d groups without MaxRun, want %d", seed, step, len(got), len(want))
+			}
+			for i := range got {
+				if n := len(got[i].Endpoints); maxRun > 0 && n > maxRun || n == 0 && (i > 0 && sameGroupKey(&got[i-1], &got[i]) || i+1 < len(got) && sameGroupKey(&got[i], &got[i+1])) {
+					t.Fatalf("seed %d, step %d: a run of %d endpoints (MaxRun %d)", seed, step, n, maxRun)
+				}
 			}
 			for _, k := range before {
 				if !equality.Semantic.DeepEqual(k.got, k.copy) {
@@ -128,8 +148,17 @@ func TestSliceGrouperReadsOnlyWhatChanged(t *testing.T) {
 // entry of the last result, so that reconciler.Unmoved finds only the one
 // that moved.
 func TestSliceGrouperSharesWhatStayed(t *testing.T) {
+	for _, maxRun := range []int{0, 100} {
+		t.Run(fmt.Sprintf("MaxRun=%d", maxRun), func(t *testing.T) { testSliceGrouperSharesWhatStayed(t, maxRun) })
+	}
+}
+
+// testSliceGrouperSharesWhatStayed is TestSliceGrouperSharesWhatStayed
+// with MaxRun: with runs, every run but the one a change falls in is the
+// very array of the last result (Moved finds nothing in it at once).
+func testSliceGrouperSharesWhatStayed(t *testing.T, maxRun int) {
 	items := reconcilertest.ServiceSlices("ns", "web", 1000, 100)
-	var g SliceGrouper
+	g := SliceGrouper{MaxRun: maxRun}
 	last := g.Group(items)
 	for step, change := range []func(s *discoveryv1.EndpointSlice) int{
 		func(s *discoveryv1.EndpointSlice) int { s.Endpoints[7].Conditions.Ready = ptr.To(false); return 1 },
@@ -146,9 +175,25 @@ func TestSliceGrouperSharesWhatStayed(t *testing.T) {
 		s.ResourceVersion += "+"
 		items[i] = *s
 		next := g.Group(items)
-		head, tail := Unmoved(last[0].Endpoints, next[0].Endpoints)
-		if moved := len(next[0].Endpoints) - head - tail + len(last[0].Endpoints) - head - tail; moved > 2*want || moved < want {
-			t.Errorf("step %d: %d entries moved (head %d, tail %d of %d), want %d", step, moved, head, tail, len(next[0].Endpoints), want)
+		if len(next) != len(last) {
+			t.Fatalf("step %d: %d runs, then %d", step, len(last), len(next))
+		}
+		moved, runsMoved := 0, 0
+		for r := range next {
+			head, tail := Unmoved(last[r].Endpoints, next[r].Endpoints)
+			if n := len(next[r].Endpoints) - head - tail + len(last[r].Endpoints) - head - tail; n > 0 {
+				moved += n
+				runsMoved++
+			}
+			if n := len(next[r].Endpoints); n > 0 && n == len(last[r].Endpoints) && &next[r].Endpoints[0] != &last[r].Endpoints[0] && head+tail == n {
+				runsMoved++ // an unchanged run copied
+			}
+		}
+		if moved > 2*want || moved < want || runsMoved > want {
+			t.Errorf("step %d: %d entries moved in %d runs of %d, want %d", step, moved, runsMoved, len(next), want)
+		}
+		if maxRun > 0 && len(next) < 1000/maxRun {
+			t.Errorf("step %d: %d runs of at most %d for 1,000 endpoints", step, len(next), maxRun)
 		}
 		last = next
 	}
@@ -172,9 +217,12 @@ func copyGroups(gs []EndpointGroup) []EndpointGroup {
 func BenchmarkGroupOneEndpointChange(b *testing.B) {
 	for _, n := range []int{100, 10000, 50000} {
 		items := reconcilertest.ServiceSlices("ns", "web", n, 100)
-		for _, how := range []string{"GroupSlices", "SliceGrouper"} {
+		for _, how := range []string{"GroupSlices", "SliceGrouper", "SliceGrouperRuns"} {
 			b.Run(fmt.Sprintf("endpoints=%d/%s", n, how), func(b *testing.B) {
 				var g SliceGrouper
+				if how == "SliceGrouperRuns" {
+					g.MaxRun = 200
+				}
 				g.Group(items)
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
@@ -190,7 +238,7 @@ func BenchmarkGroupOneEndpointChange(b *testing.B) {
 					} else {
 						got = g.Group(items)
 					}
-					if len(got) != 1 || len(got[0].Endpoints) != n {
+					if joined := JoinRuns(got[:1]); len(joined) != 1 || len(got[0].Endpoints) > n {
 						b.Fatalf("%d groups", len(got))
 					}
 				}

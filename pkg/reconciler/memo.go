@@ -402,6 +402,9 @@ func fewMoved(moved, total int) bool { return moved <= total/4+8 }
 // against old[head:len(old)-tail], is what moved. For callers that,
 // like the reconciler, check only what moved of an array handed again.
 func Unmoved(old, now []discoveryv1.Endpoint) (head, tail int) {
+	if len(old) == len(now) && (len(old) == 0 || &old[0] == &now[0]) {
+		return len(now), 0 // the very array (an unchanged run of a SliceGrouper's)
+	}
 	for head < len(old) && head < len(now) && sameEndpoint(&old[head], &now[head]) {
 		head++
 	}

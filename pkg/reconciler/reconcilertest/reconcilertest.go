@@ -179,20 +179,30 @@ func (c *Clientset) delete(action k8stesting.Action) (bool, runtime.Object, erro
 // node node-1 and a targetRef to Pod <service>-<index>. A fixture for
 // benchmarks of what a change of one of them costs.
 func ServiceSlices(namespace, service string, n, perSlice int) []discoveryv1.EndpointSlice {
+	endpoints := make([]discoveryv1.Endpoint, n)
+	for j := range endpoints {
+		endpoints[j] = discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: fmt.Sprintf("%s-%d", service, j)}}
+	}
+	ports := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}
+	return SlicesOf(namespace, service, discoveryv1.AddressTypeIPv4, ports, endpoints, perSlice)
+}
+
+// SlicesOf returns endpoints in EndpointSlices of perSlice endpoints each
+// (the last may hold fewer), of addressType and ports, named
+// service-00000, service-00100, ... in namespace, resourceVersion "1": a
+// Service's slices as an informer gives them, to group (say, with a
+// reconciler.SliceGrouper) as an export watcher does. The endpoints are
+// shared, not copied.
+func SlicesOf(namespace, service string, addressType discoveryv1.AddressType, ports []discoveryv1.EndpointPort, endpoints []discoveryv1.Endpoint, perSlice int) []discoveryv1.EndpointSlice {
 	var out []discoveryv1.EndpointSlice
-	for i := 0; i < n; i += perSlice {
-		s := discoveryv1.EndpointSlice{
+	for i := 0; i < len(endpoints); i += perSlice {
+		out = append(out, discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("%s-%05d", service, i), UID: types.UID(fmt.Sprintf("%s-%d", service, i)), ResourceVersion: "1",
 				Labels: map[string]string{discoveryv1.LabelServiceName: service}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
-		}
-		for j := i; j < min(i+perSlice, n); j++ {
-			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", j>>16&255, j>>8&255, j&255)},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}, NodeName: ptr.To("node-1"),
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: namespace, Name: fmt.Sprintf("%s-%d", service, j)}})
-		}
-		out = append(out, s)
+			AddressType: addressType, Ports: ports, Endpoints: endpoints[i:min(i+perSlice, len(endpoints))],
+		})
 	}
 	return out
 }
