@@ -16,8 +16,11 @@ import (
 // one, which shares all but the changed endpoints with it (the export
 // watcher's SliceGrouper shares them), is checked only where it moved
 // (reconciler.Unmoved): checking every endpoint of a Service of 50,000 at
-// each change was a third of the import's work (issue 56). Arrays of fewer
-// than incrementalPlansFrom endpoints are checked in full.
+// each change was a third of the import's work (issue 56). An export in
+// runs (reconciler.SliceGrouper.MaxRun) hands the very arrays of its
+// unchanged runs again: each is taken at once. Only the arrays of exports
+// of at least incrementalPlansFrom endpoints are remembered; the others
+// are checked in full.
 type checkedArrays struct {
 	mu   sync.Mutex
 	last map[checkedKey][]discoveryv1.Endpoint
@@ -35,15 +38,19 @@ func newCheckedArrays() *checkedArrays {
 }
 
 // importable is importableOnly, checking only what moved since the array
-// that k last found importable in full.
-func (c *checkedArrays) importable(k checkedKey, endpoints []discoveryv1.Endpoint, ranges []netip.Prefix, left *leftOut) []discoveryv1.Endpoint {
-	if c == nil || len(endpoints) < incrementalPlansFrom {
+// that k last found importable in full, when large (the export's size)
+// says it is remembered.
+func (c *checkedArrays) importable(k checkedKey, endpoints []discoveryv1.Endpoint, large bool, ranges []netip.Prefix, left *leftOut) []discoveryv1.Endpoint {
+	if c == nil || !large {
 		c.drop(k)
 		return importableOnly(endpoints, k.addressType, ranges, left)
 	}
 	c.mu.Lock()
 	last := c.last[k]
 	c.mu.Unlock()
+	if len(last) > 0 && len(last) == len(endpoints) && &last[0] == &endpoints[0] {
+		return endpoints // the very array found importable: a run that did not change
+	}
 	if last != nil {
 		var none leftOut
 		if span, few := reconciler.MovedIn(last, endpoints); few && len(importableOnly(span.New, k.addressType, ranges, &none)) == len(span.New) {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // BenchmarkReconcileOneSourceChanged is the importer's work under make
@@ -216,14 +218,20 @@ func BenchmarkImportOneEndpointChange(b *testing.B) {
 			for i := range addrs {
 				addrs[i] = fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
 			}
-			// The second version shares every endpoint but the changed one
-			// with the first, as the export watcher's SliceGrouper gives
-			// them.
+			// In runs, the second version sharing every run but the
+			// changed one with the first, as the export watcher's
+			// SliceGrouper gives them.
 			first := h.export("east", 1, addrs...)
+			g := first.Endpoints[0]
+			items := reconcilertest.SlicesOf("ns", "web", g.AddressType, g.Ports, g.Endpoints, 100)
+			grouper := reconciler.SliceGrouper{MaxRun: 200}
+			first.Endpoints = grouper.Group(items)
+			changed := items[len(items)/2].DeepCopy()
+			changed.ResourceVersion = "2"
+			changed.Endpoints[0].Conditions.Ready = ptr.To(false)
+			items[len(items)/2] = *changed
 			second := *first
-			second.Endpoints = slices.Clone(first.Endpoints)
-			second.Endpoints[0].Endpoints = slices.Clone(first.Endpoints[0].Endpoints)
-			second.Endpoints[0].Endpoints[n/2].Conditions.Ready = ptr.To(false)
+			second.Endpoints = grouper.Group(items)
 			versions := [2]*clusterset.ExportedService{first, &second}
 			held := h.withHeldIndex()
 			h.put(versions[0])

@@ -103,6 +103,7 @@ func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, add
 		return nil, left
 	}
 	exposed := merged.ExposedPorts(es)
+	large := es.EndpointCount() >= incrementalPlansFrom
 	for i, g := range es.Endpoints {
 		if !slices.Contains(addressTypes, g.AddressType) {
 			left.otherType += len(g.Endpoints)
@@ -110,7 +111,7 @@ func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, add
 		}
 		if g, ok := onExposedPorts(g, exposed); ok {
 			k := checkedKey{key: key, source: es.Cluster, group: i, addressType: g.AddressType}
-			g.Endpoints = checked.importable(k, g.Endpoints, ranges[es.Cluster], &left)
+			g.Endpoints = checked.importable(k, g.Endpoints, large, ranges[es.Cluster], &left)
 			groups = append(groups, g)
 		}
 	}
@@ -133,8 +134,11 @@ func onExposedPorts(g reconciler.EndpointGroup, exposed map[string]bool) (reconc
 			ports = append(ports, p)
 		}
 	}
-	if len(ports) == 0 {
+	switch len(ports) {
+	case 0:
 		return g, false
+	case len(g.Ports):
+		return g, true // its very ports: later stages know a group's runs by them
 	}
 	g.Ports = ports // g is a copy; the Store's group is not changed
 	return g, true

@@ -13,6 +13,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler/reconcilertest"
 )
 
 // changeSizes are the endpoints per Service that issue 56's benchmarks of
@@ -21,15 +22,22 @@ import (
 var changeSizes = []int{100, 10000, 50000}
 
 // twoVersions returns an export of n endpoints and the same with one
-// endpoint not ready: a change of one endpoint, back and forth. The second
-// shares the other endpoints with the first, as the export watcher's
-// exports do (reconciler.SliceGrouper).
+// endpoint not ready: a change of one endpoint, back and forth. Its IPv4
+// group is in runs, and the second shares every run but the changed one
+// with the first, as the export watcher gives them (its
+// reconciler.SliceGrouper, with the export's MaxRun).
 func twoVersions(n int) [2]*clusterset.ExportedService {
 	a := withEndpoints(n - 1)
+	v4 := a.Endpoints[0]
+	items := reconcilertest.SlicesOf("ns", "web", v4.AddressType, v4.Ports, v4.Endpoints, 100)
+	g := reconciler.SliceGrouper{MaxRun: 200}
+	a.Endpoints = append(g.Group(items), a.Endpoints[1:]...)
+	changed := items[len(items)/2].DeepCopy()
+	changed.ResourceVersion = "2"
+	changed.Endpoints[0].Conditions.Ready = ptr.To(false)
+	items[len(items)/2] = *changed
 	b := *a
-	b.Endpoints = slices.Clone(a.Endpoints)
-	b.Endpoints[0].Endpoints = slices.Clone(a.Endpoints[0].Endpoints)
-	b.Endpoints[0].Endpoints[n/2].Conditions.Ready = ptr.To(false)
+	b.Endpoints = append(g.Group(items), a.Endpoints[len(a.Endpoints)-1:]...)
 	return [2]*clusterset.ExportedService{a, &b}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
+	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // ConfigureCache makes a cache hold only the PublishedExports of cluster
@@ -546,7 +547,9 @@ func (p *Publisher) plan(mine *clusterset.ExportedService, existing []*v1alpha1.
 	}
 	if whyWhole != "" || wholeFits(mine.EndpointCount(), len(existing), p.maxPerPart()) {
 		p.memos.forget(mine.Key)
-		return Encode(mine, p.opts.Namespace), partPlan{remove: existing}, false, whyWhole, true
+		whole := *mine
+		whole.Endpoints = reconciler.JoinRuns(mine.Endpoints) // one group per key, as every reader's version reads it
+		return Encode(&whole, p.opts.Namespace), partPlan{remove: existing}, false, whyWhole, true
 	}
 	trigger := formatTriggerTime(mine.LastChangeTriggerTime)
 	if m := p.memos.of(mine.Key, mine.Endpoints); m != nil {

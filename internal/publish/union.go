@@ -10,35 +10,40 @@ import (
 )
 
 // union is what an export was assembled into from its sources (the head's
-// groups, then each part's): groups is the union, and at says where each
-// source group's endpoints start in it, when no first address came twice
-// (nil otherwise). The next assembly whose sources differ only in groups
-// of the same address type, ports, length and first addresses (a part
-// rewritten for a change of conditions) copies those groups' endpoints
-// over a copy of the last union's, instead of merging every endpoint anew:
-// a change of one part of 500 merged all 50,000 endpoints of the export
-// (issue 56).
+// groups, then each part's). When no first address comes twice in a group
+// (the rule: a publisher's parts share none), the union is in runs: the
+// sources' groups themselves, those of one address type and ports
+// together (groups in the order first named, each one's runs in the
+// sources' order), every run of a group carrying the ports of the first
+// that named it (reconciler.JoinRuns makes the group of them). No
+// endpoint is copied: a part rewritten for a change of conditions
+// replaces its run, and the reader holds each endpoint once, in its part
+// (issue 56: one endpoint's change of 50,000 copied the 50,000 entries
+// in each reader, which held each endpoint twice). When a first address
+// comes twice (another member's input, or an endpoint moving between
+// parts for a moment), each group is merged, keeping the first endpoint
+// of each first address.
 //
 // A part added or removed (an import's first parts arriving one by one, a
 // Service growing or shrinking) is taken in as well, when its groups are
-// the union's and its first addresses new: the union's groups it touches
-// are made again by concatenation, without a set of every endpoint built
-// anew (an import of 50,000 endpoints in 500 parts did that 500 times in
-// each reader). That needs the union's first addresses (seen), kept for
-// unions of at least incrementalPartsFrom endpoints only.
+// the union's and its first addresses new: the runs are laid out again,
+// without a set of every endpoint built anew (an import of 50,000
+// endpoints in 500 parts did that 500 times in each reader). That needs
+// the union's first addresses (seen), kept for unions of at least
+// incrementalPartsFrom endpoints only.
 type union struct {
 	sources [][]reconciler.EndpointGroup
 	groups  []reconciler.EndpointGroup
-	at      [][]place
-	// index finds a group of the union by its key (groupKey); seen are
-	// its first addresses, when kept.
+	// at is, in runs, the entry of groups that each source's group is (-1:
+	// an empty group, not listed); nil when merged.
+	at [][]int
+	// index numbers the groups by key (groupKey) in the order first
+	// named; ports are each one's, as its runs carry them.
 	index map[string]int
-	seen  map[slotKey]struct{}
+	ports [][]discoveryv1.EndpointPort
+	// seen are the first addresses, when kept.
+	seen map[slotKey]struct{}
 }
-
-// place is where a source group's endpoints start: a group of the union
-// and an index in it.
-type place struct{ group, index int }
 
 // next returns the union of sources: u's, patched where sources moved, or
 // made anew (u may be nil), keeping its first addresses from seenFrom
@@ -51,8 +56,8 @@ func (u *union) next(sources [][]reconciler.EndpointGroup, seenFrom int) *union 
 		return unionOf(sources, seenFrom)
 	}
 	if len(sources) == len(u.sources) {
-		if groups, ok := u.patch(sources); ok {
-			return &union{sources: sources, groups: groups, at: u.at, index: u.index, seen: u.seen}
+		if next, ok := u.patch(sources); ok {
+			return next
 		}
 	}
 	if u.seen != nil && (len(sources) == len(u.sources)+1 || len(sources) == len(u.sources)-1) {
@@ -117,14 +122,14 @@ func distinctGroups(groups []reconciler.EndpointGroup) bool {
 // which the sources name the groups changes.
 func (u *union) addOrRemove(sources [][]reconciler.EndpointGroup) (*union, bool) {
 	changed, ok := u.oneChanged(sources)
+	if !ok || !u.take(changed, len(sources) > len(u.sources)) {
+		return nil, false
+	}
+	groups, at, ok := runsOf(sources, u.index, u.ports)
 	if !ok {
 		return nil, false
 	}
-	sizes, touched, ok := u.take(changed, len(sources) > len(u.sources))
-	if !ok {
-		return nil, false
-	}
-	return u.concatenated(sources, sizes, touched)
+	return &union{sources: sources, groups: groups, at: at, index: u.index, ports: u.ports, seen: u.seen}, true
 }
 
 // oneChanged returns the one source that sources add to u's, or lack.
@@ -146,78 +151,93 @@ func (u *union) oneChanged(sources [][]reconciler.EndpointGroup) ([]reconciler.E
 }
 
 // take adds the first addresses of changed to u.seen (adding) or drops
-// them, and returns the sizes of the union's groups after it, and which
-// it touches. u.seen is taken over (u is let go); a refusal half-way lets
-// both go.
-func (u *union) take(changed []reconciler.EndpointGroup, adding bool) (sizes []int, touched map[int]bool, ok bool) {
-	sizes = make([]int, len(u.groups))
-	for g := range u.groups {
-		sizes[g] = len(u.groups[g].Endpoints)
-	}
-	touched = map[int]bool{}
+// them; false when changed names a group the union lacks, or adds a first
+// address it holds. u.seen is taken over (u is let go); a refusal
+// half-way lets both go.
+func (u *union) take(changed []reconciler.EndpointGroup, adding bool) bool {
 	for gi := range changed {
 		g, ok := u.index[groupKey((*v1alpha1.EndpointGroup)(&changed[gi]))]
 		if !ok {
-			return nil, nil, false
+			return false
 		}
-		touched[g] = true
 		for j := range changed[gi].Endpoints {
 			k := slotKey{g, firstAddress(&changed[gi].Endpoints[j])}
 			if _, held := u.seen[k]; adding && held {
-				return nil, nil, false
+				return false
 			}
 			if adding {
 				u.seen[k] = struct{}{}
-				sizes[g]++
 			} else {
 				delete(u.seen, k)
-				sizes[g]--
 			}
 		}
 	}
-	return sizes, touched, true
+	return true
 }
 
-// concatenated is the union of sources when no first address comes
-// twice: each of its groups is its sources' groups one after the other.
-// The groups touched are made so again; the others are u's. false when
-// the sources name the groups in another order than u's (the union's
-// order), or no longer name one.
-func (u *union) concatenated(sources [][]reconciler.EndpointGroup, sizes []int, touched map[int]bool) (*union, bool) {
-	next := &union{sources: sources, groups: slices.Clone(u.groups), at: make([][]place, len(sources)), index: u.index, seen: u.seen}
-	for g := range touched {
-		next.groups[g].Endpoints = make([]discoveryv1.Endpoint, 0, sizes[g])
-	}
-	filled := make([]int, len(u.groups))
+// runsOf lays the groups of sources out in runs, numbered by index, each
+// run carrying its group's ports; false when a group is not in index, one
+// of index is named by none, or the groups are first named in another
+// order than index's (the union is then made anew).
+func runsOf(sources [][]reconciler.EndpointGroup, index map[string]int, ports [][]discoveryv1.EndpointPort) ([]reconciler.EndpointGroup, [][]int, bool) {
+	numbers := make([][]int, len(sources))
+	runs := make([]int, len(ports)) // of each group: its sources' groups with endpoints
 	named := 0
 	for si, groups := range sources {
-		next.at[si] = make([]place, len(groups))
+		numbers[si] = make([]int, len(groups))
 		for gi := range groups {
-			g := u.index[groupKey((*v1alpha1.EndpointGroup)(&groups[gi]))]
-			if g > named {
-				return nil, false
+			g, ok := index[groupKey((*v1alpha1.EndpointGroup)(&groups[gi]))]
+			if !ok || g > named {
+				return nil, nil, false
 			}
 			if g == named {
 				named++
 			}
-			next.at[si][gi] = place{g, filled[g]}
-			filled[g] += len(groups[gi].Endpoints)
-			if touched[g] {
-				next.groups[g].Endpoints = append(next.groups[g].Endpoints, groups[gi].Endpoints...)
+			numbers[si][gi] = g
+			if len(groups[gi].Endpoints) > 0 {
+				runs[g]++
 			}
 		}
 	}
-	return next, named == len(u.groups)
+	if named != len(ports) {
+		return nil, nil, false
+	}
+	// A group's runs start after the runs of those before it; a group
+	// with no endpoints at all is one empty run.
+	next := make([]int, len(ports))
+	total := 0
+	for g, n := range runs {
+		next[g] = total
+		total += max(1, n)
+	}
+	out := make([]reconciler.EndpointGroup, total)
+	listed := make([]bool, len(ports))
+	at := make([][]int, len(sources))
+	for si, groups := range sources {
+		at[si] = make([]int, len(groups))
+		for gi := range groups {
+			g, endpoints := numbers[si][gi], groups[gi].Endpoints
+			if len(endpoints) == 0 && (runs[g] > 0 || listed[g]) {
+				at[si][gi] = -1
+				continue
+			}
+			if endpoints == nil {
+				endpoints = []discoveryv1.Endpoint{}
+			}
+			listed[g] = true
+			at[si][gi] = next[g]
+			out[next[g]] = reconciler.EndpointGroup{AddressType: groups[gi].AddressType, Ports: ports[g], Endpoints: endpoints}
+			next[g]++
+		}
+	}
+	return out, at, true
 }
 
-// patch is u's groups with the endpoints of sources where they moved;
-// false when sources differ from u's otherwise.
-func (u *union) patch(sources [][]reconciler.EndpointGroup) ([]reconciler.EndpointGroup, bool) {
-	if len(sources) != len(u.sources) {
-		return nil, false
-	}
+// patch is u with the endpoints of sources where they moved: each run
+// whose source group changed replaced by it; false when sources differ
+// from u's otherwise (another group, other first addresses).
+func (u *union) patch(sources [][]reconciler.EndpointGroup) (*union, bool) {
 	var groups []reconciler.EndpointGroup
-	copied := map[int]bool{}
 	for i := range sources {
 		if len(sources[i]) != len(u.sources[i]) {
 			return nil, false
@@ -229,24 +249,19 @@ func (u *union) patch(sources [][]reconciler.EndpointGroup) ([]reconciler.Endpoi
 			switch {
 			case !sameKey || !sameFirstAddresses(old.Endpoints, now.Endpoints):
 				return nil, false
-			case sameArray(old.Endpoints, now.Endpoints):
+			case sameArray(old.Endpoints, now.Endpoints) || u.at[i][gi] < 0:
 				continue
 			}
 			if groups == nil {
 				groups = slices.Clone(u.groups)
 			}
-			p := u.at[i][gi]
-			if !copied[p.group] {
-				copied[p.group] = true
-				groups[p.group].Endpoints = slices.Clone(groups[p.group].Endpoints)
-			}
-			copy(groups[p.group].Endpoints[p.index:], now.Endpoints)
+			groups[u.at[i][gi]].Endpoints = now.Endpoints
 		}
 	}
 	if groups == nil {
-		return u.groups, true
+		groups = u.groups
 	}
-	return groups, true
+	return &union{sources: sources, groups: groups, at: u.at, index: u.index, ports: u.ports, seen: u.seen}, true
 }
 
 // sameSource reports whether two sources are the same groups: the same
@@ -290,48 +305,74 @@ func sameFirstAddresses(a, b []discoveryv1.Endpoint) bool {
 	return true
 }
 
-// unionOf merges endpoint groups of the same address type and ports, in
-// the order first seen, keeping the first endpoint of each first address;
-// the union keeps the set of them when it holds seenFrom endpoints or
-// more.
-// Sized up front: growing the set and the groups cost more than filling
-// them.
+// unionOf is the union of sources made anew: in runs when no first
+// address comes twice in a group, merged otherwise; it keeps the first
+// addresses when it holds seenFrom endpoints or more.
 func unionOf(sources [][]reconciler.EndpointGroup, seenFrom int) *union {
-	var out []reconciler.EndpointGroup
-	var sizes []int
-	index := map[string]int{}
-	total := 0
+	index, ports, sizes, total := groupsOf(sources)
+	// Sized up front: growing the set cost more than filling it.
+	seen := make(map[slotKey]struct{}, total)
+	for _, groups := range sources {
+		for i := range groups {
+			g := &groups[i]
+			at := index[groupKey((*v1alpha1.EndpointGroup)(g))]
+			for j := range g.Endpoints {
+				k := slotKey{at, firstAddress(&g.Endpoints[j])}
+				if _, dup := seen[k]; dup {
+					return &union{sources: sources, groups: merged(sources, index, ports, sizes)}
+				}
+				seen[k] = struct{}{}
+			}
+		}
+	}
+	groups, at, _ := runsOf(sources, index, ports)
+	u := &union{sources: sources, groups: groups, at: at, index: index, ports: ports}
+	if total >= seenFrom {
+		u.seen = seen
+	}
+	return u
+}
+
+// groupsOf numbers the groups of sources by key (groupKey) in the order
+// first named, with the ports of the first that names each and each
+// one's endpoints, and counts them all.
+func groupsOf(sources [][]reconciler.EndpointGroup) (index map[string]int, ports [][]discoveryv1.EndpointPort, sizes []int, total int) {
+	index = map[string]int{}
 	for _, groups := range sources {
 		for i := range groups {
 			g := &groups[i]
 			gk := groupKey((*v1alpha1.EndpointGroup)(g))
 			at, ok := index[gk]
 			if !ok {
-				at = len(out)
+				at = len(ports)
 				index[gk] = at
-				out = append(out, reconciler.EndpointGroup{AddressType: g.AddressType, Ports: g.Ports})
+				ports = append(ports, g.Ports)
 				sizes = append(sizes, 0)
 			}
 			sizes[at] += len(g.Endpoints)
 			total += len(g.Endpoints)
 		}
 	}
-	for at, n := range sizes {
-		out[at].Endpoints = make([]discoveryv1.Endpoint, 0, n)
+	return index, ports, sizes, total
+}
+
+// merged merges the groups of sources of the same address type and
+// ports, in the order first named (index, with their ports and sizes),
+// keeping the first endpoint of each first address.
+func merged(sources [][]reconciler.EndpointGroup, index map[string]int, ports [][]discoveryv1.EndpointPort, sizes []int) []reconciler.EndpointGroup {
+	out := make([]reconciler.EndpointGroup, len(ports))
+	for at := range out {
+		out[at] = reconciler.EndpointGroup{AddressType: discoveryv1.AddressType(""), Ports: ports[at], Endpoints: make([]discoveryv1.Endpoint, 0, sizes[at])}
 	}
-	places := make([][]place, len(sources))
-	duplicates := false
-	seen := make(map[slotKey]struct{}, total)
-	for si, groups := range sources {
-		places[si] = make([]place, len(groups))
+	seen := map[slotKey]struct{}{}
+	for _, groups := range sources {
 		for i := range groups {
 			g := &groups[i]
 			at := index[groupKey((*v1alpha1.EndpointGroup)(g))]
-			places[si][i] = place{at, len(out[at].Endpoints)}
+			out[at].AddressType = g.AddressType
 			for j := range g.Endpoints {
 				k := slotKey{at, firstAddress(&g.Endpoints[j])}
 				if _, dup := seen[k]; dup {
-					duplicates = true // a place no longer says where a group's endpoints are
 					continue
 				}
 				seen[k] = struct{}{}
@@ -339,12 +380,5 @@ func unionOf(sources [][]reconciler.EndpointGroup, seenFrom int) *union {
 			}
 		}
 	}
-	u := &union{sources: sources, groups: out, index: index}
-	if !duplicates {
-		u.at = places
-		if total >= seenFrom {
-			u.seen = seen
-		}
-	}
-	return u
+	return out
 }

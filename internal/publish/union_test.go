@@ -77,6 +77,9 @@ func TestUnionPatchedIsUnion(t *testing.T) {
 				if !reflect.DeepEqual(u.groups, want) {
 					t.Fatalf("seed %d, step %d (op %d): union %s, want %s", seed, step, op, describe(u.groups), describe(want))
 				}
+				if got, want := reconciler.JoinRuns(u.groups), mergedOf(sources); !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d, step %d (op %d): union's runs joined %s, want %s", seed, step, op, describe(got), describe(want))
+				}
 				if _, alone := aloneOf(sources); !alone { // one part is its own union (TestUnionOfOnePartIsThePart)
 					if lastIndex != nil && reflect.ValueOf(lastIndex).UnsafePointer() == reflect.ValueOf(u.index).UnsafePointer() { // not made anew
 						patched++
@@ -103,6 +106,14 @@ func TestUnionPatchedIsUnion(t *testing.T) {
 			t.Errorf("first addresses kept from %d endpoints: only %d of %d unions patched", seenFrom, patched, total)
 		}
 	}
+}
+
+// mergedOf is the union of sources with each group's endpoints merged,
+// the first of each first address kept: what the runs of a union join
+// into.
+func mergedOf(sources [][]reconciler.EndpointGroup) []reconciler.EndpointGroup {
+	index, ports, sizes, _ := groupsOf(sources)
+	return merged(sources, index, ports, sizes)
 }
 
 // describe lists groups' ports and first addresses with readiness.
@@ -142,7 +153,7 @@ func TestUnionOfOnePartIsThePart(t *testing.T) {
 		"a group in head and part":   {{group()}, part},
 		"endpoints in head and part": {{group("10.0.0.2", "10.0.0.3")}, part},
 	} {
-		got, want := (*union)(nil).next(sources, 0).groups, unionOf(sources, 0).groups
+		got, want := reconciler.JoinRuns((*union)(nil).next(sources, 0).groups), mergedOf(sources)
 		if !reflect.DeepEqual(got, want) || len(got) != 1 {
 			t.Errorf("%s: union %s, want %s", name, describe(got), describe(want))
 		}

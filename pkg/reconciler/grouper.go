@@ -6,6 +6,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // SliceGrouper is GroupSlices for a caller that groups the same Service's
@@ -78,8 +79,15 @@ func JoinRuns(groups []EndpointGroup) []EndpointGroup {
 // sameGroupKey reports whether a and b are of the same address type and
 // port set: runs of one group.
 func sameGroupKey(a, b *EndpointGroup) bool {
-	return a.AddressType == b.AddressType && (len(a.Ports) > 0 && len(b.Ports) > 0 && &a.Ports[0] == &b.Ports[0] ||
-		groupKey(a.AddressType, a.Ports) == groupKey(b.AddressType, b.Ports))
+	if a.AddressType != b.AddressType {
+		return false
+	}
+	// The runs of a group share its ports (and a SliceGrouper's next
+	// result, while they do not change): no key is made for each.
+	if len(a.Ports) == len(b.Ports) && (len(a.Ports) == 0 || &a.Ports[0] == &b.Ports[0]) {
+		return true
+	}
+	return portKey(a.Ports) == portKey(b.Ports)
 }
 
 // groupedSource is what a slice contributed at the last call.
@@ -318,7 +326,14 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 			first = src
 		}
 	}
-	lg.ports = clonePorts(first.ports)
+	if lg.ports == nil || !slices.EqualFunc(lg.ports, first.ports, samePort) {
+		lg.ports = clonePorts(first.ports) // else kept: the next result shares it
+	}
+}
+
+// samePort reports whether two ports are equal, field by field.
+func samePort(a, b discoveryv1.EndpointPort) bool {
+	return ptr.Equal(a.Name, b.Name) && ptr.Equal(a.Protocol, b.Protocol) && ptr.Equal(a.Port, b.Port) && ptr.Equal(a.AppProtocol, b.AppProtocol)
 }
 
 // edits returns the edits of lg's dirty identities, by run and index.

@@ -185,7 +185,7 @@ func (m *memo) sameGroups(desired []EndpointGroup) bool {
 		return false
 	}
 	for i := range desired {
-		if desired[i].AddressType != m.desired[i].AddressType || portKey(desired[i].Ports) != portKey(m.desired[i].Ports) {
+		if !sameGroupKey(&desired[i], &m.desired[i]) {
 			return false
 		}
 	}
@@ -432,6 +432,9 @@ func (m *memo) groupsFor(desired []EndpointGroup) []*group {
 	var out []*group
 	seen := map[string]bool{}
 	for i := range desired {
+		if i > 0 && sameGroupKey(&desired[i-1], &desired[i]) {
+			continue // a run of the last group
+		}
 		key := groupKey(desired[i].AddressType, desired[i].Ports)
 		if seen[key] {
 			continue
