@@ -200,7 +200,11 @@ func sourceCluster(p *v1alpha1.PublishedExport) (clusterset.ClusterID, error) {
 func checkPartIDs(ids []string) error {
 	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
-		if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
+		if isDNSLabel(id) {
+			// Checked by hand: the regular expression took half of the
+			// publisher's work for one endpoint's change of 50,000 (500
+			// parts named in the head).
+		} else if errs := validation.IsDNS1123Label(id); len(errs) > 0 {
 			return fmt.Errorf("spec.parts[%d] %q: %s", i, id, strings.Join(errs, "; "))
 		}
 		if seen[id] {
@@ -209,6 +213,21 @@ func checkPartIDs(ids []string) error {
 		seen[id] = true
 	}
 	return nil
+}
+
+// isDNSLabel reports whether s is an RFC 1123 label, as
+// validation.IsDNS1123Label checks it: 1 to 63 lower-case letters, digits
+// and '-', starting and ending with a letter or digit.
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // checkSpec checks the exported Service's properties.

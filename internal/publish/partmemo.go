@@ -113,8 +113,11 @@ type memoPart struct {
 
 // plan is planParts, from what moved since the last plan when it can be.
 func (m *partMemo) plan(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) partPlan {
-	existing = slices.Clone(existing)
-	slices.SortFunc(existing, func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) })
+	byName := func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(existing, byName) { // as a cache lists them, mostly
+		existing = slices.Clone(existing)
+		slices.SortFunc(existing, byName)
+	}
 	if m.valid && m.update(want, existing, max) {
 		if pp, ok := m.incremental(cluster, key, namespace, want, existing, max); ok {
 			m.fromMemo++

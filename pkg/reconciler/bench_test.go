@@ -50,11 +50,18 @@ func BenchmarkPlan10000(b *testing.B) {
 // the unchanged endpoints with the last (as the export watcher's
 // SliceGrouper gives them); with incremental plans, only the changed
 // endpoint and its slice are read, without, every slice is read and
-// compared.
+// compared. ",runs": the desired groups in runs, each version sharing
+// every run but the changed one with the last, as a SliceGrouper with
+// MaxRun gives them.
 func BenchmarkPlanOneEndpointChange(b *testing.B) {
-	for _, incremental := range []bool{false, true} {
+	for _, mode := range []struct{ incremental, runs bool }{{false, false}, {true, false}, {true, true}} {
+		incremental := mode.incremental
 		for _, n := range []int{100, 10000, 50000} {
-			b.Run(fmt.Sprintf("incremental=%v/endpoints=%d", incremental, n), func(b *testing.B) {
+			name := fmt.Sprintf("incremental=%v/endpoints=%d", incremental, n)
+			if mode.runs {
+				name = fmt.Sprintf("incremental=%v,runs/endpoints=%d", incremental, n)
+			}
+			b.Run(name, func(b *testing.B) {
 				svc := service()
 				client := reconcilertest.NewClientset()
 				var opts []Option
@@ -62,7 +69,12 @@ func BenchmarkPlanOneEndpointChange(b *testing.B) {
 					opts = append(opts, WithIncrementalPlans(1))
 				}
 				r, _ := New(client.DiscoveryV1(), "bench", opts...)
-				desired := GroupSlices(reconcilertest.ServiceSlices(svc.Namespace, svc.Name, n, 100))
+				items := reconcilertest.ServiceSlices(svc.Namespace, svc.Name, n, 100)
+				grouper := SliceGrouper{MaxRun: 200}
+				desired := GroupSlices(items)
+				if mode.runs {
+					desired = grouper.Group(items)
+				}
 				in := Input{Owner: svc, OwnerGVK: serviceGVK, Desired: desired, AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}, Labeler: ServiceLabels{svc}}
 				if err := r.Reconcile(context.Background(), in); err != nil {
 					b.Fatal(err)
@@ -78,6 +90,14 @@ func BenchmarkPlanOneEndpointChange(b *testing.B) {
 				// from each other, in one endpoint's readiness.
 				var versions [2][]EndpointGroup
 				for v, ready := range []*bool{ptr.To(false), nil} {
+					if mode.runs {
+						changed := items[len(items)/2].DeepCopy()
+						changed.ResourceVersion = fmt.Sprint(v + 2)
+						changed.Endpoints[0].Conditions.Ready = ready
+						items[len(items)/2] = *changed
+						versions[v] = grouper.Group(items)
+						continue
+					}
 					versions[v] = []EndpointGroup{{AddressType: desired[0].AddressType, Ports: desired[0].Ports, Endpoints: slices.Clone(desired[0].Endpoints)}}
 					versions[v][0].Endpoints[n/2].Conditions.Ready = ready
 				}
