@@ -136,6 +136,10 @@ type liveGroup struct {
 	// slices is how many slices are of the group: it lasts while one is,
 	// with no endpoints if need be, as in GroupSlices.
 	slices int
+	// first is the group's first slice in name order (whose ports the
+	// group takes), unless firstGone says it went: then it is looked for.
+	first     *groupedSource
+	firstGone bool
 }
 
 // run is a stretch of a group's identities, in sorted order, and the
@@ -179,9 +183,13 @@ func (g *SliceGrouper) Group(items []discoveryv1.EndpointSlice) []EndpointGroup 
 // those gone; it reports whether any was.
 func (g *SliceGrouper) read(items []discoveryv1.EndpointSlice) (changed bool) {
 	g.pass++
+	listed := 0 // sources listed, each once
 	for i := range items {
 		s := &items[i]
 		old := g.sources[s.Name]
+		if old == nil || old.pass != g.pass {
+			listed++
+		}
 		if old != nil && s.ResourceVersion != "" && old.resourceVersion == s.ResourceVersion && old.uid == s.UID {
 			old.pass = g.pass
 			continue
@@ -192,8 +200,8 @@ func (g *SliceGrouper) read(items []discoveryv1.EndpointSlice) (changed bool) {
 		}
 		g.add(s)
 	}
-	if len(g.sources) == len(items) && !changed {
-		return false // every source listed, as it was
+	if listed == len(g.sources) {
+		return changed // every source listed: none went
 	}
 	for name, old := range g.sources {
 		if old.pass != g.pass {
@@ -238,6 +246,9 @@ func (g *SliceGrouper) add(s *discoveryv1.EndpointSlice) {
 	}
 	lg.slices++
 	lg.touched = true
+	if !lg.firstGone && (lg.first == nil || src.name <= lg.first.name) {
+		lg.first = src
+	}
 	for i := range s.Endpoints {
 		id := endpointID(&s.Endpoints[i])
 		src.ids[i] = id
@@ -259,6 +270,9 @@ func (g *SliceGrouper) remove(src *groupedSource) {
 	lg := g.groups[src.key]
 	lg.slices--
 	lg.touched = true
+	if lg.first == src {
+		lg.firstGone = true
+	}
 	for i, id := range src.ids {
 		lg.dirty[id] = struct{}{}
 		if c, ok := lg.one[id]; ok && c.slice == src.name && c.index == i {
@@ -316,16 +330,23 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 	}
 	runs, made := lg.edited(lg.edits(), g.MaxRun)
 	lg.runs = joinShort(runs, made, g.MaxRun)
-	clear(lg.dirty)
+	if len(lg.dirty) > 1024 {
+		lg.dirty = map[string]struct{}{} // clear() would cost what the map held at its largest, each time
+	} else {
+		clear(lg.dirty)
+	}
 	lg.touched = false
 	// The group's ports are those of its first slice in name order, as
 	// GroupSlices takes them.
-	var first *groupedSource
-	for _, src := range g.sources {
-		if src.key == lg.key && (first == nil || src.name < first.name) {
-			first = src
+	if lg.firstGone {
+		lg.first, lg.firstGone = nil, false
+		for _, src := range g.sources {
+			if src.key == lg.key && (lg.first == nil || src.name < lg.first.name) {
+				lg.first = src
+			}
 		}
 	}
+	first := lg.first
 	if lg.ports == nil || !slices.EqualFunc(lg.ports, first.ports, samePort) {
 		lg.ports = clonePorts(first.ports) // else kept: the next result shares it
 	}
