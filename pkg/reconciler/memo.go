@@ -280,6 +280,9 @@ func (m *memo) diff(desired []EndpointGroup) bool {
 	}
 	d := memoDiff{was: map[*memoEndpoint]bool{}, touched: map[*memoGroup][]string{}}
 	for i, sp := range spans {
+		if len(sp.Old)+len(sp.New) == 0 {
+			continue // most runs: no key made for them
+		}
 		g := m.groups[groupKey(desired[i].AddressType, desired[i].Ports)]
 		for j := range sp.Old {
 			e := d.touch(g, &sp.Old[j])

@@ -280,8 +280,15 @@ func (b *planner) sortExisting(t *typePlan) {
 	for _, g := range t.groups {
 		wanted[g.portKey] = true
 	}
-	for _, s := range t.existing {
-		pk := portKey(s.Ports)
+	var lastPorts []discoveryv1.EndpointPort
+	lastKey := ""
+	for i, s := range t.existing {
+		// Slices of one port set list the same ports, mostly in the same
+		// order: the key of the last one is taken without making it anew.
+		if i == 0 || !slices.EqualFunc(s.Ports, lastPorts, samePort) {
+			lastPorts, lastKey = s.Ports, portKey(s.Ports)
+		}
+		pk := lastKey
 		if !wanted[pk] {
 			t.deletes = append(t.deletes, s)
 			b.plan.removed += len(s.Endpoints)
