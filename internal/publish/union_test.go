@@ -2,6 +2,7 @@ package publish
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -156,6 +158,57 @@ func TestUnionOfOnePartIsThePart(t *testing.T) {
 		got, want := reconciler.JoinRuns((*union)(nil).next(sources, 0).groups), mergedOf(sources)
 		if !reflect.DeepEqual(got, want) || len(got) != 1 {
 			t.Errorf("%s: union %s, want %s", name, describe(got), describe(want))
+		}
+	}
+}
+
+// TestReaderHoldsWhatItsPartsHold: over random sequences of parts
+// written, rewritten (other conditions, other addresses, an address
+// another part holds) and removed, the export a reader puts into the Store
+// holds each address once, as the first part in name order that holds it
+// has it: the reader's parts kept in name order (Reader.sorted) follow
+// every part that comes, changes or goes.
+func TestReaderHoldsWhatItsPartsHold(t *testing.T) {
+	for seed := uint64(0); seed < 100; seed++ {
+		r := rand.New(rand.NewPCG(seed, 56))
+		store := clusterset.NewStore()
+		reader, later := syncedReader(store, nil)
+		es := withEndpoints(1)
+		reader.put(EncodeHead(es, "mcs-system"))
+		held := map[string][]discoveryv1.Endpoint{} // by part name
+		for step := range 40 {
+			id := fmt.Sprint(r.IntN(8))
+			name := PartName("east", webKey, id)
+			if _, ok := held[name]; ok && r.IntN(4) == 0 {
+				reader.remove(encodePart("east", webKey, "mcs-system", id, nil))
+				later.fire()
+				delete(held, name)
+			} else {
+				var eps []discoveryv1.Endpoint
+				for _, k := range r.Perm(30)[:1+r.IntN(6)] {
+					eps = append(eps, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", k)},
+						Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r.IntN(2) == 0)}})
+				}
+				g := v1alpha1.EndpointGroup(es.Endpoints[0])
+				g.Endpoints = eps
+				reader.put(encodePart("east", webKey, "mcs-system", id, []v1alpha1.EndpointGroup{g}))
+				held[name] = eps
+			}
+			want := map[string]bool{}
+			for _, name := range slices.Sorted(maps.Keys(held)) {
+				for _, ep := range held[name] {
+					if _, first := want[ep.Addresses[0]]; !first {
+						want[ep.Addresses[0]] = *ep.Conditions.Ready
+					}
+				}
+			}
+			got := map[string]bool{}
+			for a, ep := range endpointSet(t, store.GetFrom(webKey, "east")) {
+				got[a] = ptr.Deref(ep.Conditions.Ready, false)
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("seed %d, step %d: the Store holds %v, the parts %v", seed, step, got, want)
+			}
 		}
 	}
 }

@@ -46,7 +46,8 @@ type SliceGrouper struct {
 // JoinRuns returns groups with each sequence of groups of the same
 // address type and ports joined into one (a SliceGrouper's result with
 // MaxRun, as GroupSlices gives it). A group that is alone is returned as
-// it is, sharing its arrays; groups holds no runs, the same slice.
+// it is, sharing its arrays; when groups holds no runs, it is returned
+// itself.
 func JoinRuns(groups []EndpointGroup) []EndpointGroup {
 	runs := false
 	for i := 1; i < len(groups) && !runs; i++ {
@@ -122,8 +123,8 @@ type liveGroup struct {
 	key         string // groupKey's
 	portKey     string
 	ports       []discoveryv1.EndpointPort
-	// runs hold the group's identities in sorted order, each none empty
-	// (one run unless MaxRun is set).
+	// runs hold the group's identities in sorted order, none of them
+	// empty (one run unless MaxRun is set).
 	runs []run
 	// one holds the candidate of an identity listed once, more those of
 	// an identity listed more than once (and it is then not in one).
