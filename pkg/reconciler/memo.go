@@ -178,18 +178,26 @@ func (m *memo) update(in Input, owned []*discoveryv1.EndpointSlice, key memoKey)
 	return ok
 }
 
-// sameGroups reports whether desired has the groups of the last call, in
-// the same order.
+// sameGroups reports whether desired names the groups of the last call,
+// in the same order, a group's runs (SliceGrouper.MaxRun) taken as one:
+// runs split or joined, a Service grows, and the memo still holds.
 func (m *memo) sameGroups(desired []EndpointGroup) bool {
-	if len(desired) != len(m.desired) {
-		return false
-	}
-	for i := range desired {
-		if !sameGroupKey(&desired[i], &m.desired[i]) {
+	i, j := 0, 0
+	for i < len(desired) && j < len(m.desired) {
+		if !sameGroupKey(&desired[i], &m.desired[j]) {
 			return false
 		}
+		i, j = nextGroup(desired, i), nextGroup(m.desired, j)
 	}
-	return true
+	return i == len(desired) && j == len(m.desired)
+}
+
+// nextGroup returns the index of the first group after groups[i] and its
+// runs.
+func nextGroup(groups []EndpointGroup, i int) int {
+	for i++; i < len(groups) && sameGroupKey(&groups[i-1], &groups[i]); i++ {
+	}
+	return i
 }
 
 // index reads the slices that are new or whose resourceVersion moved (or
@@ -274,30 +282,102 @@ func (ms *memoSlice) unregister() {
 // diff takes in the desired endpoints that are not the very ones of the
 // last call (Moved); the slices holding them are marked affected.
 func (m *memo) diff(desired []EndpointGroup) bool {
-	spans, ok := Moved(m.desired, desired)
+	changes, ok := movedRuns(m.desired, desired)
 	if !ok {
 		return false
 	}
 	d := memoDiff{was: map[*memoEndpoint]bool{}, touched: map[*memoGroup][]string{}}
-	for i, sp := range spans {
-		if len(sp.Old)+len(sp.New) == 0 {
-			continue // most runs: no key made for them
+	for _, c := range changes {
+		g := m.groups[groupKey(c.group.AddressType, c.group.Ports)]
+		if g == nil {
+			return false
 		}
-		g := m.groups[groupKey(desired[i].AddressType, desired[i].Ports)]
-		for j := range sp.Old {
-			e := d.touch(g, &sp.Old[j])
+		for j := range c.old {
+			e := d.touch(g, &c.old[j])
 			if e.count == 0 {
 				return false // not what the memo says was desired
 			}
 			e.count--
 		}
-		for j := range sp.New {
-			e := d.touch(g, &sp.New[j])
+		for j := range c.new {
+			e := d.touch(g, &c.new[j])
 			e.count++
-			e.want = sp.New[j]
+			e.want = c.new[j]
 		}
 	}
 	return d.settle()
+}
+
+// runChange is what moved in one group between two calls: entries that
+// left it (old) and that came (new).
+type runChange struct {
+	group    *EndpointGroup // its address type and ports
+	old, new []discoveryv1.Endpoint
+}
+
+// movedRuns returns what moved between old and now, and false when more
+// than MovedIn's quarter moved. Groups at the same index and of the same
+// key are compared as Moved compares them; when runs split, joined, came
+// or went (the counts or keys by index differ), a run of now that is the
+// very array of a run of old did not move, and every other run moved
+// whole (a few runs of a few hundred entries, not the Service).
+func movedRuns(old, now []EndpointGroup) ([]runChange, bool) {
+	var out []runChange
+	if len(old) == len(now) && aligned(old, now) {
+		spans, few := Moved(old, now)
+		for i, sp := range spans {
+			if len(sp.Old)+len(sp.New) > 0 {
+				out = append(out, runChange{group: &now[i], old: sp.Old, new: sp.New})
+			}
+		}
+		return out, few
+	}
+	return movedByArray(old, now)
+}
+
+// movedByArray is movedRuns for groups that are not aligned: each run of
+// now is matched with the run of old that is its very array, if any.
+func movedByArray(old, now []EndpointGroup) ([]runChange, bool) {
+	var out []runChange
+	byArray := make(map[*discoveryv1.Endpoint]int, len(old))
+	for i := range old {
+		if len(old[i].Endpoints) > 0 {
+			byArray[&old[i].Endpoints[0]] = i
+		}
+	}
+	matched := make([]bool, len(old))
+	total, moved := 0, 0
+	for i := range now {
+		eps := now[i].Endpoints
+		total += len(eps)
+		if len(eps) == 0 {
+			continue
+		}
+		if j, ok := byArray[&eps[0]]; ok && !matched[j] && len(old[j].Endpoints) == len(eps) && sameGroupKey(&old[j], &now[i]) {
+			matched[j] = true
+			continue
+		}
+		moved += len(eps)
+		out = append(out, runChange{group: &now[i], new: eps})
+	}
+	for j := range old {
+		if !matched[j] && len(old[j].Endpoints) > 0 {
+			moved += len(old[j].Endpoints)
+			out = append(out, runChange{group: &old[j], old: old[j].Endpoints})
+		}
+	}
+	return out, fewMoved(moved, total)
+}
+
+// aligned reports whether old and now hold groups of the same keys at
+// the same indexes (they are as many).
+func aligned(old, now []EndpointGroup) bool {
+	for i := range now {
+		if !sameGroupKey(&old[i], &now[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // memoDiff is what one diff touched: each identity's group, and whether

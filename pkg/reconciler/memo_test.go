@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -194,6 +195,80 @@ func TestIncrementalPlansArePlans(t *testing.T) {
 		if incremental < total/2 {
 			t.Errorf("hints %v: only %d of %d plans made from the memo", hints, incremental, total)
 		}
+	}
+}
+
+// TestIncrementalPlansOfRunsArePlans: desired endpoints grouped in runs
+// by a SliceGrouper (MaxRun 8) from source slices that come, change (an
+// endpoint's conditions, endpoints added and removed, a slice emptied)
+// and go, so that runs split, join, come and go: a reconciler
+// WithIncrementalPlans makes exactly the plan of one without, and makes
+// most of them from its memo, runs split or not.
+func TestIncrementalPlansOfRunsArePlans(t *testing.T) {
+	ports := []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}}
+	total, incremental := 0, 0
+	for seed := uint64(0); seed < 100; seed++ {
+		r := rand.New(rand.NewPCG(seed, 57))
+		opts := []Option{WithMaxEndpointsPerSlice(5)}
+		full, _ := New(reconcilertest.NewClientset().DiscoveryV1(), "test", opts...)
+		memoized, _ := New(reconcilertest.NewClientset().DiscoveryV1(), "test", append(opts, WithIncrementalPlans(1))...)
+		svc := service()
+		world := &sliceWorld{slices: map[string]*discoveryv1.EndpointSlice{}}
+		grouper := SliceGrouper{MaxRun: 8}
+		sources := map[int][]discoveryv1.Endpoint{} // by source slice
+		versions := map[int]string{}                // their resourceVersions
+		rv := 0
+		for step := range 40 {
+			k := r.IntN(12)
+			eps := slices.Clone(sources[k])
+			switch op := r.IntN(10); {
+			case op < 4 && len(eps) > 0:
+				i := r.IntN(len(eps))
+				eps[i].Conditions.Ready = ptr.To(!ptr.Deref(eps[i].Conditions.Ready, false))
+			case op < 7:
+				for range 1 + r.IntN(6) {
+					eps = append(eps, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.0.%d", k, r.IntN(250))},
+						Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+				}
+				eps = slices.CompactFunc(eps, func(a, b discoveryv1.Endpoint) bool { return a.Addresses[0] == b.Addresses[0] })
+			case op < 9 && len(eps) > 0:
+				i := r.IntN(len(eps))
+				eps = slices.Delete(eps, i, i+1)
+			default:
+				eps = nil
+			}
+			sources[k] = eps
+			rv++
+			versions[k] = fmt.Sprint(rv)
+			if r.IntN(8) == 0 {
+				delete(sources, k) // the slice deleted
+			}
+			var items []discoveryv1.EndpointSlice
+			for _, k := range slices.Sorted(maps.Keys(sources)) {
+				items = append(items, discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("src-%02d", k), UID: types.UID(fmt.Sprint(k)), ResourceVersion: versions[k]},
+					AddressType: discoveryv1.AddressTypeIPv4, Ports: ports, Endpoints: sources[k]})
+			}
+			in := Input{Owner: svc, OwnerGVK: serviceGVK, Desired: grouper.Group(items), AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
+				Existing: world.existing(r), Labeler: ServiceLabels{svc}}
+			want, err := full.Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := memoized.Plan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d, step %d: incremental plan %s differs from %s:\n%v\n%v", seed, step, got, want, got, want)
+			}
+			world.apply(want)
+			total++
+		}
+		incremental += int(memoized.memos.incremental.Load())
+	}
+	t.Logf("%d of %d plans made from the memo", incremental, total)
+	if incremental < total/2 {
+		t.Errorf("only %d of %d plans made from the memo", incremental, total)
 	}
 }
 
