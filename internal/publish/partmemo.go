@@ -146,7 +146,7 @@ func (m *partMemo) update(want []reconciler.EndpointGroup, existing []*v1alpha1.
 func (m *partMemo) sameKeys(want []reconciler.EndpointGroup) bool {
 	for i := range want {
 		a, b := &want[i], &m.want[i]
-		if a.AddressType == b.AddressType && len(a.Ports) == len(b.Ports) && (len(a.Ports) == 0 || &a.Ports[0] == &b.Ports[0]) {
+		if a.AddressType == b.AddressType && samePorts(a.Ports, b.Ports) {
 			continue // the same ports (an export's runs share them): the same key
 		}
 		if groupKey((*v1alpha1.EndpointGroup)(&want[i])) != m.keys[i] {

@@ -173,17 +173,7 @@ func TestIncrementalPlansArePlans(t *testing.T) {
 					Labeler: LabelerFunc(func() (map[string]string, map[string]string) {
 						return map[string]string{"label": label}, nil
 					})}
-				want, err := full.Plan(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := memoized.Plan(in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("hints %v, seed %d, step %d: incremental plan %s differs from %s:\n%v\n%v", hints, seed, step, got, want, got, want)
-				}
+				want := samePlans(t, full, memoized, in, fmt.Sprintf("hints %v, seed %d, step %d", hints, seed, step))
 				if r.IntN(6) > 0 { // else the plan is lost
 					world.apply(want)
 				}
@@ -250,17 +240,7 @@ func TestIncrementalPlansOfRunsArePlans(t *testing.T) {
 			}
 			in := Input{Owner: svc, OwnerGVK: serviceGVK, Desired: grouper.Group(items), AddressTypes: []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4},
 				Existing: world.existing(r), Labeler: ServiceLabels{svc}}
-			want, err := full.Plan(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := memoized.Plan(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("seed %d, step %d: incremental plan %s differs from %s:\n%v\n%v", seed, step, got, want, got, want)
-			}
+			want := samePlans(t, full, memoized, in, fmt.Sprintf("seed %d, step %d", seed, step))
 			world.apply(want)
 			total++
 		}
@@ -270,6 +250,24 @@ func TestIncrementalPlansOfRunsArePlans(t *testing.T) {
 	if incremental < total/2 {
 		t.Errorf("only %d of %d plans made from the memo", incremental, total)
 	}
+}
+
+// samePlans returns full's plan of in, failing the test (at where) when
+// memoized's plan differs from it.
+func samePlans(t *testing.T, full, memoized *Reconciler, in Input, where string) *Plan {
+	t.Helper()
+	want, err := full.Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := memoized.Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: incremental plan %s differs from %s:\n%v\n%v", where, got, want, got, want)
+	}
+	return want
 }
 
 // TestMovedFindsWhatMoved: what MovedIn and Moved report is exactly the
