@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,18 @@ func TestBrokenConversionWebhookIsNotSilent(t *testing.T) {
 			ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/convert")}}}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server takes a CRD's new conversion on its own time (its CRD
+	// informer, then a new storage): an export written before then is
+	// read, and its status written, through the old one, and nothing of
+	// east's fails until the next change (a run of CI under load). So
+	// "meanwhile" is written once a read of "old" fails through the webhook.
+	eventually(ctx, t, "east's API server to convert through the webhook", func() error {
+		err := east.Get(ctx, client.ObjectKey{Namespace: ns, Name: "old"}, &mcsv1beta1.ServiceExport{})
+		if err == nil || !strings.Contains(err.Error(), "conversion webhook") {
+			return fmt.Errorf("reading old in v1beta1: %v, want the conversion webhook's error", err)
+		}
+		return nil
+	})
 	// Written in v1alpha1, as stored: no conversion on the way in.
 	if err := manualExportOf(ctx, east, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "meanwhile", Namespace: ns}}, "10.103.1.2"); err != nil {
 		t.Fatal(err)
