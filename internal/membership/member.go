@@ -397,7 +397,7 @@ func (m *member) connect(ctx context.Context) (*rest.Config, prober, bool) {
 // newCluster builds a real client and cache of a member (deps.newCluster).
 func newCluster(opts Options) func(clusterset.ClusterID, schema.GroupVersion, *rest.Config, func(context.Context, error)) (cluster.Cluster, error) {
 	return func(id clusterset.ClusterID, api schema.GroupVersion, rc *rest.Config, onWatchError func(context.Context, error)) (cluster.Cluster, error) {
-		return cluster.New(rc, func(o *cluster.Options) {
+		return cluster.New(reportingUnreadyStorage(rc, onWatchError), func(o *cluster.Options) {
 			o.Scheme = opts.schemeFor(api)
 			o.Cache.DefaultTransform = plumbing.StripUnread
 			if opts.ConfigureCache != nil {
