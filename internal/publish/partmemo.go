@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -81,8 +82,19 @@ type partMemo struct {
 	// plan's moved endpoints, in want's order.
 	unheld map[slotKey]struct{}
 	moved  []slotKey
-	parts  map[string]*memoPart
-	seen   int
+	// parts are the existing parts by name; byObj finds one by the very
+	// object last read (a cache never modifies its objects: the same
+	// object is the same resourceVersion), so that a change reads no name
+	// of the parts that did not change. order lists them by name, as
+	// planParts plans them, and ids their IDs as a plan lists them
+	// (comparePartIDs), and idSet the same as a set: both made anew only
+	// when a part comes, goes or changes its ID.
+	parts map[string]*memoPart
+	byObj map[*v1alpha1.PublishedExport]*memoPart
+	order []*memoPart
+	ids   []string
+	idSet map[string]bool
+	seen  int
 	// fromMemo counts the plans made from the memo (for tests).
 	fromMemo int
 }
@@ -98,13 +110,16 @@ type memoSlot struct {
 
 // memoPart is one existing part as the last plan read it.
 type memoPart struct {
+	name            string
+	obj             *v1alpha1.PublishedExport
 	uid             types.UID
 	resourceVersion string
 	// gi is its group's index; -1 when it holds no one wanted group (it
 	// is removed).
 	gi        int
 	addresses []string
-	// clean says the last plan kept it as it is, as next.
+	// clean says the last plan kept it as it is, as next (the planned
+	// successor of a part planned anew: it says nothing unless clean).
 	clean    bool
 	next     *v1alpha1.PublishedExport
 	affected bool
@@ -113,18 +128,27 @@ type memoPart struct {
 
 // plan is planParts, from what moved since the last plan when it can be.
 func (m *partMemo) plan(cluster clusterset.ClusterID, key types.NamespacedName, namespace, trigger string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) partPlan {
+	if m.valid && m.update(want, existing, max) {
+		if pp, replanned, ok := m.incremental(cluster, key, namespace, want, max); ok {
+			m.fromMemo++
+			pp.stamp(trigger)
+			if len(pp.plan.create)+len(pp.plan.remove) == 0 {
+				// Every part kept: the IDs of those that exist. A copy: a
+				// client decodes the API server's answer into the head.
+				if len(m.ids) > 0 {
+					pp.plan.ids = slices.Clone(m.ids)
+				}
+			} else {
+				pp.listIDs()
+			}
+			m.settleReplanned(pp, replanned)
+			return pp.plan
+		}
+	}
 	byName := func(a, b *v1alpha1.PublishedExport) int { return strings.Compare(a.Name, b.Name) }
 	if !slices.IsSortedFunc(existing, byName) { // as a cache lists them, mostly
 		existing = slices.Clone(existing)
 		slices.SortFunc(existing, byName)
-	}
-	if m.valid && m.update(want, existing, max) {
-		if pp, ok := m.incremental(cluster, key, namespace, want, existing, max); ok {
-			m.fromMemo++
-			pp.finish(trigger)
-			m.settle(pp)
-			return pp.plan
-		}
 	}
 	pp := newPartPlanner(cluster, key, namespace, want, max)
 	pp.keepAll(existing)
@@ -158,37 +182,95 @@ func (m *partMemo) sameKeys(want []reconciler.EndpointGroup) bool {
 
 // index reads the parts that are new or whose resourceVersion moved (or
 // that have none: not read from an API server), and drops those gone
-// first.
+// first. A part rewritten with the same endpoints (by first address) keeps
+// its slots: one endpoint's change re-reads one part, and moves nothing.
 func (m *partMemo) index(existing []*v1alpha1.PublishedExport) bool {
-	m.seen++
-	var fresh []*v1alpha1.PublishedExport
-	for _, p := range existing {
-		mp := m.parts[p.Name]
-		if mp != nil && mp.uid == p.UID && mp.resourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
-			mp.seen = m.seen
-		} else {
-			fresh = append(fresh, p)
-		}
-	}
-	for name, mp := range m.parts {
-		if mp.seen != m.seen {
-			m.unregister(mp)
-			delete(m.parts, name)
-		}
-	}
+	fresh, reorder := m.dropGone(existing)
 	for _, p := range fresh {
-		mp := m.read(p)
-		m.parts[p.Name] = mp
-		if !m.register(mp) {
+		moved, ok := m.reread(p)
+		if !ok {
 			return false
 		}
+		reorder = reorder || moved
+	}
+	if reorder {
+		m.reorder()
 	}
 	return true
 }
 
+// dropGone marks the parts of existing the memo holds as they are, drops
+// those gone, and returns the others (fresh), and whether the parts are
+// other ones than before (then the order is made anew).
+func (m *partMemo) dropGone(existing []*v1alpha1.PublishedExport) (fresh []*v1alpha1.PublishedExport, reorder bool) {
+	m.seen++
+	kept := 0
+	for _, p := range existing {
+		if mp := m.byObj[p]; mp != nil && p.ResourceVersion != "" {
+			mp.seen = m.seen
+			kept++
+		} else {
+			fresh = append(fresh, p)
+		}
+	}
+	for _, p := range fresh { // rewritten: the same name
+		if old := m.parts[p.Name]; old != nil && old.seen != m.seen {
+			old.seen = m.seen
+			kept++
+		}
+	}
+	if kept != len(m.order) {
+		for _, mp := range m.order {
+			if mp.seen != m.seen {
+				m.unregister(mp)
+				delete(m.parts, mp.name)
+				delete(m.byObj, mp.obj)
+			}
+		}
+	}
+	return fresh, kept != len(m.order) || len(existing) != len(m.order)
+}
+
+// reread reads part p anew; reorder says it is new or has another ID; false
+// when it holds a slot another part holds.
+func (m *partMemo) reread(p *v1alpha1.PublishedExport) (reorder, ok bool) {
+	mp := m.read(p)
+	old := m.parts[p.Name]
+	if old != nil {
+		reorder = old.obj.Spec.Part != p.Spec.Part
+		delete(m.byObj, old.obj)
+		if old.gi == mp.gi && slices.Equal(old.addresses, mp.addresses) {
+			old.obj, old.uid, old.resourceVersion, old.clean, old.next = p, p.UID, p.ResourceVersion, false, nil
+			m.byObj[p] = old
+			return reorder, true
+		}
+		m.unregister(old)
+		if i, found := slices.BinarySearchFunc(m.order, p.Name, byName); found {
+			m.order[i] = mp
+		}
+	}
+	m.parts[p.Name] = mp
+	m.byObj[p] = mp
+	return reorder || old == nil, m.register(mp)
+}
+
+func byName(mp *memoPart, name string) int { return strings.Compare(mp.name, name) }
+
+// reorder lists the parts by name, and their IDs.
+func (m *partMemo) reorder() {
+	m.order = slices.SortedFunc(maps.Values(m.parts), func(a, b *memoPart) int { return strings.Compare(a.name, b.name) })
+	m.ids = make([]string, len(m.order))
+	m.idSet = make(map[string]bool, len(m.order))
+	for i, mp := range m.order {
+		m.ids[i] = mp.obj.Spec.Part
+		m.idSet[mp.obj.Spec.Part] = true
+	}
+	slices.SortFunc(m.ids, comparePartIDs)
+}
+
 // read returns what the memo keeps of part p.
 func (m *partMemo) read(p *v1alpha1.PublishedExport) *memoPart {
-	mp := &memoPart{uid: p.UID, resourceVersion: p.ResourceVersion, gi: -1, seen: m.seen}
+	mp := &memoPart{name: p.Name, obj: p, uid: p.UID, resourceVersion: p.ResourceVersion, gi: -1, seen: m.seen}
 	if len(p.Spec.Endpoints) != 1 {
 		return mp
 	}
@@ -250,13 +332,20 @@ func (m *partMemo) unregister(mp *memoPart) {
 // last call (reconciler.Moved); the parts holding them are marked
 // affected.
 func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
-	spans, ok := reconciler.Moved(m.want, want)
-	if !ok {
-		return false
-	}
 	m.moved = m.moved[:0]
 	var touched []slotKey
-	for i, sp := range spans {
+	total, moved := 0, 0
+	for i := range want {
+		// reconciler.Moved, without a span for each of an export's runs
+		// (most of them the very arrays of the last call).
+		old, now := m.want[i].Endpoints, want[i].Endpoints
+		total += len(now)
+		head, tail := reconciler.Unmoved(old, now)
+		if head == len(now) && len(old) == len(now) {
+			continue
+		}
+		sp := reconciler.MovedSpan{Old: old[head : len(old)-tail], New: now[head : len(now)-tail]}
+		moved += len(sp.Old) + len(sp.New)
 		gi := m.gis[i]
 		for j := range sp.Old {
 			k := slotKey{gi, firstAddress(&sp.Old[j])}
@@ -279,6 +368,9 @@ func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
 			touched = append(touched, k)
 			m.moved = append(m.moved, k)
 		}
+	}
+	if moved > total/4+8 {
+		return false // Moved's rule: too much moved to follow (the memo is made anew)
 	}
 	return m.settleSlots(touched)
 }
@@ -313,37 +405,38 @@ func (m *partMemo) settleSlots(touched []slotKey) bool {
 
 // incremental plans from the memo: the parts kept clean and holding
 // nothing that moved are kept as they were, unread; the others are
-// planned as planParts plans them, over the slots they hold; the moved
-// endpoints no part holds are placed as planParts places them. false when
-// a wanted endpoint would be left to place that did not move (its place
-// in want's order is not known: planned in full).
-func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) (*partPlanner, bool) {
-	pp := newPartPlanner(cluster, key, namespace, nil, max)
+// planned as planParts plans them (replanned), over the slots they hold;
+// the moved endpoints no part holds are placed as planParts places them.
+// false when a wanted endpoint would be left to place that did not move
+// (its place in want's order is not known: planned in full).
+func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.NamespacedName, namespace string, want []reconciler.EndpointGroup, max int) (pp *partPlanner, replanned []*memoPart, ok bool) {
+	pp = newPartPlanner(cluster, key, namespace, nil, max)
+	pp.taken = m.idSet
 	for i := range want {
 		if _, ok := pp.group[m.keys[i]]; !ok {
 			pp.group[m.keys[i]] = len(pp.groups)
 			pp.groups = append(pp.groups, &want[i])
 		}
 	}
-	held, ok := m.slotsToPlan(pp, existing)
+	held, ok := m.slotsToPlan(pp)
 	if !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	for _, p := range existing {
-		if mp := m.parts[p.Name]; m.keptAsItWas(mp) {
-			pp.used[p.Spec.Part] = true
-			pp.kept[mp.gi] = append(pp.kept[mp.gi], mp.next)
+	for _, mp := range m.order {
+		if m.keptAsItWas(mp) {
+			pp.addKept(mp.gi, mp.next)
 			continue
 		}
-		pp.keep(p)
+		mp.next = pp.keep(mp.obj)
+		replanned = append(replanned, mp)
 	}
 	for i := range held {
 		if !pp.slots[i].placed {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	pp.placeLeft()
-	return pp, true
+	return pp, replanned, true
 }
 
 // keptAsItWas reports whether the last plan kept mp as it is and nothing
@@ -355,7 +448,7 @@ func (m *partMemo) keptAsItWas(mp *memoPart) bool {
 // slotsToPlan gives pp the slots it plans: first those that the parts to
 // read again hold (held of them), then the moved ones no part holds, in
 // want's order; false when some slot no part holds did not move.
-func (m *partMemo) slotsToPlan(pp *partPlanner, existing []*v1alpha1.PublishedExport) (held int, ok bool) {
+func (m *partMemo) slotsToPlan(pp *partPlanner) (held int, ok bool) {
 	add := func(k slotKey) {
 		if _, ok := pp.slot[k]; ok {
 			return
@@ -365,8 +458,15 @@ func (m *partMemo) slotsToPlan(pp *partPlanner, existing []*v1alpha1.PublishedEx
 			pp.slots = append(pp.slots, slot{endpoint: &s.endpoint, group: k.group})
 		}
 	}
-	for _, p := range existing {
-		if mp := m.parts[p.Name]; !m.keptAsItWas(mp) {
+	n := len(m.moved)
+	for _, mp := range m.order {
+		if !m.keptAsItWas(mp) {
+			n += len(mp.addresses)
+		}
+	}
+	pp.slot, pp.slots = make(map[slotKey]int, n), make([]slot, 0, n)
+	for _, mp := range m.order {
+		if !m.keptAsItWas(mp) {
 			for _, a := range mp.addresses {
 				add(slotKey{mp.gi, a})
 			}
@@ -381,7 +481,7 @@ func (m *partMemo) slotsToPlan(pp *partPlanner, existing []*v1alpha1.PublishedEx
 	return held, len(pp.slots)-held == len(m.unheld)
 }
 
-// settle records which parts the plan keeps as they are.
+// settle records which parts a plan made in full keeps as they are.
 func (m *partMemo) settle(pp *partPlanner) {
 	for _, mp := range m.parts {
 		mp.clean, mp.affected, mp.next = false, false, nil
@@ -396,11 +496,26 @@ func (m *partMemo) settle(pp *partPlanner) {
 	}
 }
 
+// settleReplanned is settle after an incremental plan: only the parts it
+// planned anew, and those kept as they were that it updates (endpoints
+// placed into them), may have changed.
+func (m *partMemo) settleReplanned(pp *partPlanner, replanned []*memoPart) {
+	for _, mp := range replanned {
+		mp.clean, mp.affected = mp.next != nil && !pp.updating[mp.next], false
+	}
+	for _, part := range pp.plan.update {
+		if mp := m.parts[part.Name]; mp != nil {
+			mp.clean = false
+		}
+	}
+}
+
 // rebuild makes the memo anew from a plan made in full by pp.
 func (m *partMemo) rebuild(pp *partPlanner, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) {
 	*m = partMemo{max: max, want: want, keys: make([]string, len(want)), gis: make([]int, len(want)),
 		group: pp.group, slots: make(map[slotKey]*memoSlot, len(pp.slots)), unheld: map[slotKey]struct{}{},
-		parts: make(map[string]*memoPart, len(existing)), fromMemo: m.fromMemo}
+		parts: make(map[string]*memoPart, len(existing)), byObj: make(map[*v1alpha1.PublishedExport]*memoPart, len(existing)),
+		fromMemo: m.fromMemo}
 	if pp.duplicates {
 		return
 	}
@@ -415,10 +530,12 @@ func (m *partMemo) rebuild(pp *partPlanner, want []reconciler.EndpointGroup, exi
 	for _, p := range existing {
 		mp := m.read(p)
 		m.parts[p.Name] = mp
+		m.byObj[p] = mp
 		if !m.register(mp) {
 			return
 		}
 	}
+	m.reorder()
 	m.settle(pp)
 	m.valid = true
 }

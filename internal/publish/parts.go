@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
@@ -236,9 +237,19 @@ func (pp *partPlanner) keepAll(existing []*v1alpha1.PublishedExport) {
 // finish gives the parts written the trigger time and lists the parts'
 // IDs once the plan is done.
 func (pp *partPlanner) finish(trigger string) {
+	pp.stamp(trigger)
+	pp.listIDs()
+}
+
+// stamp gives the parts written the trigger time.
+func (pp *partPlanner) stamp(trigger string) {
 	for _, part := range append(slices.Clip(pp.plan.create), pp.plan.update...) {
 		part.Spec.LastChangeTriggerTime = trigger
 	}
+}
+
+// listIDs lists the IDs of the parts kept and created, in order.
+func (pp *partPlanner) listIDs() {
 	for _, parts := range pp.kept {
 		for _, part := range parts {
 			pp.plan.ids = append(pp.plan.ids, part.Spec.Part)
@@ -273,11 +284,13 @@ type partPlanner struct {
 	// slot finds one by its group and first address.
 	slots []slot
 	slot  map[slotKey]int
-	// used are the part IDs taken; kept the parts that stay, by group:
+	// used are the part IDs taken, and taken (when set) more of them:
+	// those of parts a partMemo keeps unread. kept are the parts that stay, by group:
 	// they take new endpoints; updating those already in plan.update.
 	used     map[string]bool
+	taken    map[string]bool
 	nextID   int
-	kept     map[int][]*v1alpha1.PublishedExport
+	kept     [][]*v1alpha1.PublishedExport
 	updating map[*v1alpha1.PublishedExport]bool
 	plan     partPlan
 	// duplicates says that want listed a first address twice in a group.
@@ -307,7 +320,7 @@ func newPartPlanner(cluster clusterset.ClusterID, key types.NamespacedName, name
 	}
 	pp := &partPlanner{cluster: cluster, key: key, namespace: namespace, max: max,
 		group: map[string]int{}, slots: make([]slot, 0, n), slot: make(map[slotKey]int, n),
-		used: map[string]bool{}, kept: map[int][]*v1alpha1.PublishedExport{}, updating: map[*v1alpha1.PublishedExport]bool{}}
+		used: map[string]bool{}, updating: map[*v1alpha1.PublishedExport]bool{}}
 	for i := range want {
 		g := &want[i]
 		gk := groupKey((*v1alpha1.EndpointGroup)(g))
@@ -344,20 +357,20 @@ func (pp *partPlanner) wanted(gi int, e *discoveryv1.Endpoint) *slot {
 // group no longer wanted. A part whose endpoints are all wanted as they
 // are is kept as it is, its endpoints shared, not copied: a change of one
 // endpoint compares every part, and rewrites one.
-func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) {
+func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) (next *v1alpha1.PublishedExport) {
 	pp.used[old.Spec.Part] = true
 	if len(old.Spec.Endpoints) != 1 {
 		pp.plan.remove = append(pp.plan.remove, old)
-		return
+		return nil
 	}
 	g := &old.Spec.Endpoints[0]
 	gi, ok := pp.group[groupKey(g)]
 	if !ok {
 		pp.plan.remove = append(pp.plan.remove, old)
-		return
+		return nil
 	}
-	if pp.keepAsItIs(old, gi) {
-		return
+	if next := pp.keepAsItIs(old, gi); next != nil {
+		return next
 	}
 	var eps []discoveryv1.Endpoint
 	for j := range g.Endpoints {
@@ -368,27 +381,56 @@ func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) {
 	}
 	if len(eps) == 0 {
 		pp.plan.remove = append(pp.plan.remove, old)
-		return
+		return nil
 	}
-	next := pp.successor(old, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: pp.groups[gi].Ports, Endpoints: eps}})
-	pp.kept[gi] = append(pp.kept[gi], next)
-	if !equality.Semantic.DeepEqual(next.Spec, old.Spec) || !maps.Equal(next.Labels, old.Labels) {
+	next = pp.successor(old, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: pp.groups[gi].Ports, Endpoints: eps}})
+	pp.addKept(gi, next)
+	if !partEqual(next, old) {
 		pp.plan.update = append(pp.plan.update, next)
 		pp.updating[next] = true
 	}
+	return next
+}
+
+// partEqual reports whether part next, as planned, holds what old does:
+// its endpoints compared as keepAsItIs compares them
+// (reconciler.EndpointEqual: by type, not by reflection, which made the
+// comparison of one part of 100 endpoints cost more allocations than the
+// rest of a change's plan), everything else as the API server would.
+func partEqual(next, old *v1alpha1.PublishedExport) bool {
+	a, b := next.Spec, old.Spec
+	if len(a.Endpoints) != len(b.Endpoints) || !maps.Equal(next.Labels, old.Labels) {
+		return false
+	}
+	for i := range a.Endpoints {
+		ga, gb := &a.Endpoints[i], &b.Endpoints[i]
+		if ga.AddressType != gb.AddressType || !portsEqual(ga.Ports, gb.Ports) ||
+			!slices.EqualFunc(ga.Endpoints, gb.Endpoints, func(x, y discoveryv1.Endpoint) bool { return reconciler.EndpointEqual(&x, &y) }) {
+			return false
+		}
+	}
+	a.Endpoints, b.Endpoints = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// portsEqual reports whether two groups' ports are equal, field by field.
+func portsEqual(a, b []discoveryv1.EndpointPort) bool {
+	return samePorts(a, b) || slices.EqualFunc(a, b, func(x, y discoveryv1.EndpointPort) bool {
+		return ptr.Equal(x.Name, y.Name) && ptr.Equal(x.Protocol, y.Protocol) && ptr.Equal(x.Port, y.Port) && ptr.Equal(x.AppProtocol, y.AppProtocol)
+	})
 }
 
 // keepAsItIs keeps old, of group gi, unchanged if it holds only wanted
 // endpoints, each as wanted, placed nowhere else, and its labels are
-// current; it reports whether it did.
-func (pp *partPlanner) keepAsItIs(old *v1alpha1.PublishedExport, gi int) bool {
+// current; it returns its successor if it did, else nil.
+func (pp *partPlanner) keepAsItIs(old *v1alpha1.PublishedExport, gi int) *v1alpha1.PublishedExport {
 	g := &old.Spec.Endpoints[0]
 	if len(g.Endpoints) > pp.max || !maps.Equal(old.Labels, publicationLabels(pp.cluster, pp.key)) {
-		return false
+		return nil
 	}
 	for j := range g.Endpoints {
 		if s := pp.wanted(gi, &g.Endpoints[j]); s == nil || s.placed || !reconciler.EndpointEqual(s.endpoint, &g.Endpoints[j]) {
-			return false
+			return nil
 		}
 	}
 	for j := range g.Endpoints {
@@ -397,8 +439,8 @@ func (pp *partPlanner) keepAsItIs(old *v1alpha1.PublishedExport, gi int) bool {
 	// Clipped: endpoints placed into it later are appended to a copy, never
 	// into the array the cache holds.
 	next := pp.successor(old, []v1alpha1.EndpointGroup{{AddressType: g.AddressType, Ports: g.Ports, Endpoints: slices.Clip(g.Endpoints)}})
-	pp.kept[gi] = append(pp.kept[gi], next)
-	return true
+	pp.addKept(gi, next)
+	return next
 }
 
 // successor is old as planned: holding groups, with old's ID, version and
@@ -428,7 +470,7 @@ func (pp *partPlanner) placeLeft() {
 // placeLeftOf puts left, endpoints of group gi, into its kept parts with
 // room, then into new parts.
 func (pp *partPlanner) placeLeftOf(gi int, left []discoveryv1.Endpoint) {
-	for _, part := range pp.kept[gi] {
+	for _, part := range pp.keptOf(gi) {
 		if len(left) == 0 {
 			break
 		}
@@ -454,9 +496,25 @@ func (pp *partPlanner) placeLeftOf(gi int, left []discoveryv1.Endpoint) {
 	}
 }
 
+// addKept adds next to the parts kept of group gi.
+func (pp *partPlanner) addKept(gi int, next *v1alpha1.PublishedExport) {
+	for len(pp.kept) <= gi {
+		pp.kept = append(pp.kept, nil)
+	}
+	pp.kept[gi] = append(pp.kept[gi], next)
+}
+
+// keptOf returns the parts kept of group gi.
+func (pp *partPlanner) keptOf(gi int) []*v1alpha1.PublishedExport {
+	if gi < len(pp.kept) {
+		return pp.kept[gi]
+	}
+	return nil
+}
+
 // newID returns the lowest part ID not taken.
 func (pp *partPlanner) newID() string {
-	for pp.used[strconv.Itoa(pp.nextID)] {
+	for pp.used[strconv.Itoa(pp.nextID)] || pp.taken[strconv.Itoa(pp.nextID)] {
 		pp.nextID++
 	}
 	pp.used[strconv.Itoa(pp.nextID)] = true

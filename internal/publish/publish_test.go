@@ -164,6 +164,7 @@ func TestDecodeRefuses(t *testing.T) {
 		{"bad trigger time", `spec.lastChangeTriggerTime "yesterday"`, func(p *v1alpha1.PublishedExport) { p.Spec.LastChangeTriggerTime = "yesterday" }},
 		{"bad part ID", `spec.parts[1] "Two"`, func(p *v1alpha1.PublishedExport) { p.Spec.Parts = []string{"1", "Two"} }},
 		{"part named twice", `spec.parts[1] "1": named twice`, func(p *v1alpha1.PublishedExport) { p.Spec.Parts = []string{"1", "1"} }},
+		{"part named twice, out of order", `spec.parts[2] "2": named twice`, func(p *v1alpha1.PublishedExport) { p.Spec.Parts = []string{"2", "1", "2"} }},
 		{"endpoint port without number", "spec.endpoints[0].ports[0]: port and protocol are required", func(p *v1alpha1.PublishedExport) { p.Spec.Endpoints[0].Ports[0].Port = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
