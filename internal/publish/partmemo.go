@@ -427,7 +427,7 @@ func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.Namespace
 			pp.addKept(mp.gi, mp.next)
 			continue
 		}
-		mp.next = pp.keep(mp.obj)
+		mp.next = pp.keepIn(mp.obj, mp.gi)
 		replanned = append(replanned, mp)
 	}
 	for i := range held {
@@ -459,12 +459,20 @@ func (m *partMemo) slotsToPlan(pp *partPlanner) (held int, ok bool) {
 		}
 	}
 	n := len(m.moved)
+	perGroup := make([]int, len(pp.groups))
 	for _, mp := range m.order {
 		if !m.keptAsItWas(mp) {
 			n += len(mp.addresses)
 		}
+		if mp.gi >= 0 {
+			perGroup[mp.gi]++
+		}
 	}
 	pp.slot, pp.slots = make(map[slotKey]int, n), make([]slot, 0, n)
+	pp.kept = make([][]*v1alpha1.PublishedExport, len(pp.groups))
+	for gi, n := range perGroup {
+		pp.kept[gi] = make([]*v1alpha1.PublishedExport, 0, n)
+	}
 	for _, mp := range m.order {
 		if !m.keptAsItWas(mp) {
 			for _, a := range mp.addresses {

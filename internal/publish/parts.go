@@ -358,17 +358,24 @@ func (pp *partPlanner) wanted(gi int, e *discoveryv1.Endpoint) *slot {
 // are is kept as it is, its endpoints shared, not copied: a change of one
 // endpoint compares every part, and rewrites one.
 func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) (next *v1alpha1.PublishedExport) {
+	gi := -1
+	if len(old.Spec.Endpoints) == 1 {
+		if i, ok := pp.group[groupKey(&old.Spec.Endpoints[0])]; ok {
+			gi = i
+		}
+	}
+	return pp.keepIn(old, gi)
+}
+
+// keepIn is keep of a part known to hold one group, of index gi, or (-1)
+// not: a partMemo knows it from its last reading.
+func (pp *partPlanner) keepIn(old *v1alpha1.PublishedExport, gi int) (next *v1alpha1.PublishedExport) {
 	pp.used[old.Spec.Part] = true
-	if len(old.Spec.Endpoints) != 1 {
+	if gi < 0 {
 		pp.plan.remove = append(pp.plan.remove, old)
 		return nil
 	}
 	g := &old.Spec.Endpoints[0]
-	gi, ok := pp.group[groupKey(g)]
-	if !ok {
-		pp.plan.remove = append(pp.plan.remove, old)
-		return nil
-	}
 	if next := pp.keepAsItIs(old, gi); next != nil {
 		return next
 	}
