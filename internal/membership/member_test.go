@@ -531,6 +531,15 @@ func TestWatchFailedSorts(t *testing.T) {
 	}
 	watchFailed(t.Context(), errors.New("connection refused"), refused, lost, &failing)
 	watchFailed(t.Context(), apierrors.NewInternalError(errors.New("conversion webhook unreachable")), refused, lost, &failing)
+	if failing.count != 2 {
+		t.Errorf("%d failures in the streak, want 2", failing.count)
+	}
+	// As reportingUnreadyStorage hands it on: the API server cannot build
+	// its cache of the resource.
+	watchFailed(t.Context(), apierrors.NewTooManyRequestsError("storage is (re)initializing: conversion webhook for x failed"), refused, lost, &failing)
+	if failing.count != 3 {
+		t.Errorf("a 429 of storage that cannot be built counted %d, want the streak's third failure", failing.count)
+	}
 	stopped, cancel := context.WithCancel(t.Context())
 	cancel()
 	watchFailed(stopped, apierrors.NewForbidden(gr, "", errors.New("late")), refused, lost, &failing)

@@ -57,7 +57,9 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				want, plan, inParts, refused, ok := p.prepare(versions[(i+1)%2], parts)
+				// As Publisher.parts lists them from the cache: new structs
+				// sharing the cached objects' arrays, made for each change.
+				want, plan, inParts, refused, ok := p.prepare(versions[(i+1)%2], listed(parts))
 				if !ok || refused != "" {
 					b.Fatalf("change %d: refused (%q)", i, refused)
 				}
@@ -113,6 +115,19 @@ func BenchmarkReadOneEndpointChange(b *testing.B) {
 			}
 		})
 	}
+}
+
+// listed returns parts as a cache's List gives them (client.
+// UnsafeDisableDeepCopy): a list of new structs that share what the cached
+// objects point to.
+func listed(parts []*v1alpha1.PublishedExport) []*v1alpha1.PublishedExport {
+	items := make([]v1alpha1.PublishedExport, len(parts))
+	out := make([]*v1alpha1.PublishedExport, len(parts))
+	for i, p := range parts {
+		items[i] = *p
+		out[i] = &items[i]
+	}
+	return out
 }
 
 // replacePart returns parts with the one of part's name replaced by it.

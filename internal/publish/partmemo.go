@@ -82,19 +82,18 @@ type partMemo struct {
 	// plan's moved endpoints, in want's order.
 	unheld map[slotKey]struct{}
 	moved  []slotKey
-	// parts are the existing parts by name; byObj finds one by the very
-	// object last read (a cache never modifies its objects: the same
-	// object is the same resourceVersion), so that a change reads no name
-	// of the parts that did not change. order lists them by name, as
-	// planParts plans them, and ids their IDs as a plan lists them
-	// (comparePartIDs), and idSet the same as a set: both made anew only
-	// when a part comes, goes or changes its ID.
-	parts map[string]*memoPart
-	byObj map[*v1alpha1.PublishedExport]*memoPart
-	order []*memoPart
-	ids   []string
-	idSet map[string]bool
-	seen  int
+	// parts are the existing parts by name; byArray finds one by the
+	// array of groups of the object last read (partIdentity), so that a
+	// change reads no name of the parts that did not change. order lists
+	// them by name, as planParts plans them, and ids their IDs as a plan
+	// lists them (comparePartIDs), and idSet the same as a set: both made
+	// anew only when a part comes, goes or changes its ID.
+	parts   map[string]*memoPart
+	byArray map[*v1alpha1.EndpointGroup]*memoPart
+	order   []*memoPart
+	ids     []string
+	idSet   map[string]bool
+	seen    int
 	// fromMemo counts the plans made from the memo (for tests).
 	fromMemo int
 }
@@ -206,8 +205,8 @@ func (m *partMemo) dropGone(existing []*v1alpha1.PublishedExport) (fresh []*v1al
 	m.seen++
 	kept := 0
 	for _, p := range existing {
-		if mp := m.byObj[p]; mp != nil && p.ResourceVersion != "" {
-			mp.seen = m.seen
+		if mp := m.held(p); mp != nil && p.ResourceVersion != "" {
+			mp.seen, mp.obj = m.seen, p
 			kept++
 		} else {
 			fresh = append(fresh, p)
@@ -224,11 +223,37 @@ func (m *partMemo) dropGone(existing []*v1alpha1.PublishedExport) (fresh []*v1al
 			if mp.seen != m.seen {
 				m.unregister(mp)
 				delete(m.parts, mp.name)
-				delete(m.byObj, mp.obj)
+				delete(m.byArray, partIdentity(mp.obj))
 			}
 		}
 	}
 	return fresh, kept != len(m.order) || len(existing) != len(m.order)
+}
+
+// held returns the memo's part that is p as it was read, nil if none is.
+func (m *partMemo) held(p *v1alpha1.PublishedExport) *memoPart {
+	if id := partIdentity(p); id != nil {
+		if mp := m.byArray[id]; mp != nil {
+			return mp
+		}
+	}
+	// No groups, or other arrays: by name, as it was read.
+	if mp := m.parts[p.Name]; mp != nil && mp.uid == p.UID && mp.resourceVersion == p.ResourceVersion {
+		return mp
+	}
+	return nil
+}
+
+// partIdentity is what finds part p again in the next plan: the array of
+// its groups. A cache's list shares it with the object the cache holds
+// (the list's objects are new structs, shallow copies), and an object
+// rewritten is decoded into new arrays; so the same array is the same
+// resourceVersion, found without reading a name. nil when p has no groups.
+func partIdentity(p *v1alpha1.PublishedExport) *v1alpha1.EndpointGroup {
+	if len(p.Spec.Endpoints) == 0 {
+		return nil
+	}
+	return &p.Spec.Endpoints[0]
 }
 
 // reread reads part p anew; reorder says it is new or has another ID; false
@@ -238,10 +263,10 @@ func (m *partMemo) reread(p *v1alpha1.PublishedExport) (reorder, ok bool) {
 	old := m.parts[p.Name]
 	if old != nil {
 		reorder = old.obj.Spec.Part != p.Spec.Part
-		delete(m.byObj, old.obj)
+		delete(m.byArray, partIdentity(old.obj))
 		if old.gi == mp.gi && slices.Equal(old.addresses, mp.addresses) {
 			old.obj, old.uid, old.resourceVersion, old.clean, old.next = p, p.UID, p.ResourceVersion, false, nil
-			m.byObj[p] = old
+			m.track(old)
 			return reorder, true
 		}
 		m.unregister(old)
@@ -250,8 +275,15 @@ func (m *partMemo) reread(p *v1alpha1.PublishedExport) (reorder, ok bool) {
 		}
 	}
 	m.parts[p.Name] = mp
-	m.byObj[p] = mp
+	m.track(mp)
 	return reorder || old == nil, m.register(mp)
+}
+
+// track makes mp found by its object's array of groups, if it has one.
+func (m *partMemo) track(mp *memoPart) {
+	if id := partIdentity(mp.obj); id != nil {
+		m.byArray[id] = mp
+	}
 }
 
 func byName(mp *memoPart, name string) int { return strings.Compare(mp.name, name) }
@@ -522,7 +554,7 @@ func (m *partMemo) settleReplanned(pp *partPlanner, replanned []*memoPart) {
 func (m *partMemo) rebuild(pp *partPlanner, want []reconciler.EndpointGroup, existing []*v1alpha1.PublishedExport, max int) {
 	*m = partMemo{max: max, want: want, keys: make([]string, len(want)), gis: make([]int, len(want)),
 		group: pp.group, slots: make(map[slotKey]*memoSlot, len(pp.slots)), unheld: map[slotKey]struct{}{},
-		parts: make(map[string]*memoPart, len(existing)), byObj: make(map[*v1alpha1.PublishedExport]*memoPart, len(existing)),
+		parts: make(map[string]*memoPart, len(existing)), byArray: make(map[*v1alpha1.EndpointGroup]*memoPart, len(existing)),
 		fromMemo: m.fromMemo}
 	if pp.duplicates {
 		return
@@ -538,7 +570,7 @@ func (m *partMemo) rebuild(pp *partPlanner, want []reconciler.EndpointGroup, exi
 	for _, p := range existing {
 		mp := m.read(p)
 		m.parts[p.Name] = mp
-		m.byObj[p] = mp
+		m.track(mp)
 		if !m.register(mp) {
 			return
 		}

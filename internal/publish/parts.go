@@ -285,8 +285,9 @@ type partPlanner struct {
 	slots []slot
 	slot  map[slotKey]int
 	// used are the part IDs taken, and taken (when set) more of them:
-	// those of parts a partMemo keeps unread. kept are the parts that stay, by group:
-	// they take new endpoints; updating those already in plan.update.
+	// those of parts a partMemo keeps unread. kept are the parts that
+	// stay, by group index: they take new endpoints; updating those
+	// already in plan.update.
 	used     map[string]bool
 	taken    map[string]bool
 	nextID   int
@@ -367,8 +368,9 @@ func (pp *partPlanner) keep(old *v1alpha1.PublishedExport) (next *v1alpha1.Publi
 	return pp.keepIn(old, gi)
 }
 
-// keepIn is keep of a part known to hold one group, of index gi, or (-1)
-// not: a partMemo knows it from its last reading.
+// keepIn is keep of a part whose group's index is known to be gi (-1: it
+// holds not exactly one group, or one no longer wanted), as a partMemo
+// knows it from its last reading, without building the group's key.
 func (pp *partPlanner) keepIn(old *v1alpha1.PublishedExport, gi int) (next *v1alpha1.PublishedExport) {
 	pp.used[old.Spec.Part] = true
 	if gi < 0 {
