@@ -42,7 +42,8 @@ type unreadyStorage struct {
 	report func(context.Context, error)
 }
 
-// maxUnreadyBody bounds what is read of a 429's body: a Status is small.
+// maxUnreadyBody bounds what is read of a 429's body to find the text: a
+// Status is small.
 const maxUnreadyBody = 64 << 10
 
 func (u *unreadyStorage) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -51,8 +52,11 @@ func (u *unreadyStorage) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, maxUnreadyBody))
-	_ = resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(body)) // the client reads it as it came
+	// The client reads the body as it came: what was read, then the rest.
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
 	if readErr != nil || !bytes.Contains(body, []byte(storageInitializing)) {
 		return resp, nil
 	}

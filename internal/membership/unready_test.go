@@ -25,6 +25,8 @@ func TestUnreadyStorageIsReported(t *testing.T) {
 	answers := map[string]string{
 		"/api/v1/namespaces/unready/services": cause,
 		"/api/v1/namespaces/apf/services":     "Too many requests, please try again later.",
+		// Longer than what is read to find the text: the client reads it whole.
+		"/api/v1/namespaces/long/services": "Too many requests: " + strings.Repeat("x", 2*maxUnreadyBody) + " end",
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		msg, ok := answers[r.URL.Path]
@@ -58,6 +60,9 @@ func TestUnreadyStorageIsReported(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Services("apf").List(ctx, metav1.ListOptions{}); !apierrors.IsTooManyRequests(err) {
 		t.Errorf("APF's 429 to the client: %v", err)
+	}
+	if _, err := cs.CoreV1().Services("long").List(ctx, metav1.ListOptions{}); !apierrors.IsTooManyRequests(err) || !strings.HasSuffix(err.Error(), " end") {
+		t.Errorf("a long 429 to the client: %.80q…, want it read whole", err)
 	}
 	if _, err := cs.CoreV1().Services("fine").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("a list answered: %v", err)
