@@ -206,6 +206,11 @@ func (m *partMemo) dropGone(existing []*v1alpha1.PublishedExport) (fresh []*v1al
 	kept := 0
 	for _, p := range existing {
 		if mp := m.held(p); mp != nil && p.ResourceVersion != "" {
+			if partIdentity(p) != partIdentity(mp.obj) { // decoded anew (a relist): found by name
+				delete(m.byArray, partIdentity(mp.obj))
+				mp.obj = p
+				m.track(mp)
+			}
 			mp.seen, mp.obj = m.seen, p
 			kept++
 		} else {

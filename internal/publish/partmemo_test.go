@@ -141,3 +141,40 @@ func TestIncrementalPartPlansArePlans(t *testing.T) {
 		t.Errorf("only %d of %d plans made from the memo", incremental, total)
 	}
 }
+
+// TestPartMemoFollowsARelist: parts decoded anew with the same
+// resourceVersions (a cache's relist: other arrays, the same objects) are
+// found by name, and the memo tracks them by their new arrays only: it
+// plans from what it holds, as planParts would, and keeps no entry of an
+// array it no longer sees.
+func TestPartMemoFollowsARelist(t *testing.T) {
+	es := withEndpoints(2000)
+	world := &partWorld{parts: map[string]*v1alpha1.PublishedExport{}}
+	var m partMemo
+	const max = 100
+	for round := range 4 {
+		existing := slices.Collect(maps.Values(world.parts))
+		for i, p := range existing { // decoded anew: new arrays, the same resourceVersion
+			existing[i] = p.DeepCopy()
+		}
+		trigger := strconv.Itoa(round)
+		want := planParts("east", webKey, "mcs-system", trigger, es.Endpoints, existing, max)
+		got := m.plan("east", webKey, "mcs-system", trigger, es.Endpoints, existing, max)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: memo's plan %+v, planParts' %+v", round, got, want)
+		}
+		world.apply(want)
+		seen := map[*v1alpha1.EndpointGroup]bool{}
+		for _, p := range existing {
+			seen[partIdentity(p)] = true
+		}
+		for id := range m.byArray {
+			if !seen[id] {
+				t.Fatalf("round %d: the memo tracks an array no part of this round has", round)
+			}
+		}
+	}
+	if m.fromMemo < 2 {
+		t.Errorf("%d of 4 plans made from the memo, want the last ones", m.fromMemo)
+	}
+}
