@@ -1,7 +1,6 @@
 package clusterset
 
 import (
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
@@ -144,25 +142,11 @@ func endpointsEqual(a, b []reconciler.EndpointGroup) bool {
 	}
 	for i := range a {
 		x, y := &a[i], &b[i]
-		if x.AddressType != y.AddressType || !portsEqual(x.Ports, y.Ports) || !sameEndpoints(x.Endpoints, y.Endpoints) {
+		if x.AddressType != y.AddressType || !reconciler.PortsEqual(x.Ports, y.Ports) || !sameEndpoints(x.Endpoints, y.Endpoints) {
 			return false
 		}
 	}
 	return true
-}
-
-// portsEqual compares two groups' ports, field by field unless they are
-// the very same array (an export's runs share their group's).
-func portsEqual(a, b []discoveryv1.EndpointPort) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	if len(a) == 0 || &a[0] == &b[0] {
-		return true
-	}
-	return slices.EqualFunc(a, b, func(p, q discoveryv1.EndpointPort) bool {
-		return ptr.Equal(p.Name, q.Name) && ptr.Equal(p.Protocol, q.Protocol) && ptr.Equal(p.Port, q.Port) && ptr.Equal(p.AppProtocol, q.AppProtocol)
-	})
 }
 
 func sameEndpoints(a, b []discoveryv1.Endpoint) bool {

@@ -366,24 +366,18 @@ func (m *partMemo) unregister(mp *memoPart) {
 }
 
 // diff takes in the entries of want that are not the very ones of the
-// last call (reconciler.Moved); the parts holding them are marked
+// last call (reconciler.MovedGroups); the parts holding them are marked
 // affected.
 func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
+	// Only the runs that moved: most are the very arrays of the last call.
+	moved, ok := reconciler.MovedGroups(m.want, want)
+	if !ok {
+		return false
+	}
 	m.moved = m.moved[:0]
 	var touched []slotKey
-	total, moved := 0, 0
-	for i := range want {
-		// reconciler.Moved, without a span for each of an export's runs
-		// (most of them the very arrays of the last call).
-		old, now := m.want[i].Endpoints, want[i].Endpoints
-		total += len(now)
-		head, tail := reconciler.Unmoved(old, now)
-		if head == len(now) && len(old) == len(now) {
-			continue
-		}
-		sp := reconciler.MovedSpan{Old: old[head : len(old)-tail], New: now[head : len(now)-tail]}
-		moved += len(sp.Old) + len(sp.New)
-		gi := m.gis[i]
+	for _, sp := range moved {
+		gi := m.gis[sp.Index]
 		for j := range sp.Old {
 			k := slotKey{gi, firstAddress(&sp.Old[j])}
 			s := m.slots[k]
@@ -405,9 +399,6 @@ func (m *partMemo) diff(want []reconciler.EndpointGroup) bool {
 			touched = append(touched, k)
 			m.moved = append(m.moved, k)
 		}
-	}
-	if moved > total/4+8 {
-		return false // Moved's rule: too much moved to follow (the memo is made anew)
 	}
 	return m.settleSlots(touched)
 }

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
@@ -413,20 +412,13 @@ func partEqual(next, old *v1alpha1.PublishedExport) bool {
 	}
 	for i := range a.Endpoints {
 		ga, gb := &a.Endpoints[i], &b.Endpoints[i]
-		if ga.AddressType != gb.AddressType || !portsEqual(ga.Ports, gb.Ports) ||
+		if ga.AddressType != gb.AddressType || !reconciler.PortsEqual(ga.Ports, gb.Ports) ||
 			!slices.EqualFunc(ga.Endpoints, gb.Endpoints, func(x, y discoveryv1.Endpoint) bool { return reconciler.EndpointEqual(&x, &y) }) {
 			return false
 		}
 	}
 	a.Endpoints, b.Endpoints = nil, nil
 	return equality.Semantic.DeepEqual(a, b)
-}
-
-// portsEqual reports whether two groups' ports are equal, field by field.
-func portsEqual(a, b []discoveryv1.EndpointPort) bool {
-	return samePorts(a, b) || slices.EqualFunc(a, b, func(x, y discoveryv1.EndpointPort) bool {
-		return ptr.Equal(x.Name, y.Name) && ptr.Equal(x.Protocol, y.Protocol) && ptr.Equal(x.Port, y.Port) && ptr.Equal(x.AppProtocol, y.AppProtocol)
-	})
 }
 
 // keepAsItIs keeps old, of group gi, unchanged if it holds only wanted

@@ -348,14 +348,25 @@ func (g *SliceGrouper) settle(lg *liveGroup) {
 		}
 	}
 	first := lg.first
-	if lg.ports == nil || !slices.EqualFunc(lg.ports, first.ports, samePort) {
+	if lg.ports == nil || !PortsEqual(lg.ports, first.ports) {
 		lg.ports = clonePorts(first.ports) // else kept: the next result shares it
 	}
 }
 
-// samePort reports whether two ports are equal, field by field.
-func samePort(a, b discoveryv1.EndpointPort) bool {
-	return ptr.Equal(a.Name, b.Name) && ptr.Equal(a.Protocol, b.Protocol) && ptr.Equal(a.Port, b.Port) && ptr.Equal(a.AppProtocol, b.AppProtocol)
+// PortsEqual reports whether two groups' or slices' ports are equal,
+// field by field, at once when they are the very same array (an export's
+// runs share their group's). For callers that compare groups without
+// reflection.
+func PortsEqual(a, b []discoveryv1.EndpointPort) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return slices.EqualFunc(a, b, func(x, y discoveryv1.EndpointPort) bool {
+		return ptr.Equal(x.Name, y.Name) && ptr.Equal(x.Protocol, y.Protocol) && ptr.Equal(x.Port, y.Port) && ptr.Equal(x.AppProtocol, y.AppProtocol)
+	})
 }
 
 // edits returns the edits of lg's dirty identities, by run and index.

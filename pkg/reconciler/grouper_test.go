@@ -246,3 +246,33 @@ func BenchmarkGroupOneEndpointChange(b *testing.B) {
 		}
 	}
 }
+
+// TestPortsEqual: ports compare field by field (the values the pointers
+// point to, not the pointers), the very same array at once, nil as empty;
+// equality.Semantic says the same.
+func TestPortsEqual(t *testing.T) {
+	http := func(port int32) discoveryv1.EndpointPort {
+		return discoveryv1.EndpointPort{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(port), AppProtocol: ptr.To("h2c")}
+	}
+	a := []discoveryv1.EndpointPort{http(80), http(81)}
+	cases := []struct {
+		name string
+		b    []discoveryv1.EndpointPort
+	}{
+		{"the very array", a},
+		{"a copy", []discoveryv1.EndpointPort{http(80), http(81)}},
+		{"another port", []discoveryv1.EndpointPort{http(80), http(82)}},
+		{"another order", []discoveryv1.EndpointPort{http(81), http(80)}},
+		{"one less", a[:1]},
+		{"no app protocol", []discoveryv1.EndpointPort{http(80), {Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](81)}}},
+		{"nil", nil},
+	}
+	for _, c := range cases {
+		if got, want := PortsEqual(a, c.b), equality.Semantic.DeepEqual(a, c.b); got != want {
+			t.Errorf("%s: PortsEqual %v, equality.Semantic %v", c.name, got, want)
+		}
+	}
+	if !PortsEqual(nil, []discoveryv1.EndpointPort{}) {
+		t.Error("nil and empty differ")
+	}
+}

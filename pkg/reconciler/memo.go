@@ -324,11 +324,9 @@ type runChange struct {
 func movedRuns(old, now []EndpointGroup) ([]runChange, bool) {
 	var out []runChange
 	if len(old) == len(now) && aligned(old, now) {
-		spans, few := Moved(old, now)
-		for i, sp := range spans {
-			if len(sp.Old)+len(sp.New) > 0 {
-				out = append(out, runChange{group: &now[i], old: sp.Old, new: sp.New})
-			}
+		moved, few := MovedGroups(old, now)
+		for _, mg := range moved {
+			out = append(out, runChange{group: &now[mg.Index], old: mg.Old, new: mg.New})
 		}
 		return out, few
 	}
@@ -468,6 +466,28 @@ func Moved(old, now []EndpointGroup) ([]MovedSpan, bool) {
 		moved += len(spans[i].Old) + len(spans[i].New)
 	}
 	return spans, fewMoved(moved, total)
+}
+
+// MovedGroup is the MovedSpan of the group at Index.
+type MovedGroup struct {
+	Index int
+	MovedSpan
+}
+
+// MovedGroups is Moved for groups most of which are the very arrays of
+// the last call (the runs of a SliceGrouper with MaxRun): only the groups
+// in which something moved, with their index, and no span for the others.
+func MovedGroups(old, now []EndpointGroup) ([]MovedGroup, bool) {
+	var out []MovedGroup
+	total, moved := 0, 0
+	for i := range now {
+		total += len(now[i].Endpoints)
+		if sp := movedIn(old[i].Endpoints, now[i].Endpoints); len(sp.Old)+len(sp.New) > 0 {
+			moved += len(sp.Old) + len(sp.New)
+			out = append(out, MovedGroup{Index: i, MovedSpan: sp})
+		}
+	}
+	return out, fewMoved(moved, total)
 }
 
 func movedIn(old, now []discoveryv1.Endpoint) MovedSpan {

@@ -323,6 +323,25 @@ func TestMovedFindsWhatMoved(t *testing.T) {
 	if _, few := Moved(groups(old), groups(fresh)); few {
 		t.Errorf("the only group moved whole: few")
 	}
+	// MovedGroups is Moved without the groups where nothing moved.
+	for _, pair := range [][2][]EndpointGroup{
+		{groups(old, big), groups(fresh, big)},
+		{groups(old), groups(fresh)},
+		{groups(old, big, old), groups(changed(3), big, old)},
+		{groups(old, big), groups(old, big)},
+	} {
+		spans, few := Moved(pair[0], pair[1])
+		moved, fewToo := MovedGroups(pair[0], pair[1])
+		var want []MovedGroup
+		for i, sp := range spans {
+			if len(sp.Old)+len(sp.New) > 0 {
+				want = append(want, MovedGroup{Index: i, MovedSpan: sp})
+			}
+		}
+		if fewToo != few || !reflect.DeepEqual(moved, want) {
+			t.Errorf("MovedGroups: %d groups, few %v; Moved's moved ones: %d, few %v", len(moved), fewToo, len(want), few)
+		}
+	}
 }
 
 // freshEndpoints returns n endpoints that share nothing with any others.

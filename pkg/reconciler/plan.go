@@ -285,7 +285,7 @@ func (b *planner) sortExisting(t *typePlan) {
 	for i, s := range t.existing {
 		// Slices of one port set list the same ports, mostly in the same
 		// order: the key of the last one is taken without making it anew.
-		if i == 0 || !slices.EqualFunc(s.Ports, lastPorts, samePort) {
+		if i == 0 || !PortsEqual(s.Ports, lastPorts) {
 			lastPorts, lastKey = s.Ports, portKey(s.Ports)
 		}
 		pk := lastKey
