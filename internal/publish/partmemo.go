@@ -211,7 +211,7 @@ func (m *partMemo) dropGone(existing []*v1alpha1.PublishedExport) (fresh []*v1al
 				mp.obj = p
 				m.track(mp)
 			}
-			mp.seen, mp.obj = m.seen, p
+			mp.seen, mp.obj = m.seen, p // the list's newest copy, to plan and remove by
 			kept++
 		} else {
 			fresh = append(fresh, p)
@@ -450,6 +450,7 @@ func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.Namespace
 	if !ok {
 		return nil, nil, false
 	}
+	m.sizeKept(pp)
 	for _, mp := range m.order {
 		if m.keptAsItWas(mp) {
 			pp.addKept(mp.gi, mp.next)
@@ -465,6 +466,21 @@ func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.Namespace
 	}
 	pp.placeLeft()
 	return pp, replanned, true
+}
+
+// sizeKept gives pp's kept parts of each group room for all the parts of
+// the group, which most plans keep: not grown append by append.
+func (m *partMemo) sizeKept(pp *partPlanner) {
+	perGroup := make([]int, len(pp.groups))
+	for _, mp := range m.order {
+		if mp.gi >= 0 {
+			perGroup[mp.gi]++
+		}
+	}
+	pp.kept = make([][]*v1alpha1.PublishedExport, len(pp.groups))
+	for gi, n := range perGroup {
+		pp.kept[gi] = make([]*v1alpha1.PublishedExport, 0, n)
+	}
 }
 
 // keptAsItWas reports whether the last plan kept mp as it is and nothing
@@ -487,20 +503,12 @@ func (m *partMemo) slotsToPlan(pp *partPlanner) (held int, ok bool) {
 		}
 	}
 	n := len(m.moved)
-	perGroup := make([]int, len(pp.groups))
 	for _, mp := range m.order {
 		if !m.keptAsItWas(mp) {
 			n += len(mp.addresses)
 		}
-		if mp.gi >= 0 {
-			perGroup[mp.gi]++
-		}
 	}
 	pp.slot, pp.slots = make(map[slotKey]int, n), make([]slot, 0, n)
-	pp.kept = make([][]*v1alpha1.PublishedExport, len(pp.groups))
-	for gi, n := range perGroup {
-		pp.kept[gi] = make([]*v1alpha1.PublishedExport, 0, n)
-	}
 	for _, mp := range m.order {
 		if !m.keptAsItWas(mp) {
 			for _, a := range mp.addresses {
