@@ -51,15 +51,14 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 			versions := twoVersions(n)
 			p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system"}}
 			_, parts := EncodeParts(versions[0], "mcs-system", DefaultMaxEndpointsPerPart)
-			for i, part := range parts { // as the hub holds them
+			own := newOwnParts("east") // as the publisher's handler notes the hub's parts
+			for _, part := range parts {
 				part.UID, part.ResourceVersion = types.UID(part.Name), "1"
-				parts[i] = part
+				own.note(nil, part)
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				// As Publisher.parts lists them from the cache: new structs
-				// sharing the cached objects' arrays, made for each change.
-				want, plan, inParts, refused, ok := p.prepare(versions[(i+1)%2], listed(parts))
+				want, plan, inParts, refused, ok := p.prepare(versions[(i+1)%2], own.of(webKey))
 				if !ok || refused != "" {
 					b.Fatalf("change %d: refused (%q)", i, refused)
 				}
@@ -77,7 +76,7 @@ func BenchmarkPublishOneEndpointChange(b *testing.B) {
 				b.StopTimer()
 				written := plan.update[0].DeepCopy()
 				written.ResourceVersion = strconv.Itoa(i + 2)
-				parts = replacePart(parts, written)
+				own.note(own.byExport[webKey][written.Name], written)
 				b.StartTimer()
 			}
 		})
@@ -115,29 +114,6 @@ func BenchmarkReadOneEndpointChange(b *testing.B) {
 			}
 		})
 	}
-}
-
-// listed returns parts as a cache's List gives them (client.
-// UnsafeDisableDeepCopy): a list of new structs that share what the cached
-// objects point to.
-func listed(parts []*v1alpha1.PublishedExport) []*v1alpha1.PublishedExport {
-	items := make([]v1alpha1.PublishedExport, len(parts))
-	out := make([]*v1alpha1.PublishedExport, len(parts))
-	for i, p := range parts {
-		items[i] = *p
-		out[i] = &items[i]
-	}
-	return out
-}
-
-// replacePart returns parts with the one of part's name replaced by it.
-func replacePart(parts []*v1alpha1.PublishedExport, part *v1alpha1.PublishedExport) []*v1alpha1.PublishedExport {
-	for i := range parts {
-		if parts[i].Name == part.Name {
-			parts[i] = part
-		}
-	}
-	return parts
 }
 
 func equalPart(a, b *v1alpha1.PublishedExport) bool {

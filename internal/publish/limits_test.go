@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -167,5 +168,23 @@ func TestPublisherChecksThePartsItWrites(t *testing.T) {
 	}
 	if got := len(publications(t, cl)); got != before {
 		t.Errorf("%d publications after the refusal, %d before", got, before)
+	}
+}
+
+// TestEncodedSizeCountsPartIDs: a head's size, its part IDs counted
+// rather than encoded, is the size of its JSON to the byte.
+func TestEncodedSizeCountsPartIDs(t *testing.T) {
+	for _, n := range []int{100, 250, 50000} {
+		head, _ := EncodeParts(withEndpoints(n), "mcs-system", DefaultMaxEndpointsPerPart)
+		for _, ids := range [][]string{head.Spec.Parts, {"0"}, {"a-b", "z9"}, {"Not_A_Label"}} {
+			head.Spec.Parts = ids
+			raw, err := json.Marshal(head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := encodedSize(head); got != len(raw) {
+				t.Errorf("%d endpoints, parts %v: encodedSize %d, JSON %d bytes", n, ids, got, len(raw))
+			}
+		}
 	}
 }

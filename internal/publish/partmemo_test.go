@@ -178,3 +178,16 @@ func TestPartMemoFollowsARelist(t *testing.T) {
 		t.Errorf("%d of 4 plans made from the memo, want the last ones", m.fromMemo)
 	}
 }
+
+// listed returns parts as a List of the cache gives them (client.
+// UnsafeDisableDeepCopy; the publisher's unit tests without a cache read
+// so): a list of new structs that share what the cached objects point to.
+func listed(parts []*v1alpha1.PublishedExport) []*v1alpha1.PublishedExport {
+	items := make([]v1alpha1.PublishedExport, len(parts))
+	out := make([]*v1alpha1.PublishedExport, len(parts))
+	for i, p := range parts {
+		items[i] = *p
+		out[i] = &items[i]
+	}
+	return out
+}
