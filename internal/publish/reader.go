@@ -606,11 +606,12 @@ func (r *Reader) putPart(key types.NamespacedName, pub *v1alpha1.PublishedExport
 		r.parts[key] = map[string]*Part{}
 	}
 	r.parts[key][pub.Name] = part
-	if !r.sorted[key].replace(pub.Name, part) {
+	at := r.sorted[key].replace(pub.Name, part)
+	if at < 0 {
 		delete(r.sorted, key) // a part that came: sorted again when assembled
 	}
 	r.settle(key)
-	r.assemble(key)
+	r.assembleAfter(key, at)
 }
 
 // keepLeaving keeps what part name of key held, deleted and about to be
@@ -699,7 +700,12 @@ func (r *Reader) refuse(err error, pub *v1alpha1.PublishedExport) {
 // between parts may be in both for a moment), and the newest trigger time
 // of them all. Parts without a head are held, not imported. r.mu must be
 // held.
-func (r *Reader) assemble(key types.NamespacedName) {
+func (r *Reader) assemble(key types.NamespacedName) { r.assembleAfter(key, -1) }
+
+// assembleAfter is assemble when the part at index changed of key's
+// sorted parts is the only one that may have changed since the last
+// (-1: anything may have).
+func (r *Reader) assembleAfter(key types.NamespacedName, changed int) {
 	head := r.heads[key]
 	if head == nil {
 		return
@@ -711,29 +717,58 @@ func (r *Reader) assemble(key types.NamespacedName) {
 	}
 	es := *head
 	es.PartsLeftOut = r.partsLeftOut[key]
-	sources := make([][]reconciler.EndpointGroup, 0, len(parts)+len(leaving)+len(vanished)+1)
-	sources = append(sources, head.Endpoints)
 	sorted := r.sorted[key]
 	if sorted == nil {
 		sorted = sortedPartsOf(parts)
 		r.sorted[key] = sorted
 	}
 	for _, part := range sorted.parts {
-		sources = append(sources, part.Endpoints)
 		if t := part.LastChangeTriggerTime; t.After(es.LastChangeTriggerTime) {
 			es.LastChangeTriggerTime = t
 		}
 	}
-	// Last: an endpoint that a part holds now is taken as it holds it.
+	var u *union
+	if changed >= 0 && len(leaving) == 0 && len(vanished) == 0 {
+		u = patchedFor(r.unions[key], head, sorted, changed)
+	}
+	if u == nil {
+		u = r.unions[key].next(assembledSources(head, sorted, leaving, vanished), incrementalPartsFrom)
+	}
+	r.unions[key] = u
+	es.Endpoints = u.groups
+	r.store.Put(&es)
+}
+
+// assembledSources are what an export is assembled from: the head's
+// groups, each part's in name order, then those of parts leaving and
+// vanished, whose endpoints a part that holds them now takes over.
+func assembledSources(head *clusterset.ExportedService, sorted *sortedParts, leaving, vanished map[string]*Part) [][]reconciler.EndpointGroup {
+	sources := make([][]reconciler.EndpointGroup, 0, len(sorted.parts)+len(leaving)+len(vanished)+1)
+	sources = append(sources, head.Endpoints)
+	for _, part := range sorted.parts {
+		sources = append(sources, part.Endpoints)
+	}
 	for _, name := range slices.Sorted(maps.Keys(leaving)) {
 		sources = append(sources, leaving[name].Endpoints)
 	}
 	for _, name := range slices.Sorted(maps.Keys(vanished)) {
 		sources = append(sources, vanished[name].Endpoints)
 	}
-	r.unions[key] = r.unions[key].next(sources, incrementalPartsFrom)
-	es.Endpoints = r.unions[key].groups
-	r.store.Put(&es)
+	return sources
+}
+
+// patchedFor is u patched for a change of sorted's part at index changed
+// alone, when u was assembled from head and sorted and nothing else (no
+// part leaving or vanished, none come or gone since); nil otherwise.
+func patchedFor(u *union, head *clusterset.ExportedService, sorted *sortedParts, changed int) *union {
+	if u == nil || len(u.sources) != len(sorted.parts)+1 || !sameSource(u.sources[0], head.Endpoints) {
+		return nil
+	}
+	next, ok := u.patchOne(changed+1, sorted.parts[changed].Endpoints)
+	if !ok {
+		return nil
+	}
+	return next
 }
 
 // sortedParts are an export's parts in name order.
@@ -751,17 +786,18 @@ func sortedPartsOf(parts map[string]*Part) *sortedParts {
 	return sp
 }
 
-// replace puts part in the place of the part of that name; false (and sp
-// unchanged) when sp has none of it. sp may be nil.
-func (sp *sortedParts) replace(name string, part *Part) bool {
+// replace puts part in the place of the part of that name and returns
+// its index; -1 (and sp unchanged) when sp has none of it. sp may be nil.
+func (sp *sortedParts) replace(name string, part *Part) int {
 	if sp == nil {
-		return false
+		return -1
 	}
 	i, found := slices.BinarySearch(sp.names, name)
-	if found {
-		sp.parts[i] = part
+	if !found {
+		return -1
 	}
-	return found
+	sp.parts[i] = part
+	return i
 }
 
 // remove withdraws a deleted publication's export after RemovalDelay,

@@ -163,12 +163,15 @@ func TestUnionOfOnePartIsThePart(t *testing.T) {
 }
 
 // TestReaderHoldsWhatItsPartsHold: over random sequences of parts
-// written, rewritten (other conditions, other addresses, an address
-// another part holds) and removed, the export a reader puts into the Store
-// holds each address once, as the first part in name order that holds it
-// has it: the reader's parts kept in name order (Reader.sorted) follow
-// every part that comes, changes or goes.
+// written, rewritten (other conditions on the same addresses, other
+// addresses, an address another part holds), removed, and removed and
+// written again at once (leaving), the export a reader puts into the
+// Store holds each address once, as the first part in name order that
+// holds it has it: the reader's parts kept in name order (Reader.sorted)
+// follow every part that comes, changes or goes, and a part rewritten on
+// the same addresses is patched in alone (assembleAfter) often.
 func TestReaderHoldsWhatItsPartsHold(t *testing.T) {
+	patchedAlone, rewrites := 0, 0
 	for seed := uint64(0); seed < 100; seed++ {
 		r := rand.New(rand.NewPCG(seed, 56))
 		store := clusterset.NewStore()
@@ -176,23 +179,54 @@ func TestReaderHoldsWhatItsPartsHold(t *testing.T) {
 		es := withEndpoints(1)
 		reader.put(EncodeHead(es, "mcs-system"))
 		held := map[string][]discoveryv1.Endpoint{} // by part name
+		write := func(id string, eps []discoveryv1.Endpoint) {
+			g := v1alpha1.EndpointGroup(es.Endpoints[0])
+			g.Endpoints = eps
+			reader.put(encodePart("east", webKey, "mcs-system", id, []v1alpha1.EndpointGroup{g}))
+			held[PartName("east", webKey, id)] = eps
+		}
 		for step := range 40 {
-			id := fmt.Sprint(r.IntN(8))
+			n := r.IntN(8)
+			id := fmt.Sprint(n)
 			name := PartName("east", webKey, id)
-			if _, ok := held[name]; ok && r.IntN(4) == 0 {
+			old, ok := held[name]
+			switch op := r.IntN(8); {
+			case ok && op == 0:
 				reader.remove(encodePart("east", webKey, "mcs-system", id, nil))
 				later.fire()
 				delete(held, name)
-			} else {
+			case ok && op == 1: // deleted and written again before the deletion took effect
+				reader.remove(encodePart("east", webKey, "mcs-system", id, nil))
+				write(id, old)
+				later.fire()
+			case ok && op < 5: // other conditions, the same addresses
+				eps := slices.Clone(old)
+				for j := range eps {
+					eps[j].Conditions.Ready = ptr.To(r.IntN(2) == 0)
+				}
+				var before *[]reconciler.EndpointGroup
+				if u := reader.unions[webKey]; u != nil && u.at != nil && len(u.sources) > 0 {
+					before = &u.sources[0]
+				}
+				write(id, eps)
+				if before != nil {
+					rewrites++
+					if u := reader.unions[webKey]; len(u.sources) > 0 && &u.sources[0] == before {
+						patchedAlone++
+					}
+				}
+			default: // most of its own addresses, now and then another part's
 				var eps []discoveryv1.Endpoint
-				for _, k := range r.Perm(30)[:1+r.IntN(6)] {
+				for _, k := range r.Perm(10)[:1+r.IntN(6)] {
+					if r.IntN(8) == 0 {
+						k = 10*r.IntN(8) + k
+					} else {
+						k += 10 * n
+					}
 					eps = append(eps, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.0.0.%d", k)},
 						Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(r.IntN(2) == 0)}})
 				}
-				g := v1alpha1.EndpointGroup(es.Endpoints[0])
-				g.Endpoints = eps
-				reader.put(encodePart("east", webKey, "mcs-system", id, []v1alpha1.EndpointGroup{g}))
-				held[name] = eps
+				write(id, eps)
 			}
 			want := map[string]bool{}
 			for _, name := range slices.Sorted(maps.Keys(held)) {
@@ -209,6 +243,18 @@ func TestReaderHoldsWhatItsPartsHold(t *testing.T) {
 			if !maps.Equal(got, want) {
 				t.Fatalf("seed %d, step %d: the Store holds %v, the parts %v", seed, step, got, want)
 			}
+			// What the next change is patched against: the parts as held.
+			if u, sorted := reader.unions[webKey], reader.sorted[webKey]; u != nil && sorted != nil && len(u.sources) == len(sorted.parts)+1 {
+				for i, part := range sorted.parts {
+					if !sameSource(u.sources[i+1], part.Endpoints) {
+						t.Fatalf("seed %d, step %d: the union's source %d is not its part as held", seed, step, i+1)
+					}
+				}
+			}
 		}
+	}
+	t.Logf("%d of %d rewrites on the same addresses of a union in runs patched alone", patchedAlone, rewrites)
+	if patchedAlone < rewrites/2 {
+		t.Errorf("only %d of %d rewrites on the same addresses of a union in runs patched alone", patchedAlone, rewrites)
 	}
 }
