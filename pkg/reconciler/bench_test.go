@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -86,6 +87,15 @@ func BenchmarkPlanOneEndpointChange(b *testing.B) {
 				for i := range written {
 					in.Existing = append(in.Existing, written[i].DeepCopy()) // as an informer holds them, apart from desired
 				}
+				// In another order for each call, as an informer's index
+				// lists them (a map's).
+				var orders [2][]*discoveryv1.EndpointSlice
+				for o := range orders {
+					orders[o] = slices.Clone(in.Existing)
+					rand.New(rand.NewPCG(uint64(o), 56)).Shuffle(len(orders[o]), func(i, j int) {
+						orders[o][i], orders[o][j] = orders[o][j], orders[o][i]
+					})
+				}
 				// Two versions that differ from the written slices, and
 				// from each other, in one endpoint's readiness.
 				var versions [2][]EndpointGroup
@@ -105,7 +115,7 @@ func BenchmarkPlanOneEndpointChange(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					// The plan is not applied: the existing slices stay
 					// as written.
-					in.Desired = versions[i%2]
+					in.Desired, in.Existing = versions[i%2], orders[i%2]
 					plan, err := r.Plan(in)
 					if err != nil {
 						b.Fatal(err)

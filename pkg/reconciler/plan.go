@@ -79,6 +79,11 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 		return nil, err
 	}
 	owned, foreign := r.partition(in)
+	m := r.memos.of(r, in)
+	if m == nil || !m.inOrder(owned) {
+		sortByName(owned)
+	}
+	sortByName(foreign)
 	if err := r.tracker.Stale(in.Owner.GetUID(), owned); err != nil {
 		return nil, fmt.Errorf("%s %s/%s: %w", in.OwnerGVK.Kind, in.Owner.GetNamespace(), in.Owner.GetName(), err)
 	}
@@ -86,7 +91,6 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 	labels, annotations := r.metadata(in)
 	b := &planner{r: r, in: in, labels: labels, annotations: annotations, plan: &Plan{owner: in.Owner}}
 	b.plan.completedDeletions = r.tracker.completedDeletions(in.Owner.GetUID(), owned)
-	m := r.memos.of(r, in)
 	key := keyOf(in, labels, annotations)
 	var groups []*group
 	if m != nil && m.update(in, owned, key) {
@@ -100,7 +104,7 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 		}
 	}
 	for _, addressType := range sortedAddressTypes(in.AddressTypes) {
-		t := &typePlan{addressType: addressType}
+		t := &typePlan{addressType: addressType, existing: make([]*discoveryv1.EndpointSlice, 0, len(owned))}
 		for _, s := range owned {
 			if s.AddressType == addressType {
 				t.existing = append(t.existing, s)
@@ -155,10 +159,11 @@ func (r *Reconciler) validate(in Input) error {
 	return nil
 }
 
-// partition sorts the existing slices this reconciler manages by name and
-// splits off those that belong to another owner when ownership is
-// enforced. Slices of other managers are left out altogether.
+// partition picks the existing slices this reconciler manages and splits
+// off those that belong to another owner when ownership is enforced.
+// Slices of other managers are left out altogether.
 func (r *Reconciler) partition(in Input) (owned, foreign []*discoveryv1.EndpointSlice) {
+	owned = make([]*discoveryv1.EndpointSlice, 0, len(in.Existing))
 	for _, s := range in.Existing {
 		if s.Labels[discoveryv1.LabelManagedBy] != r.managedBy {
 			continue
@@ -169,10 +174,14 @@ func (r *Reconciler) partition(in Input) (owned, foreign []*discoveryv1.Endpoint
 		}
 		owned = append(owned, s)
 	}
-	byName := func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) }
-	slices.SortFunc(owned, byName)
-	slices.SortFunc(foreign, byName)
 	return owned, foreign
+}
+
+// sortByName sorts slices by name: a plan reads the existing slices in
+// that order, whatever order they were listed in, so that the same input
+// makes the same plan.
+func sortByName(list []*discoveryv1.EndpointSlice) {
+	slices.SortFunc(list, func(a, b *discoveryv1.EndpointSlice) int { return cmp.Compare(a.Name, b.Name) })
 }
 
 // metadata returns the labels every slice of the owner must have, and the
@@ -282,6 +291,9 @@ func (b *planner) sortExisting(t *typePlan) {
 	}
 	var lastPorts []discoveryv1.EndpointPort
 	lastKey := ""
+	// One block for all: a slice each was 500 allocations of a 50,000
+	// endpoints' plan.
+	pendings := make([]pending, len(t.existing))
 	for i, s := range t.existing {
 		// Slices of one port set list the same ports, mostly in the same
 		// order: the key of the last one is taken without making it anew.
@@ -294,7 +306,8 @@ func (b *planner) sortExisting(t *typePlan) {
 			b.plan.removed += len(s.Endpoints)
 			continue
 		}
-		t.byPortKey[pk] = append(t.byPortKey[pk], &pending{orig: s, slice: s, portKey: pk})
+		pendings[i] = pending{orig: s, slice: s, portKey: pk}
+		t.byPortKey[pk] = append(t.byPortKey[pk], &pendings[i])
 	}
 }
 
@@ -309,6 +322,9 @@ func (b *planner) keepStillDesired(t *typePlan, g *group) []*discoveryv1.Endpoin
 			ids, p.carried = b.memo.carriedOver(p.orig)
 		}
 		if p.carried {
+			if t.unchanged == nil { // most are carried over: room for all
+				t.unchanged = make([]*pending, 0, len(t.byPortKey[g.portKey]))
+			}
 			t.unchanged = append(t.unchanged, p)
 			continue
 		}

@@ -1099,3 +1099,37 @@ func (s meetingSlices) Create(ctx context.Context, slice *discoveryv1.EndpointSl
 	}
 	return s.EndpointSliceInterface.Create(ctx, slice, opts)
 }
+
+// TestTrackerStaleNamesWhatIsMissing: a list is stale when it lacks one
+// of the slices written, holds one older than written, or still holds one
+// deleted; it is current when it holds every slice written as written or
+// newer, besides slices the tracker never wrote.
+func TestTrackerStaleNamesWhatIsMissing(t *testing.T) {
+	owner := service().UID
+	slice := func(name string, generation int64) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: generation}}
+	}
+	tr := NewTracker()
+	for i, name := range []string{"a", "b", "c"} {
+		tr.written(owner, slice(name, int64(i+1)))
+	}
+	tr.deleted(owner, slice("gone", 1))
+	for _, c := range []struct {
+		name   string
+		listed []*discoveryv1.EndpointSlice
+		want   string // in the error; "" for none
+	}{
+		{"all, one newer, one not ours", []*discoveryv1.EndpointSlice{slice("c", 3), slice("a", 1), slice("b", 5), slice("x", 1)}, ""},
+		{"one missing", []*discoveryv1.EndpointSlice{slice("a", 1), slice("c", 3), slice("x", 1)}, "written EndpointSlice b is not listed yet"},
+		{"one older", []*discoveryv1.EndpointSlice{slice("a", 1), slice("b", 1), slice("c", 3)}, "EndpointSlice b has generation 1, 2 was written"},
+		{"one deleted", []*discoveryv1.EndpointSlice{slice("a", 1), slice("b", 2), slice("c", 3), slice("gone", 1)}, "gone is still listed after its deletion"},
+	} {
+		err := tr.Stale(owner, c.listed)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (!errors.Is(err, ErrStaleCache) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want ErrStaleCache saying %q", c.name, err, c.want)
+		}
+	}
+}
