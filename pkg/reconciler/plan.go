@@ -78,14 +78,10 @@ func (r *Reconciler) plan(in Input) (*Plan, error) {
 	if err := r.validate(in); err != nil {
 		return nil, err
 	}
-	owned, foreign := r.partition(in)
 	m := r.memos.of(r, in)
-	if m == nil || !m.inOrder(owned) {
-		sortByName(owned)
-	}
-	sortByName(foreign)
-	if err := r.tracker.Stale(in.Owner.GetUID(), owned); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: %w", in.OwnerGVK.Kind, in.Owner.GetNamespace(), in.Owner.GetName(), err)
+	owned, foreign, err := r.existing(in, m)
+	if err != nil {
+		return nil, err
 	}
 
 	labels, annotations := r.metadata(in)
@@ -157,6 +153,21 @@ func (r *Reconciler) validate(in Input) error {
 		}
 	}
 	return nil
+}
+
+// existing returns the existing slices this reconciler manages, in name
+// order (partition), after checking that they are not older than what it
+// wrote (Tracker.Stale).
+func (r *Reconciler) existing(in Input, m *memo) (owned, foreign []*discoveryv1.EndpointSlice, err error) {
+	owned, foreign = r.partition(in)
+	if m == nil || !m.inOrder(owned) {
+		sortByName(owned)
+	}
+	sortByName(foreign)
+	if err := r.tracker.Stale(in.Owner.GetUID(), owned); err != nil {
+		return nil, nil, fmt.Errorf("%s %s/%s: %w", in.OwnerGVK.Kind, in.Owner.GetNamespace(), in.Owner.GetName(), err)
+	}
+	return owned, foreign, nil
 }
 
 // partition picks the existing slices this reconciler manages and splits
