@@ -3,6 +3,7 @@ package imports
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -327,5 +328,47 @@ func TestPlanSlices(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDesiredGroupsTakeTheExportAsItIs: an export whose groups are all
+// imported as they are is handed on as it is, not copied (a Service of
+// 50,000 endpoints is 500 runs); a group of another address type, one on
+// a port the import does not take from it, and an unimportable endpoint
+// make a list of the groups taken, every other group as it was, in order.
+func TestDesiredGroupsTakeTheExportAsItIs(t *testing.T) {
+	es := exportFrom("east", 0, "10.1.0.1", "10.1.0.2")
+	run := es.Endpoints[0]
+	run.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.3"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}}
+	es.Endpoints = append(es.Endpoints, run)
+	merged := clusterset.Merge([]*clusterset.ExportedService{es})
+	v4 := []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4}
+	groups, left := desiredGroups(merged, es, v4, nil, newCheckedArrays(), key)
+	if len(groups) != 2 || &groups[0] != &es.Endpoints[0] || left.total() != 0 {
+		t.Fatalf("an export imported as it is: %d groups, a copy %v, %d left out", len(groups), len(groups) == 0 || &groups[0] != &es.Endpoints[0], left.total())
+	}
+
+	v6 := reconciler.EndpointGroup{AddressType: discoveryv1.AddressTypeIPv6, Ports: run.Ports, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"fd00::1"}}}}
+	unexposed := run
+	unexposed.Ports = append(slices.Clone(run.Ports), discoveryv1.EndpointPort{Name: ptr.To("admin"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](9000)})
+	unimportable := run
+	unimportable.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}}, run.Endpoints[0]}
+	mixed := *es
+	mixed.Endpoints = []reconciler.EndpointGroup{es.Endpoints[0], v6, unexposed, unimportable, es.Endpoints[1]}
+	groups, left = desiredGroups(merged, &mixed, v4, nil, newCheckedArrays(), key)
+	if len(groups) != 4 || &groups[0] == &mixed.Endpoints[0] {
+		t.Fatalf("%d groups (a copy: %v), want 4 in a list of their own", len(groups), len(groups) > 0 && &groups[0] != &mixed.Endpoints[0])
+	}
+	if !sameGroup(groups[0], es.Endpoints[0]) || !sameGroup(groups[3], es.Endpoints[1]) {
+		t.Error("the groups taken as they are are not the export's")
+	}
+	if len(groups[1].Ports) != 1 || *groups[1].Ports[0].Name != "http" || &groups[1].Endpoints[0] != &unexposed.Endpoints[0] {
+		t.Errorf("the group with a port not taken: ports %d, want http alone, its endpoints as they are", len(groups[1].Ports))
+	}
+	if len(groups[2].Endpoints) != 1 || groups[2].Endpoints[0].Addresses[0] != "10.1.0.3" {
+		t.Errorf("the group with an unimportable endpoint: %v", groups[2].Endpoints)
+	}
+	if left.otherType != 1 || left.total() != 2 {
+		t.Errorf("left out: %+v, want the IPv6 endpoint and the loopback one", left)
 	}
 }

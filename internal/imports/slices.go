@@ -41,7 +41,7 @@ func (c *Controller) applySlicesPlan(ctx context.Context, si *mcsv1beta1.Service
 // bySourceCluster groups imported slices by their source cluster, and
 // names the sources in the order they first appear.
 func bySourceCluster(held []*discoveryv1.EndpointSlice) (map[clusterset.ClusterID][]*discoveryv1.EndpointSlice, []clusterset.ClusterID) {
-	bySource := make(map[clusterset.ClusterID][]*discoveryv1.EndpointSlice, len(held))
+	bySource := map[clusterset.ClusterID][]*discoveryv1.EndpointSlice{} // a few sources, not one per slice
 	var named []clusterset.ClusterID
 	for _, s := range held {
 		id := sourceOf(s)
@@ -104,18 +104,41 @@ func desiredGroups(merged clusterset.Merged, es *clusterset.ExportedService, add
 	}
 	exposed := merged.ExposedPorts(es)
 	large := es.EndpointCount() >= incrementalPlansFrom
+	// The export's own groups when every one is taken as it is (the
+	// usual case: a Service of 50,000 endpoints is 500 runs, copied with
+	// each change before).
+	asItIs := true
 	for i, g := range es.Endpoints {
-		if !slices.Contains(addressTypes, g.AddressType) {
+		taken, ok := g, slices.Contains(addressTypes, g.AddressType)
+		if !ok {
 			left.otherType += len(g.Endpoints)
-			continue
-		}
-		if g, ok := onExposedPorts(g, exposed); ok {
+		} else if taken, ok = onExposedPorts(g, exposed); ok {
 			k := checkedKey{key: key, source: es.Cluster, group: i, addressType: g.AddressType}
-			g.Endpoints = checked.importable(k, g.Endpoints, large, ranges[es.Cluster], &left)
-			groups = append(groups, g)
+			taken.Endpoints = checked.importable(k, g.Endpoints, large, ranges[es.Cluster], &left)
+		}
+		switch {
+		case asItIs && ok && sameGroup(taken, g):
+			continue
+		case asItIs:
+			groups = make([]reconciler.EndpointGroup, i, len(es.Endpoints))
+			copy(groups, es.Endpoints[:i])
+			asItIs = false
+		}
+		if ok {
+			groups = append(groups, taken)
 		}
 	}
+	if asItIs {
+		return es.Endpoints, left
+	}
 	return groups, left
+}
+
+// sameGroup reports whether a and b are the same group: the same arrays
+// of ports and endpoints.
+func sameGroup(a, b reconciler.EndpointGroup) bool {
+	return a.AddressType == b.AddressType && len(a.Ports) == len(b.Ports) && len(a.Endpoints) == len(b.Endpoints) &&
+		(len(a.Ports) == 0 || &a.Ports[0] == &b.Ports[0]) && (len(a.Endpoints) == 0 || &a.Endpoints[0] == &b.Endpoints[0])
 }
 
 // onExposedPorts returns g with only the ports that its cluster exposes as
@@ -128,17 +151,18 @@ func onExposedPorts(g reconciler.EndpointGroup, exposed map[string]bool) (reconc
 	if len(g.Ports) == 0 {
 		return g, true
 	}
+	isExposed := func(p discoveryv1.EndpointPort) bool { return exposed[ptr.Deref(p.Name, "")] }
+	if !slices.ContainsFunc(g.Ports, func(p discoveryv1.EndpointPort) bool { return !isExposed(p) }) {
+		return g, true // its very ports: later stages know a group's runs by them
+	}
 	var ports []discoveryv1.EndpointPort
 	for _, p := range g.Ports {
-		if exposed[ptr.Deref(p.Name, "")] {
+		if isExposed(p) {
 			ports = append(ports, p)
 		}
 	}
-	switch len(ports) {
-	case 0:
+	if len(ports) == 0 {
 		return g, false
-	case len(g.Ports):
-		return g, true // its very ports: later stages know a group's runs by them
 	}
 	g.Ports = ports // g is a copy; the Store's group is not changed
 	return g, true
