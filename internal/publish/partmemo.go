@@ -441,6 +441,9 @@ func (m *partMemo) incremental(cluster clusterset.ClusterID, key types.Namespace
 	pp = newPartPlanner(cluster, key, namespace, nil, max)
 	pp.taken = m.idSet
 	for i := range want {
+		if i > 0 && m.keys[i] == m.keys[i-1] {
+			continue // a group's runs: its key looked up once, not 500 times
+		}
 		if _, ok := pp.group[m.keys[i]]; !ok {
 			pp.group[m.keys[i]] = len(pp.groups)
 			pp.groups = append(pp.groups, &want[i])
@@ -564,7 +567,11 @@ func (m *partMemo) rebuild(pp *partPlanner, want []reconciler.EndpointGroup, exi
 		return
 	}
 	for i := range want {
-		m.keys[i] = groupKey((*v1alpha1.EndpointGroup)(&want[i]))
+		if i > 0 && want[i].AddressType == want[i-1].AddressType && samePorts(want[i].Ports, want[i-1].Ports) {
+			m.keys[i] = m.keys[i-1] // a group's runs share its ports: one key, one string
+		} else {
+			m.keys[i] = groupKey((*v1alpha1.EndpointGroup)(&want[i]))
+		}
 		m.gis[i] = pp.group[m.keys[i]]
 	}
 	for k, i := range pp.slot {
