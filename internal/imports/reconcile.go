@@ -192,8 +192,9 @@ func (c *Controller) slicesNotWritten(key types.NamespacedName, err error) strin
 // sliceResult is the outcome of a reconcile whose other writes succeeded.
 func sliceResult(sliceErr error, recheck time.Duration) (reconcile.Result, error) {
 	if errors.Is(sliceErr, reconciler.ErrStaleCache) {
-		// The slice cache has not seen our last writes yet; its events
-		// requeue us, this is the fallback.
+		// The slice cache has not seen our last writes yet; their echoes
+		// requeue us (the tracker lets them through after a refusal),
+		// this is the fallback.
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if sliceErr != nil {

@@ -54,7 +54,8 @@
 //     Plan over an informer cache that has not caught up fails with
 //     ErrStaleCache and writes nothing. Callers feed it delete events
 //     (Tracker.Observed) and may use Tracker.ShouldSync to ignore the echo
-//     of their own writes.
+//     of their own writes (which it does not, once a plan was refused as
+//     stale, until a plan is not: that plan waits for the echo).
 //
 // Endpoint conditions (ready, serving, terminating; KEP-1672), hostname,
 // nodeName, zone, hints and targetRef are written as given. With

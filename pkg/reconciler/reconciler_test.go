@@ -624,13 +624,20 @@ func TestFailedWriteDoesNotStopOthers(t *testing.T) {
 }
 
 // TestStaleCacheIsDetected: planning over a list that lacks what was just
-// written is refused with ErrStaleCache and writes nothing.
+// written is refused with ErrStaleCache and writes nothing. The echo of
+// our own write asks for no sync, unless a plan was refused as stale
+// since: that plan waits for it (the caller would otherwise wait for a
+// requeue of its own).
 func TestStaleCacheIsDetected(t *testing.T) {
 	client := reconcilertest.NewClientset()
 	r := newReconciler(t, client)
 	svc := service()
 	stale := serviceInput(t, client, svc, readyPods(3)) // lists nothing yet
 	reconcileService(t, r, client, svc, readyPods(3))
+	written := listSlices(t, client, "ns")
+	if r.Tracker().ShouldSync(written[0]) {
+		t.Error("the echo of our own write asks for a sync")
+	}
 	client.ClearActions()
 	err := r.Reconcile(context.Background(), stale)
 	if !errors.Is(err, ErrStaleCache) {
@@ -639,9 +646,14 @@ func TestStaleCacheIsDetected(t *testing.T) {
 	if w := writes(client); len(w) != 0 {
 		t.Errorf("writes %v on a stale cache", w)
 	}
-	written := listSlices(t, client, "ns")
+	if !r.Tracker().ShouldSync(written[0]) {
+		t.Error("after a plan refused as stale, the echo it waits for asks for no sync")
+	}
+	if err := r.Reconcile(context.Background(), serviceInput(t, client, svc, readyPods(3))); err != nil {
+		t.Fatal(err)
+	}
 	if r.Tracker().ShouldSync(written[0]) {
-		t.Error("the echo of our own write asks for a sync")
+		t.Error("after a plan over a current list, the echo of our own write asks for a sync")
 	}
 }
 

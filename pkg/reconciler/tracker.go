@@ -35,11 +35,16 @@ type Tracker struct {
 	// forever). Cleared at the end of the owner's next Apply, when no
 	// write of them can still be under way.
 	deletedFirst map[types.UID]map[string]bool
+	// refused holds the owners whose last plan was refused as stale: the
+	// next event of any of their slices asks for a sync, the echo of this
+	// reconciler's own write included (it is what the plan waits for;
+	// without this, the owner waited for the caller's fallback requeue).
+	refused map[types.UID]bool
 }
 
 // NewTracker returns an empty Tracker.
 func NewTracker() *Tracker {
-	return &Tracker{generations: map[types.UID]map[string]int64{}, deletedFirst: map[types.UID]map[string]bool{}}
+	return &Tracker{generations: map[types.UID]map[string]int64{}, deletedFirst: map[types.UID]map[string]bool{}, refused: map[types.UID]bool{}}
 }
 
 // ownerOf returns the UID of the slice's controller owner, or "".
@@ -101,6 +106,17 @@ func (t *Tracker) deleted(owner types.UID, slice *discoveryv1.EndpointSlice) {
 func (t *Tracker) Stale(owner types.UID, existing []*discoveryv1.EndpointSlice) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	err := t.staleLocked(owner, existing)
+	if err != nil {
+		t.refused[owner] = true
+	} else {
+		delete(t.refused, owner)
+	}
+	return err
+}
+
+// staleLocked is Stale; t.mu must be held.
+func (t *Tracker) staleLocked(owner types.UID, existing []*discoveryv1.EndpointSlice) error {
 	bySlice := t.generations[owner]
 	if len(bySlice) == 0 {
 		return nil
@@ -173,11 +189,16 @@ func (t *Tracker) forgetDeletions(owner types.UID, names []string) {
 
 // ShouldSync tells, for a slice seen in a watch event, whether the owner
 // needs a reconcile: not if the event only echoes a write of this
-// reconciler (generation not newer than recorded).
+// reconciler (generation not newer than recorded), unless the owner's last
+// plan was refused as stale: the echo may be what it waited for.
 func (t *Tracker) ShouldSync(slice *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	g, ok := t.generations[ownerOf(slice)][slice.Name]
+	owner := ownerOf(slice)
+	if t.refused[owner] {
+		return true
+	}
+	g, ok := t.generations[owner][slice.Name]
 	return !ok || g == deletionExpected || slice.Generation > g
 }
 
@@ -206,4 +227,5 @@ func (t *Tracker) ForgetOwner(owner types.UID) {
 	defer t.mu.Unlock()
 	delete(t.generations, owner)
 	delete(t.deletedFirst, owner)
+	delete(t.refused, owner)
 }
