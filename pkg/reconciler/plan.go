@@ -252,6 +252,32 @@ func (p *pending) mutable() *discoveryv1.EndpointSlice {
 	return p.slice
 }
 
+// withEndpoints is mutable with its endpoints replaced by eps: the
+// slice's own endpoints are not copied first (they were, and thrown away
+// at once: half the copying of a changed slice).
+func (p *pending) withEndpoints(eps []discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+	if p.slice == p.orig {
+		p.slice = copyWithoutEndpoints(p.orig)
+	}
+	p.slice.Endpoints = eps
+	return p.slice
+}
+
+// copyWithoutEndpoints is a deep copy of s but for its endpoints (nil).
+func copyWithoutEndpoints(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	shallow := *s
+	shallow.Endpoints = nil
+	return shallow.DeepCopy()
+}
+
+// appendCopy appends a deep copy of e to eps, copied in place (a copy
+// made apart and then appended was one allocation more per endpoint).
+func appendCopy(eps []discoveryv1.Endpoint, e *discoveryv1.Endpoint) []discoveryv1.Endpoint {
+	eps = append(eps, discoveryv1.Endpoint{})
+	e.DeepCopyInto(&eps[len(eps)-1])
+	return eps
+}
+
 // typePlan is the planning of one address type.
 type typePlan struct {
 	addressType discoveryv1.AddressType
@@ -375,7 +401,7 @@ func (b *planner) fillUpdates(t *typePlan, g *group, toPlace []*discoveryv1.Endp
 		}
 		for len(toPlace) > 0 && len(p.slice.Endpoints) < b.r.maxEndpointsPerSlice {
 			s := p.mutable()
-			s.Endpoints = append(s.Endpoints, *toPlace[0].DeepCopy())
+			s.Endpoints = appendCopy(s.Endpoints, toPlace[0])
 			toPlace = toPlace[1:]
 		}
 	}
@@ -402,7 +428,7 @@ func (b *planner) placeRest(t *typePlan, g *group, toPlace []*discoveryv1.Endpoi
 			t.creates = append(t.creates, s)
 		}
 		for len(toPlace) > 0 && len(s.Endpoints) < max {
-			s.Endpoints = append(s.Endpoints, *toPlace[0].DeepCopy())
+			s.Endpoints = appendCopy(s.Endpoints, toPlace[0])
 			toPlace = toPlace[1:]
 		}
 	}
@@ -427,7 +453,7 @@ func recycle(t *typePlan) {
 	for len(t.deletes) > 0 && len(t.creates) > 0 {
 		old, fresh := t.deletes[0], t.creates[0]
 		t.deletes, t.creates = t.deletes[1:], t.creates[1:]
-		s := old.DeepCopy()
+		s := copyWithoutEndpoints(old)
 		s.Ports = fresh.Ports
 		s.Endpoints = fresh.Endpoints
 		s.OwnerReferences = fresh.OwnerReferences
@@ -513,11 +539,11 @@ func (b *planner) keepDesired(p *pending, g *group, ids []string, placed map[str
 	if !p.changed {
 		return
 	}
-	s := p.mutable()
-	s.Endpoints = make([]discoveryv1.Endpoint, 0, len(keep))
+	kept := make([]discoveryv1.Endpoint, 0, len(keep))
 	for _, want := range keep {
-		s.Endpoints = append(s.Endpoints, *want.DeepCopy())
+		kept = appendCopy(kept, want)
 	}
+	p.withEndpoints(kept)
 }
 
 // upToDate reports whether an existing endpoint needs no update to become
