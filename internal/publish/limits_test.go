@@ -75,15 +75,15 @@ func TestPublisherRefusesWhatDoesNotFit(t *testing.T) {
 func TestPublisherRecordsRefusals(t *testing.T) {
 	store := syncedStore(export())
 	refuse := true
-	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+	cl, own := fedByWrites(t, fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if refuse {
 				return apierrors.NewUnauthorized("Unauthorized")
 			}
 			return c.Create(ctx, obj, opts...)
 		},
-	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}
+	}).Build())
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl, own: own}
 	if !strings.Contains(p.Problem(), "not been read yet") {
 		t.Errorf("a publisher that has not read its server: problem %q", p.Problem())
 	}

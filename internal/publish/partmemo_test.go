@@ -179,9 +179,10 @@ func TestPartMemoFollowsARelist(t *testing.T) {
 	}
 }
 
-// listed returns parts as a List of the cache gives them (client.
-// UnsafeDisableDeepCopy; the publisher's unit tests without a cache read
-// so): a list of new structs that share what the cached objects point to.
+// listed returns parts as a List of the cache would give them (client.
+// UnsafeDisableDeepCopy): a list of new structs that share what the
+// cached objects point to. The memo finds its parts by their arrays, not
+// by the structs that hold them.
 func listed(parts []*v1alpha1.PublishedExport) []*v1alpha1.PublishedExport {
 	items := make([]v1alpha1.PublishedExport, len(parts))
 	out := make([]*v1alpha1.PublishedExport, len(parts))

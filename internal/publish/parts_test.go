@@ -31,7 +31,7 @@ func countingPublisher(t *testing.T, store *clusterset.Store) (*Publisher, clien
 	w := &writes{}
 	var mu sync.Mutex // the publisher writes parts concurrently
 	count := func(n *int) { mu.Lock(); *n++; mu.Unlock() }
-	cl := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+	built := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 			count(&w.create)
 			return c.Create(ctx, o, opts...)
@@ -45,7 +45,8 @@ func countingPublisher(t *testing.T, store *clusterset.Store) (*Publisher, clien
 			return c.Delete(ctx, o, opts...)
 		},
 	}).Build()
-	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}, cl, w
+	cl, own := fedByWrites(t, built)
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl, own: own}, cl, w
 }
 
 // endpointSet is an export's endpoints by first address, failing on one
@@ -621,7 +622,7 @@ func watchedPublisher(t *testing.T, store *clusterset.Store, check func(after st
 		}
 		return err
 	}
-	w.cl = fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
+	built := fakePublicationServer(t).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
 			return seen(c.Create(ctx, o, opts...), o, "the create", w.r.put)
 		},
@@ -632,6 +633,8 @@ func watchedPublisher(t *testing.T, store *clusterset.Store, check func(after st
 			return seen(c.Delete(ctx, o, opts...), o, "the deletion", w.r.remove)
 		},
 	}).Build()
-	w.p = &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: w.cl, apiReader: w.cl}
+	var own *ownParts
+	w.cl, own = fedByWrites(t, built)
+	w.p = &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: w.cl, apiReader: w.cl, own: own}
 	return w
 }

@@ -186,16 +186,66 @@ func scheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-// fakePublicationServer is a fake client of a publication server, with
-// the publisher's index of parts.
+// fakePublicationServer is a fake client of a publication server.
 func fakePublicationServer(t *testing.T) *fake.ClientBuilder {
-	return fake.NewClientBuilder().WithScheme(scheme(t)).WithIndex(&v1alpha1.PublishedExport{}, partsIndex, partsOf)
+	return fake.NewClientBuilder().WithScheme(scheme(t))
+}
+
+// fedByWrites returns cl wrapped so that each write that succeeds is
+// noted in an index of east's parts, as the publisher's event handler
+// notes what its cache sees (at once here: the fake server is its own
+// cache), and that index, holding what cl holds already.
+func fedByWrites(t *testing.T, cl client.WithWatch) (client.WithWatch, *ownParts) {
+	own := newOwnParts("east")
+	var list v1alpha1.PublishedExportList
+	if err := cl.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		own.note(nil, &list.Items[i])
+	}
+	held := func(ctx context.Context, c client.WithWatch, o client.Object) *v1alpha1.PublishedExport {
+		var pub v1alpha1.PublishedExport
+		if c.Get(ctx, client.ObjectKeyFromObject(o), &pub) != nil {
+			return nil
+		}
+		return &pub
+	}
+	written := func(o client.Object) *v1alpha1.PublishedExport {
+		pub, _ := o.(*v1alpha1.PublishedExport)
+		return pub.DeepCopy()
+	}
+	return interceptor.NewClient(cl, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, o, opts...)
+			if err == nil {
+				own.note(nil, written(o))
+			}
+			return err
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			old := held(ctx, c, o)
+			err := c.Update(ctx, o, opts...)
+			if err == nil {
+				own.note(old, written(o))
+			}
+			return err
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			old := held(ctx, c, o)
+			err := c.Delete(ctx, o, opts...)
+			if err == nil {
+				own.note(old, nil)
+			}
+			return err
+		},
+	}), own
 }
 
 // publisherOf returns a publisher of east into a fake publication server.
 func publisherOf(t *testing.T, store *clusterset.Store, objs ...client.Object) (*Publisher, client.Client) {
-	cl := fakePublicationServer(t).WithObjects(objs...).Build()
-	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl}, cl
+	cl, own := fedByWrites(t, fakePublicationServer(t).WithObjects(objs...).Build())
+	return &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, apiReader: cl, own: own}, cl
 }
 
 // readBack returns cluster's export of key as a reader of every
@@ -611,12 +661,12 @@ func TestPublisherCacheBehind(t *testing.T) {
 	store.BeginResync("east")
 	store.Put(export())
 	mine := Encode(export(), "mcs-system")
-	cl := fakePublicationServer(t).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
+	cl, own := fedByWrites(t, fakePublicationServer(t).WithObjects(mine).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			return apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("publishedexports").GroupResource(), key.Name)
 		},
-	}).Build()
-	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl,
+	}).Build())
+	p := &Publisher{opts: PublisherOptions{Cluster: "east", Namespace: "mcs-system", Store: store, Feedback: clusterset.NewFeedback()}, client: cl, own: own,
 		apiReader: fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(mine.DeepCopy()).Build()}
 	if res := reconcileOK(t, p, webKey); res.RequeueAfter == 0 {
 		t.Error("a publication the cache has not seen is not looked at again")

@@ -119,9 +119,7 @@ type Publisher struct {
 	// memos are what the last plan of each export's parts read
 	// (partmemo.go).
 	memos partMemos
-	// own are the member's parts as the cache holds them (ownparts.go);
-	// nil in unit tests without a cache, which list them from the client
-	// (partsIndex).
+	// own are the member's parts as the cache holds them (ownparts.go).
 	own *ownParts
 }
 
@@ -133,18 +131,6 @@ type Publisher struct {
 // far under it (100 endpoints take about 15 KB); only a publication
 // whole, for readers before parts, can reach it: about 7,000 endpoints.
 const MaxPublicationBytes = 1 << 20
-
-// partsIndex is the publisher's cache index of parts by their export's
-// namespace/name.
-const partsIndex = "mcs-syncer.io/parts-of"
-
-// partsOf is partsIndex's function.
-func partsOf(o client.Object) []string {
-	if p, ok := o.(*v1alpha1.PublishedExport); ok && IsPart(p) {
-		return []string{p.Spec.Namespace + "/" + p.Spec.Name}
-	}
-	return nil
-}
 
 // publishMaxBackoff caps the wait before a failed write is tried again:
 // when a hub returns from an outage (a watch resumed, with no event to
@@ -336,10 +322,7 @@ func (p *Publisher) sync(ctx context.Context, key types.NamespacedName) (res rec
 		// Ordered here as the readers order it (clusterset.ExportedService.Age).
 		p.opts.Store.SawFirst(p.opts.Cluster, key, head.CreationTimestamp)
 	}
-	parts, err := p.parts(ctx, key)
-	if err != nil {
-		return reconcile.Result{}, "", err
-	}
+	parts := p.own.of(key)
 	if mine == nil {
 		if !synced && (head != nil || len(parts) > 0) {
 			return reconcile.Result{RequeueAfter: partialViewRecheck}, "", nil // never withdraw on a partial view
@@ -614,25 +597,6 @@ func (p *Publisher) maxPerPart() int {
 		return DefaultMaxEndpointsPerPart
 	}
 	return p.opts.MaxEndpointsPerPart
-}
-
-// parts returns the member's parts of key's publication, as the cache
-// holds them.
-func (p *Publisher) parts(ctx context.Context, key types.NamespacedName) ([]*v1alpha1.PublishedExport, error) {
-	if p.own != nil {
-		return p.own.of(key), nil
-	}
-	var list v1alpha1.PublishedExportList
-	if err := p.client.List(ctx, &list, client.InNamespace(p.opts.Namespace), client.MatchingFields{partsIndex: key.Namespace + "/" + key.Name}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list the parts of %s: %w", key, err)
-	}
-	parts := make([]*v1alpha1.PublishedExport, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].Spec.Cluster == string(p.opts.Cluster) {
-			parts = append(parts, &list.Items[i])
-		}
-	}
-	return parts, nil
 }
 
 // remove deletes one object of the member's publications, as it was read.
