@@ -68,9 +68,12 @@ unit: ## The tests that need no testbed, with the race detector: no `make tools`
 INTEGRATION_PKGS = $(shell go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
 	awk '$$1 ~ /\/test\/e2e/ { next } $$1 ~ /\/test\/testbed$$/ || / github.com\/mcs-syncer\/mcs-syncer\/test\/testbed( |$$)/ { print $$1 }')
 
+# -timeout 30m: go test's default (10 min for a package) was no bound on a
+# slow day: in CI (2026-11-30) these packages ran five times slower than in
+# a rehearsal, test/testbed alone 5 minutes.
 .PHONY: test
 test: unit tools ## make unit, then the integration tests on real API servers and real nodes (the race detector on), and the alerting rules' unit tests (promtool).
-	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race $(INTEGRATION_PKGS)
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race -timeout 30m $(INTEGRATION_PKGS)
 	$(GO_TEST) -run TestAlertRules ./cmd/mcs-syncer/
 
 # A cold build of mcs-syncer and its dependencies takes minutes on 2 cores,

@@ -18,6 +18,12 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/workloads"
 )
 
+// realNodeTestTimeout bounds a real-node test: generous, as a bound, not a
+// goal: in CI (2026-11-30) these tests ran five times slower than in a
+// rehearsal on the same machine, and a cluster's start alone may take
+// minutes then (controlplane's waitCreated waits up to four).
+const realNodeTestTimeout = 10 * time.Minute
+
 // needRealNodes returns the binary folder of `make tools`, or skips t when
 // a real node cannot run here (binaries, Debian packages or root missing).
 func needRealNodes(t *testing.T) string {
@@ -139,7 +145,7 @@ func runPod(ctx context.Context, t *testing.T, c *Cluster) {
 // host's network, iptables, cgroups and mounts as they were.
 func TestRealNodeLeavesHostClean(t *testing.T) {
 	bin := needRealNodes(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), realNodeTestTimeout)
 	defer cancel()
 	state := t.TempDir()
 	before := hostState(t, state)
@@ -161,7 +167,7 @@ func TestRealNodeLeavesHostClean(t *testing.T) {
 // `testbed up`'s caller) is removed by the next Start on the same folder.
 func TestSecondUpCleansLeftovers(t *testing.T) {
 	bin := needRealNodes(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), realNodeTestTimeout)
 	defer cancel()
 	state := t.TempDir()
 	before := hostState(t, state)
@@ -183,7 +189,7 @@ func TestSecondUpCleansLeftovers(t *testing.T) {
 // message naming it and its log, and nothing is left behind.
 func TestRealNodeFailureIsNamed(t *testing.T) {
 	bin := needRealNodes(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), realNodeTestTimeout)
 	defer cancel()
 	// The teardown stops only processes whose executable lies in the
 	// binary folder: hard links keep them there without copying.

@@ -209,6 +209,9 @@ func (cp *ControlPlane) Create(ctx context.Context) error {
 	if err := cp.Load(cp.binDir); err != nil {
 		return err
 	}
+	if err := cp.waitCreated(ctx); err != nil {
+		return err
+	}
 	if !cp.hub {
 		if err := cp.createNodes(ctx); err != nil {
 			return err
@@ -585,13 +588,97 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 		// With the end of its log: a restart that never answered once
 		// failed an e2e test with nothing but the deadline to go on, and
 		// the testbed (its logs with it) is gone when the tests end.
-		log, _ := os.ReadFile(filepath.Join(cp.LogDir(), "kube-apiserver.log"))
-		if len(log) > 2048 {
-			log = log[len(log)-2048:]
-		}
-		return fmt.Errorf("testbed: %s: kube-apiserver restarted but not ready: %w; the end of its log:\n%s", cp.Name, err, log)
+		return fmt.Errorf("testbed: %s: kube-apiserver restarted but not ready: %w%s", cp.Name, err, cp.logTail("kube-apiserver"))
 	}
 	return cp.keepComponents(ctx)
+}
+
+// logTail is the end of a component's log (its last 2 KiB), with a line
+// that names it, to end an error with: the testbed, its logs with it, is
+// gone when the tests end.
+func (cp *ControlPlane) logTail(component string) string {
+	log, err := os.ReadFile(filepath.Join(cp.LogDir(), component+".log"))
+	if err != nil {
+		return fmt.Sprintf("\n(no log of %s: %v)", component, err)
+	}
+	if len(log) > 2048 {
+		log = log[len(log)-2048:]
+	}
+	return fmt.Sprintf("\nthe end of %s's log:\n%s", component, log)
+}
+
+// createdRestarts bounds how often waitCreated starts exited components
+// again: a component that keeps exiting has a reason in its log, which
+// every start would push further away.
+const createdRestarts = 3
+
+// waitCreated returns once the API server that kwokctl created answers
+// /readyz. kwokctl create's --wait only logs a cluster not ready in time
+// and returns success (kwok v0.8.0, pkg/kwokctl/cmd/create/cluster), so
+// on a loaded machine the first request after it was refused (CI,
+// 2026-11-30: "create node solo-a-node-0: ... connection refused", the
+// tests beside it five times slower than in the rehearsal). A component
+// that has exited meanwhile is started again; if the API server is still
+// not ready, the error names what is not running and ends with the API
+// server's and etcd's logs.
+func (cp *ControlPlane) waitCreated(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	components, err := cp.components()
+	if err != nil {
+		return err
+	}
+	var last error
+	var down []string
+	restarts := 0
+	err = host.PollUntil(ctx, 4*time.Minute, func(ctx context.Context) (bool, error) {
+		if _, last = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); last == nil {
+			return true, nil
+		}
+		var err error
+		if down, err = cp.notRunning(components); err != nil || len(down) == 0 || restarts == createdRestarts {
+			return false, err
+		}
+		restarts++
+		return false, cp.startExited(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("testbed: %s: API server not ready after create: %w (its /readyz: %v; not running: %v, started again %d times)%s%s",
+			cp.Name, err, last, down, restarts, cp.logTail("kube-apiserver"), cp.logTail("etcd"))
+	}
+	return nil
+}
+
+// components names this control plane's components: those kwokctl wrote a
+// pid file for. Taken once before a restart, not after: startExited removes
+// the pid files of those that exited.
+func (cp *ControlPlane) components() ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(cp.clusterDir(), "pids", "*.pid"))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = strings.TrimSuffix(filepath.Base(f), ".pid")
+	}
+	return names, nil
+}
+
+// notRunning returns those of components that no running process plays.
+func (cp *ControlPlane) notRunning(components []string) ([]string, error) {
+	pids, err := cp.Pids()
+	if err != nil {
+		return nil, err
+	}
+	var down []string
+	for _, name := range components {
+		if pids[name] == 0 {
+			down = append(down, name)
+		}
+	}
+	return down, nil
 }
 
 // componentsSettle is how long every component must have run after a
@@ -606,22 +693,16 @@ const componentsSettle = 3 * time.Second
 // cluster went on without controllers (seen under load: north's
 // namespaces got no default ServiceAccount, and two e2e tests failed).
 func (cp *ControlPlane) keepComponents(ctx context.Context) error {
-	files, err := filepath.Glob(filepath.Join(cp.clusterDir(), "pids", "*.pid"))
+	components, err := cp.components()
 	if err != nil {
 		return err
 	}
 	var missing []string
 	stableSince := time.Now()
 	err = host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		pids, err := cp.Pids()
-		if err != nil {
+		var err error
+		if missing, err = cp.notRunning(components); err != nil {
 			return false, err
-		}
-		missing = missing[:0]
-		for _, f := range files {
-			if name := strings.TrimSuffix(filepath.Base(f), ".pid"); pids[name] == 0 {
-				missing = append(missing, name)
-			}
 		}
 		if len(missing) == 0 {
 			return time.Since(stableSince) >= componentsSettle, nil
