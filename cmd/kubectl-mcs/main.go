@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,7 +63,8 @@ source holds now. It exits 0 when every import is converged, 1 when not
 what each mcs-syncer sees of it, and each import's type and clusters.
 
 diagnose checks what the clusterset needs of its members: the MCS CRDs
-served in both versions, CoreDNS answering clusterset.local, pod and service
+served in a version mcs-syncer speaks, every version the CRDs store still
+served, CoreDNS answering clusterset.local, pod and service
 CIDRs that do not overlap, mcs-syncer ready at one version, clocks that
 agree; in hub mode (a config with a hub, or --hub-kubeconfig), the hub's
 admission policy and what each member's hub identity may do. Each check
@@ -232,10 +234,11 @@ func write(w io.Writer, output string, v any, text func() string) error {
 }
 
 // schemes hold a scheme per version of the MCS API a member may serve
-// (internal/mcsapi); scheme is v1beta1's, for the hub.
+// (internal/mcsapi); scheme is v1beta1's, for the hub. CustomResourceDefinitions
+// are in them for diagnose (the CRDs' stored versions).
 var (
 	schemes = func() map[schema.GroupVersion]*runtime.Scheme {
-		m, err := mcsapi.Schemes(clientgoscheme.AddToScheme, v1alpha1.AddToScheme)
+		m, err := mcsapi.Schemes(clientgoscheme.AddToScheme, v1alpha1.AddToScheme, apiextensionsv1.AddToScheme)
 		if err != nil {
 			panic(err) // only fails on conflicting registrations, a programming error
 		}

@@ -61,7 +61,7 @@ func Failed(checks []Check) bool {
 func Run(ctx context.Context, members []Member, now func() time.Time) []Check {
 	var checks []Check
 	for _, m := range members {
-		checks = append(checks, crds(m), coreDNS(ctx, m))
+		checks = append(checks, crds(m), storedVersions(ctx, m), coreDNS(ctx, m))
 	}
 	checks = append(checks, overlaps(ctx, members)...)
 	checks = append(checks, syncers(ctx, members)...)

@@ -13,6 +13,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -35,6 +36,7 @@ type memberSpec struct {
 	corefile    string // "" : no ConfigMap
 	coreDNSMay  bool
 	versions    []string // of the MCS CRDs
+	stored      []string // their status.storedVersions; nil: the first of versions
 	image       string   // "" : no Deployment
 	ready       int32
 	clockOffset time.Duration
@@ -50,9 +52,15 @@ func (s memberSpec) member(t *testing.T) Member {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	objs := []client.Object{
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: s.id + "-node"}, Spec: corev1.NodeSpec{PodCIDRs: []string{fmt.Sprintf("10.%d.0.0/24", s.octet)}}},
 		&networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{fmt.Sprintf("10.%d.0.0/16", s.octet+100)}}},
+	}
+	for _, crd := range s.crds() {
+		objs = append(objs, crd)
 	}
 	if s.corefile != "" {
 		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"}, Data: map[string]string{"Corefile": s.corefile}})
@@ -78,6 +86,29 @@ func (s memberSpec) member(t *testing.T) Member {
 	return Member{ID: s.id, Client: c, Discovery: fd, ServerTime: func(context.Context) (time.Time, error) { return t0.Add(s.clockOffset), nil }}
 }
 
+// crds are the MCS CRDs as the member serves them: s.versions served,
+// the last the storage version, s.stored stored; none without versions.
+func (s memberSpec) crds() []*apiextensionsv1.CustomResourceDefinition {
+	if len(s.versions) == 0 {
+		return nil
+	}
+	stored := s.stored
+	if stored == nil {
+		stored = s.versions[:1]
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, plural := range []string{"serviceexports", "serviceimports"} {
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: plural + "." + mcsGroup},
+			Spec:   apiextensionsv1.CustomResourceDefinitionSpec{Group: mcsGroup, Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural}},
+			Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored}}
+		for i, v := range s.versions {
+			crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == len(s.versions)-1})
+		}
+		out = append(out, crd)
+	}
+	return out
+}
+
 func TestRun(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -99,6 +130,11 @@ func TestRun(t *testing.T) {
 			west.versions = nil
 			return []memberSpec{east, west}
 		}, fails: []string{"MCS CRDs/west: not served in any version mcs-syncer speaks (v1beta1, v1alpha1): serviceexports.multicluster.x-k8s.io"}},
+		{name: "a stored version no longer served", specs: func() []memberSpec {
+			east := healthy("east", 1)
+			east.versions, east.stored = []string{"v1beta1"}, []string{"v1alpha1", "v1beta1"}
+			return []memberSpec{east, healthy("west", 2)}
+		}, fails: []string{"CRD stored versions/east: serviceexports.multicluster.x-k8s.io stores v1alpha1, no longer served; serviceimports.multicluster.x-k8s.io stores v1alpha1"}},
 		{name: "a replica not ready, two versions", specs: func() []memberSpec {
 			east, west := healthy("east", 1), healthy("west", 2)
 			east.ready, west.image = 1, "mcs-syncer:v0.2.0"

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
@@ -194,8 +197,8 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 			passed[c.Name]++
 		}
 	}
-	if passed["MCS CRDs"] != 3 || passed["pod and service CIDRs do not overlap between members"] != 1 || passed["members' clocks agree"] != 1 {
-		t.Errorf("the healthy testbed: passed %v; want the CRDs of 3 members, the CIDRs and the clocks", passed)
+	if passed["MCS CRDs"] != 3 || passed["CRD stored versions"] != 3 || passed["pod and service CIDRs do not overlap between members"] != 1 || passed["members' clocks agree"] != 1 {
+		t.Errorf("the healthy testbed: passed %v; want the CRDs and their stored versions of 3 members, the CIDRs and the clocks", passed)
 	}
 	diagnoseHub(ctx, t, bin)
 
@@ -228,11 +231,40 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = west.Delete(context.Background(), overlap) })
 
+	staleStoredVersion(ctx, t, west)
+
 	checks, code = diagnoseOf()
 	got := strings.Join(failed(checks), "\n")
 	if code != 1 || !strings.Contains(got, "CoreDNS answers clusterset.local/west: the Corefile of kube-system/coredns has no multicluster plugin") ||
-		!strings.Contains(got, "west's pod CIDR (node overlaps-east) "+eastRange) {
+		!strings.Contains(got, "west's pod CIDR (node overlaps-east) "+eastRange) ||
+		!strings.Contains(got, "CRD stored versions/west: diagnosetests.mcs-syncer.io stores v1, no longer served") {
 		t.Errorf("exit %d, failed:\n%s", code, got)
+	}
+}
+
+// staleStoredVersion gives west a CRD of mcs-syncer's group that no longer
+// serves v1 while its status.storedVersions still lists it, as after an
+// upgrade that stopped serving a version before its objects were
+// migrated. (The API server refuses a stored version missing from
+// spec.versions altogether, so v1 stays there, not served.) A CRD of its
+// own, not the MCS CRDs, which the syncers and the other tests use.
+func staleStoredVersion(ctx context.Context, t *testing.T, c client.Client) {
+	t.Helper()
+	schema := &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "diagnosetests.mcs-syncer.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "mcs-syncer.io", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "diagnosetests", Singular: "diagnosetest", Kind: "DiagnoseTest", ListKind: "DiagnoseTestList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1", Served: false, Storage: false, Schema: schema},
+				{Name: "v2", Served: true, Storage: true, Schema: schema},
+			}}}
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"storedVersions":["v1","v2"]}}`))
+	if err := c.Status().Patch(ctx, crd, patch); err != nil {
+		t.Fatalf("stored versions of %s: %v", crd.Name, err)
 	}
 }
 
