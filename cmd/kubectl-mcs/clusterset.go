@@ -281,7 +281,11 @@ func diagnoseMembers(conns []memberConn, total time.Duration) ([]diagnose.Member
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		members = append(members, diagnose.Member{ID: m.id, Client: clients[i].client, Discovery: dc, ServerTime: serverTime(rc)})
+		creds, err := credentialsOf(m.rest, requestWithin(total))
+		if err != nil {
+			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
+		}
+		members = append(members, diagnose.Member{ID: m.id, Client: clients[i].client, Discovery: dc, ServerTime: serverTime(rc), Credentials: creds})
 	}
 	return members, throughHub, nil
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/client-go/rest"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
 )
 
@@ -78,7 +82,7 @@ func runChecks(ctx context.Context, conns []memberConn, hub *hubConn, total time
 }
 
 // checksText renders checks as a table, then what to do about each
-// failure.
+// failure and warning.
 func checksText(checks []diagnose.Check) string {
 	var out strings.Builder
 	w := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
@@ -86,7 +90,7 @@ func checksText(checks []diagnose.Check) string {
 	var fixes []string
 	for _, c := range checks {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Result, c.Name, orDash(c.Member), c.Detail)
-		if c.Result == diagnose.Fail && c.Fix != "" {
+		if (c.Result == diagnose.Fail || c.Result == diagnose.Warn) && c.Fix != "" {
 			fixes = append(fixes, fmt.Sprintf("%s (%s): %s", c.Name, orDash(c.Member), c.Fix))
 		}
 	}
@@ -105,4 +109,30 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// credentialsOf are the credentials of a member's client config, for
+// diagnose's credentials check; an exec plugin is run (within timeout)
+// only when the check asks when its credential expires.
+func credentialsOf(rc *rest.Config, timeout time.Duration) (*diagnose.Credentials, error) {
+	cr := &diagnose.Credentials{Certificate: rc.CertData, Token: rc.BearerToken}
+	if len(cr.Certificate) == 0 && rc.CertFile != "" {
+		raw, err := os.ReadFile(rc.CertFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		cr.Certificate = raw
+	}
+	if cr.Token == "" && rc.BearerTokenFile != "" {
+		raw, err := os.ReadFile(rc.BearerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("bearer token: %w", err)
+		}
+		cr.Token = strings.TrimSpace(string(raw))
+	}
+	if rc.ExecProvider != nil {
+		plugins := &credentials.Plugins{Timeout: timeout}
+		cr.Plugin = func(ctx context.Context) (time.Time, error) { return plugins.Expiry(ctx, rc) }
+	}
+	return cr, nil
 }

@@ -64,12 +64,13 @@ what each mcs-syncer sees of it, and each import's type and clusters.
 
 diagnose checks what the clusterset needs of its members: the MCS CRDs
 served in a version mcs-syncer speaks, every version the CRDs store still
-served, CoreDNS answering clusterset.local, pod and service
-CIDRs that do not overlap, mcs-syncer ready at one version, clocks that
-agree; in hub mode (a config with a hub, or --hub-kubeconfig), the hub's
-admission policy and what each member's hub identity may do. Each check
-passes, fails (saying what to do) or is skipped (saying why); it exits 1
-when one fails.
+served, members' credentials not expiring within 7 days, CoreDNS
+answering clusterset.local, pod and service CIDRs that do not overlap,
+mcs-syncer ready at one version, clocks that agree; in hub mode (a config
+with a hub, or --hub-kubeconfig), the hub's admission policy and what each
+member's hub identity may do. Each check passes, fails (saying what to
+do), warns (saying what to do, without failing) or is skipped (saying
+why); it exits 1 when one fails.
 
 gather writes a support bundle: each member's ServiceExports,
 ServiceImports, imported EndpointSlices and their events, and each

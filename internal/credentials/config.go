@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -166,3 +167,25 @@ func (w *withToken) RoundTrip(req *http.Request) (*http.Response, error) {
 // WrappedRoundTripper is what a wrapping round tripper wraps (client-go's
 // debugging and CancelRequest look through it).
 func (w *withToken) WrappedRoundTripper() http.RoundTripper { return w.next }
+
+// Expiry returns when the credential of rc's exec plugin expires: the
+// expirationTimestamp of the ExecCredential it writes, zero when it writes
+// none. It runs the plugin (within the Plugins' timeout) unless a
+// credential that has not expired is held. For kubectl mcs diagnose.
+func (ps *Plugins) Expiry(ctx context.Context, rc *rest.Config) (time.Time, error) {
+	if rc.ExecProvider == nil {
+		return time.Time{}, fmt.Errorf("the client config has no exec plugin")
+	}
+	if ps == nil {
+		ps = &Plugins{}
+	}
+	p, err := ps.pluginOf(rc)
+	if err != nil {
+		return time.Time{}, err
+	}
+	c, err := p.get(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.expires, nil
+}

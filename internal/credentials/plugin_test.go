@@ -274,3 +274,30 @@ func TestWithoutAPluginNothingChanges(t *testing.T) {
 		t.Errorf("Configure: %p, %v; want the same config", got, err)
 	}
 }
+
+// TestExpiryIsThePluginsExpirationTimestamp: Expiry runs the plugin and
+// returns the expirationTimestamp of its ExecCredential, zero without
+// one, and names the plugin when it fails.
+func TestExpiryIsThePluginsExpirationTimestamp(t *testing.T) {
+	rc := func(plugin string) *rest.Config {
+		return &rest.Config{Host: "https://127.0.0.1:1", ExecProvider: &clientcmdapi.ExecConfig{Command: plugin,
+			APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode}}
+	}
+	want := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second)
+	expiring := script(t, `echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t","expirationTimestamp":"`+want.Format(time.RFC3339)+`"}}'`)
+	got, err := (&Plugins{}).Expiry(t.Context(), rc(expiring))
+	if err != nil || !got.Equal(want) {
+		t.Errorf("Expiry %v (%v), want %v", got, err, want)
+	}
+	lasting := tokenPlugin(t, "t", filepath.Join(t.TempDir(), "runs"))
+	if got, err := (&Plugins{}).Expiry(t.Context(), rc(lasting)); err != nil || !got.IsZero() {
+		t.Errorf("Expiry of a credential without expirationTimestamp: %v (%v), want zero", got, err)
+	}
+	failing := script(t, "echo no >&2; exit 3")
+	if _, err := (&Plugins{}).Expiry(t.Context(), rc(failing)); err == nil || !strings.Contains(err.Error(), failing) {
+		t.Errorf("Expiry of a failing plugin: %v, want an error naming it", err)
+	}
+	if _, err := (&Plugins{}).Expiry(t.Context(), &rest.Config{Host: "https://127.0.0.1:1"}); err == nil {
+		t.Error("Expiry of a config without a plugin: no error")
+	}
+}

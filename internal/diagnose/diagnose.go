@@ -30,6 +30,9 @@ type Member struct {
 	// ServerTime returns the member's API server's clock (its Date
 	// header).
 	ServerTime func(context.Context) (time.Time, error)
+	// Credentials are those of the member's client config (nil: the
+	// credentials check is skipped).
+	Credentials *Credentials
 }
 
 // Result is one check's outcome.
@@ -40,6 +43,9 @@ const (
 	Pass Result = "pass"
 	Fail Result = "fail"
 	Skip Result = "skip"
+	// Warn is a check that passes for now and will not for long (it
+	// says what to do, and does not fail the command).
+	Warn Result = "warn"
 )
 
 // Check is one check of one member, or of the clusterset (Member "").
@@ -61,7 +67,7 @@ func Failed(checks []Check) bool {
 func Run(ctx context.Context, members []Member, now func() time.Time) []Check {
 	var checks []Check
 	for _, m := range members {
-		checks = append(checks, crds(m), storedVersions(ctx, m), coreDNS(ctx, m))
+		checks = append(checks, crds(m), storedVersions(ctx, m), coreDNS(ctx, m), credentials(ctx, m, now()))
 	}
 	checks = append(checks, overlaps(ctx, members)...)
 	checks = append(checks, syncers(ctx, members)...)

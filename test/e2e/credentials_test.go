@@ -38,13 +38,8 @@ func TestHungCredentialPlugin(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(dir, "west.kubeconfig")); err != nil {
 		t.Fatal(err)
 	}
-	raw := fmt.Sprintf(configHeader+"clusterset: testbed\nmembers:\n- id: east\n  kubeconfig: %s\n  context: %s\n- id: west\n  kubeconfig: west.kubeconfig\n- id: north\n  kubeconfig: %s\n  context: %s\n",
-		bed.Cluster("east").KubeconfigPath, bed.Cluster("east").Context, bed.Cluster("north").KubeconfigPath, bed.Cluster("north").Context)
-	if err := os.WriteFile(filepath.Join(dir, "clusterset.yaml"), []byte(raw), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	s := ownSyncer(ctx, t, filepath.Join(dir, "clusterset.yaml"), "--credential-plugin-timeout", "3s")
+	s := ownSyncer(ctx, t, configWithWestOf(t, dir), "--credential-plugin-timeout", "3s")
 	eventually(ctx, t, "west failed for its plugin, the others engaged, /readyz 200", readyzSays(ctx, s,
 		"[+]member west ok: failed since", "credential plugin "+plugin+": did not return within 3s", "asking the identity provider",
 		"[+]member east ok: engaged", "[+]member north ok: engaged"))
@@ -61,4 +56,18 @@ func TestHungCredentialPlugin(t *testing.T) {
 	if took := time.Since(stopping); took > 15*time.Second {
 		t.Errorf("mcs-syncer took %s to stop on SIGTERM with west's plugin hung", took)
 	}
+}
+
+// configWithWestOf writes into dir a clusterset config of the testbed's
+// members whose west is reached through dir/west.kubeconfig (written by the
+// caller), east and north as the testbed's own, and returns its path.
+func configWithWestOf(t *testing.T, dir string) string {
+	t.Helper()
+	raw := fmt.Sprintf(configHeader+"clusterset: testbed\nmembers:\n- id: east\n  kubeconfig: %s\n  context: %s\n- id: west\n  kubeconfig: west.kubeconfig\n- id: north\n  kubeconfig: %s\n  context: %s\n",
+		bed.Cluster("east").KubeconfigPath, bed.Cluster("east").Context, bed.Cluster("north").KubeconfigPath, bed.Cluster("north").Context)
+	path := filepath.Join(dir, "clusterset.yaml")
+	if err := os.WriteFile(path, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -8,14 +8,18 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
@@ -202,6 +206,14 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 	}
 	diagnoseHub(ctx, t, bin)
 
+	// West's credentials: a ServiceAccount token that expires in 3 days.
+	var expiring []diagnose.Check
+	code, stderr := runJSON(ctx, t, &expiring, bin, "diagnose", "--clusterset-config", expiringWestToken(ctx, t), "-o", "json")
+	i := slices.IndexFunc(expiring, func(c diagnose.Check) bool { return c.Name == "credentials not about to expire" && c.Member == "west" })
+	if code != 0 || i < 0 || expiring[i].Result != diagnose.Warn || !strings.Contains(expiring[i].Detail, "bearer token expires in") || expiring[i].Fix == "" {
+		t.Errorf("west with a token for 3 days: exit %d (%s), checks %+v", code, stderr, expiring)
+	}
+
 	west := bed.ClientOf(t, "west")
 	corefile := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "coredns"},
 		Data: map[string]string{"Corefile": ".:53 {\n    kubernetes cluster.local in-addr.arpa ip6.arpa\n    forward . /etc/resolv.conf\n}\n"}}
@@ -240,6 +252,37 @@ func TestKubectlMCSDiagnose(t *testing.T) {
 		!strings.Contains(got, "CRD stored versions/west: diagnosetests.mcs-syncer.io stores v1, no longer served") {
 		t.Errorf("exit %d, failed:\n%s", code, got)
 	}
+}
+
+// expiringWestToken writes a clusterset config whose west authenticates
+// with a ServiceAccount token that expires in 3 days (bound to
+// cluster-admin, so that every other check passes), and returns its path.
+func expiringWestToken(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	west := bed.Cluster("west")
+	c := bed.ClientOf(t, "west")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "diagnose-expiring"}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "diagnose-expiring"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}}}
+	for _, obj := range []client.Object{sa, binding} {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	}
+	kube, err := west.Kubernetes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3 * 24 * 3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeTokenKubeconfig(t, west, tr.Status.Token, filepath.Join(dir, "west.kubeconfig"))
+	return configWithWestOf(t, dir)
 }
 
 // staleStoredVersion gives west a CRD of mcs-syncer's group that no longer
