@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -48,33 +49,45 @@ type memberConn struct {
 	rest *rest.Config
 }
 
-// members returns the clusterset's members.
-func (f clustersetFlags) members(ctx context.Context) ([]memberConn, error) {
+// members returns the clusterset's members, and the ClusterProfiles of
+// the config's inventory left out of them, each as "ClusterProfile
+// namespace/name: why".
+func (f clustersetFlags) members(ctx context.Context) ([]memberConn, []string, error) {
 	if f.config != "" {
 		if f.kubeconfig != "" || f.contexts != "" {
-			return nil, errors.New("--clusterset-config or --kubeconfig, not both")
+			return nil, nil, errors.New("--clusterset-config or --kubeconfig, not both")
 		}
 		return fromConfig(ctx, f.config)
 	}
-	return fromKubeconfig(f.kubeconfig, f.contexts)
+	conns, err := fromKubeconfig(f.kubeconfig, f.contexts)
+	return conns, nil, err
+}
+
+// sayLeftOut writes to w, a line each, the profiles of the inventory that
+// command left out: what it reports is of the others only.
+func sayLeftOut(w io.Writer, command string, leftOut []string) {
+	for _, p := range leftOut {
+		fmt.Fprintf(w, "kubectl mcs %s: inventory: left out %s\n", command, p)
+	}
 }
 
 // fromConfig reads mcs-syncer's config: each member with connection
 // settings of its own (those of its inventory's profiles included, read
 // once); one read through the hub has none here.
-func fromConfig(ctx context.Context, path string) ([]memberConn, error) {
+func fromConfig(ctx context.Context, path string) ([]memberConn, []string, error) {
 	cfg, err := membership.LoadConfig(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if cfg, _, err = membership.ReadInventory(ctx, cfg); err != nil {
-		return nil, err
+	cfg, leftOut, err := membership.ReadInventory(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	var members []memberConn
 	for i := range cfg.Members {
 		m := &cfg.Members[i]
 		if m.ID == "" {
-			return nil, fmt.Errorf("member %d has no id (its cluster names itself): kubectl mcs needs the IDs in the config", i+1)
+			return nil, nil, fmt.Errorf("member %d has no id (its cluster names itself): kubectl mcs needs the IDs in the config", i+1)
 		}
 		if m.ThroughHub {
 			members = append(members, memberConn{id: string(m.ID)})
@@ -82,11 +95,11 @@ func fromConfig(ctx context.Context, path string) ([]memberConn, error) {
 		}
 		rc, err := m.RESTConfig()
 		if err != nil {
-			return nil, fmt.Errorf("member %s: %w", m.ID, err)
+			return nil, nil, fmt.Errorf("member %s: %w", m.ID, err)
 		}
 		members = append(members, memberConn{id: string(m.ID), rest: rc})
 	}
-	return members, nil
+	return members, leftOut, nil
 }
 
 // hubConn is the hub of hub mode and the publications' namespace there.

@@ -34,7 +34,7 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	// --timeout in all: from the first read (an inventory's profiles) on.
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	conns, err := o.members(ctx)
+	conns, leftOut, err := o.members(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -46,6 +46,7 @@ func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return fail(err)
 	}
+	checks = append(checks, leftOutChecks(leftOut)...)
 	if err := write(stdout, o.output, checks, func() string { return checksText(checks) }); err != nil {
 		return fail(err)
 	}
@@ -135,4 +136,17 @@ func credentialsOf(rc *rest.Config, timeout time.Duration) (*diagnose.Credential
 		cr.Plugin = func(ctx context.Context) (time.Time, error) { return plugins.Expiry(ctx, rc) }
 	}
 	return cr, nil
+}
+
+// leftOutChecks warn of each ClusterProfile of the inventory left out of
+// the clusterset ("ClusterProfile namespace/name: why"): none of the
+// checks above saw it.
+func leftOutChecks(leftOut []string) []diagnose.Check {
+	var checks []diagnose.Check
+	for _, p := range leftOut {
+		checks = append(checks, diagnose.Check{Name: "inventory profile a member", Result: diagnose.Warn,
+			Detail: "left out of the clusterset: " + p,
+			Fix:    "mend the profile or the provider config as the reason says (docs/configuration.md, Members from an inventory)"})
+	}
+	return checks
 }

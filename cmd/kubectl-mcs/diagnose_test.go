@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
 )
 
 // TestCredentialsOfReadsWhatTheConfigNames: the credentials check gets the
@@ -47,5 +49,27 @@ func TestCredentialsOfReadsWhatTheConfigNames(t *testing.T) {
 	}
 	if at, err := cr.Plugin(context.Background()); err != nil || !at.Equal(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) {
 		t.Errorf("the plugin's expiry: %v, %v", at, err)
+	}
+}
+
+// TestLeftOutProfilesAreSaid: each ClusterProfile the inventory left out
+// is a warning of diagnose (it does not fail it), with why and what to
+// do, and a line on stderr of status and gather.
+func TestLeftOutProfilesAreSaid(t *testing.T) {
+	leftOut := []string{"ClusterProfile fleet/east: has no property cluster.clusterset.k8s.io", "ClusterProfile fleet/west: none of its access providers [oidc] is in the provider config"}
+	checks := leftOutChecks(leftOut)
+	if len(checks) != 2 || diagnose.Failed(checks) {
+		t.Fatalf("%+v", checks)
+	}
+	for i, c := range checks {
+		if c.Result != diagnose.Warn || !strings.Contains(c.Detail, leftOut[i]) || c.Fix == "" {
+			t.Errorf("check %d: %+v", i, c)
+		}
+	}
+	var stderr strings.Builder
+	sayLeftOut(&stderr, "status", leftOut)
+	if want := "kubectl mcs status: inventory: left out ClusterProfile fleet/east: has no property cluster.clusterset.k8s.io\n" +
+		"kubectl mcs status: inventory: left out ClusterProfile fleet/west: none of its access providers [oidc] is in the provider config\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
 	}
 }

@@ -43,10 +43,11 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if len(positional) > 0 {
 		return fail(fmt.Errorf("no arguments, not %q", positional))
 	}
-	conns, err := o.members(ctx)
+	conns, leftOut, err := o.members(ctx)
 	if err != nil {
 		return fail(err)
 	}
+	sayLeftOut(stderr, "gather", leftOut)
 	ctx, cancel := context.WithTimeout(ctx, o.timeout+time.Minute)
 	defer cancel()
 	b := &bundle{files: map[string][]byte{}}

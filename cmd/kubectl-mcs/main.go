@@ -159,7 +159,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var hub *status.Hub
 	if err == nil {
 		var conns []memberConn
-		if conns, err = o.members(ctx); err == nil {
+		var leftOut []string
+		if conns, leftOut, err = o.members(ctx); err == nil {
+			sayLeftOut(stderr, "status", leftOut)
 			members, err = statusMembers(conns, o.timeout)
 		}
 	}

@@ -249,7 +249,8 @@ func (r *inventoryReader) readiness(cfg *Config) (line string, ready bool) {
 
 // ReadInventory returns cfg with the members of its inventory as they are
 // now (one read of its profiles and provider config), and the profiles
-// left out, each as "name: why"; cfg itself without an inventory. It is
+// left out, each as "ClusterProfile namespace/name: why"; cfg itself
+// without an inventory. It is
 // for a one-off reader (kubectl mcs); a Set reads its inventory again and
 // again.
 func ReadInventory(ctx context.Context, cfg *Config) (*Config, []string, error) {
@@ -267,7 +268,13 @@ func ReadInventory(ctx context.Context, cfg *Config) (*Config, []string, error) 
 	expanded, left := r.expand(cfg)
 	var out []string
 	for _, u := range left {
-		out = append(out, u.name+": "+u.cause)
+		out = append(out, u.profileLine())
 	}
 	return expanded, out, nil
+}
+
+// profileLine says which profile u is and why it is left out, for
+// ReadInventory.
+func (u unresolved) profileLine() string {
+	return strings.TrimPrefix(u.name, "of ") + ": " + u.cause
 }

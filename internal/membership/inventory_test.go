@@ -115,6 +115,9 @@ func TestInventoryMembers(t *testing.T) {
 		if !u.profile || !strings.Contains(u.cause, wantLeft[u.name]) || !strings.HasPrefix(u.leftOut(), "left out: ") {
 			t.Errorf("%s left out: %q, want %q", u.name, u.cause, wantLeft[u.name])
 		}
+		if line := u.profileLine(); !strings.HasPrefix(line, strings.TrimPrefix(u.name, "of ")+": ") || !strings.HasPrefix(line, "ClusterProfile fleet/") {
+			t.Errorf("kubectl mcs's line of %s: %q", u.name, line)
+		}
 	}
 	if note := r.note("north"); note != "its ClusterProfile fleet/north says ControlPlaneHealthy=False (Unreachable: no lease)" {
 		t.Errorf("north's note %q", note)

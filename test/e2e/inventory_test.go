@@ -83,10 +83,14 @@ func TestMembersFromClusterProfiles(t *testing.T) {
 
 	// kubectl mcs reads the same config, its inventory included.
 	bin := buildKubectlMCS(ctx, t)
-	eventually(ctx, t, "kubectl mcs status to read the three members of the inventory", func() error {
+	eventually(ctx, t, "kubectl mcs status to read the three members of the inventory, and name the profile left out", func() error {
 		var r status.Report
-		if code, stderr := runJSON(ctx, t, &r, bin, "status", "--clusterset-config", inv.configPath, "-o", "json"); r.Members == nil {
+		code, stderr := runJSON(ctx, t, &r, bin, "status", "--clusterset-config", inv.configPath, "-o", "json")
+		if r.Members == nil {
 			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(stderr, "kubectl mcs status: inventory: left out ClusterProfile fleet/nameless: ") {
+			return fmt.Errorf("stderr does not name the profile without an ID: %s", stderr)
 		}
 		var read []string
 		for _, m := range r.Members {
