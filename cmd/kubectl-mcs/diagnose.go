@@ -144,7 +144,7 @@ func credentialsOf(rc *rest.Config, timeout time.Duration) (*diagnose.Credential
 func leftOutChecks(leftOut []string) []diagnose.Check {
 	var checks []diagnose.Check
 	for _, p := range leftOut {
-		checks = append(checks, diagnose.Check{Name: "inventory profile a member", Result: diagnose.Warn,
+		checks = append(checks, diagnose.Check{Name: "every inventory profile a member", Result: diagnose.Warn,
 			Detail: "left out of the clusterset: " + p,
 			Fix:    "mend the profile or the provider config as the reason says (docs/configuration.md, Members from an inventory)"})
 	}
