@@ -230,7 +230,14 @@ func (cp *ControlPlane) Create(ctx context.Context) error {
 	if err := cp.InstallCRDs(ctx); err != nil {
 		return err
 	}
-	return cp.createNamespace(ctx, SystemNamespace)
+	if err := cp.createNamespace(ctx, SystemNamespace); err != nil {
+		return err
+	}
+	if cp.ha || cp.generic {
+		return nil // their API servers are no longer kwokctl's
+	}
+	// Again at the end: a controller may have exited while the above ran.
+	return cp.waitCreated(ctx)
 }
 
 // SystemNamespace is where config/ deploys mcs-syncer, its leader
@@ -613,13 +620,17 @@ func (cp *ControlPlane) logTail(component string) string {
 const createdRestarts = 3
 
 // waitCreated returns once the API server that kwokctl created answers
-// /readyz. kwokctl create's --wait only logs a cluster not ready in time
-// and returns success (kwok v0.8.0, pkg/kwokctl/cmd/create/cluster), so
+// /readyz and every component runs. kwokctl create's --wait only logs a
+// cluster not ready in time and returns success (kwok v0.8.0,
+// pkg/kwokctl/cmd/create/cluster), so
 // on a loaded machine the first request after it was refused (CI,
 // 2026-11-30: "create node solo-a-node-0: ... connection refused", the
-// tests beside it five times slower than in the rehearsal). A component
-// that has exited meanwhile is started again; if the API server is still
-// not ready, the error names what is not running and ends with the API
+// tests beside it five times slower than in the rehearsal); and under
+// load a kube-controller-manager or kube-scheduler can exit on a lost
+// leader Lease before the cluster is handed out (an e2e rehearsal's
+// one-cluster testbed ran 5 of its 6 processes). A component that has
+// exited is started again; if the API server is still not ready, or one
+// keeps exiting, the error names what is not running and ends with the API
 // server's and etcd's logs.
 func (cp *ControlPlane) waitCreated(ctx context.Context) error {
 	cs, err := kubernetes.NewForConfig(cp.RESTConfig())
@@ -634,18 +645,22 @@ func (cp *ControlPlane) waitCreated(ctx context.Context) error {
 	var down []string
 	restarts := 0
 	err = host.PollUntil(ctx, 4*time.Minute, func(ctx context.Context) (bool, error) {
-		if _, last = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); last == nil {
-			return true, nil
-		}
+		_, last = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		var err error
-		if down, err = cp.notRunning(components); err != nil || len(down) == 0 || restarts == createdRestarts {
+		if down, err = cp.notRunning(components); err != nil {
 			return false, err
+		}
+		switch {
+		case last == nil && len(down) == 0:
+			return true, nil
+		case len(down) == 0 || restarts == createdRestarts:
+			return false, nil
 		}
 		restarts++
 		return false, cp.startExited(ctx)
 	})
 	if err != nil {
-		return fmt.Errorf("testbed: %s: API server not ready after create: %w (its /readyz: %v; not running: %v, started again %d times)%s%s",
+		return fmt.Errorf("testbed: %s: not up after create: %w (the API server's /readyz: %v; not running: %v, started again %d times)%s%s",
 			cp.Name, err, last, down, restarts, cp.logTail("kube-apiserver"), cp.logTail("etcd"))
 	}
 	return nil
