@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -78,15 +79,16 @@ func storedVersionsFix(crd *apiextensionsv1.CustomResourceDefinition, gone []str
 	var keep []string
 	for _, v := range crd.Status.StoredVersions {
 		if !slices.Contains(gone, v) {
-			keep = append(keep, `"`+v+`"`)
+			keep = append(keep, v)
 		}
 	}
 	for _, v := range crd.Spec.Versions {
-		if v.Storage && !slices.Contains(keep, `"`+v.Name+`"`) {
-			keep = append(keep, `"`+v.Name+`"`)
+		if v.Storage && !slices.Contains(keep, v.Name) {
+			keep = append(keep, v.Name)
 		}
 	}
+	versions, _ := json.Marshal(keep) // strings: cannot fail
 	return fmt.Sprintf("rewrite every %[1]s in its storage version (kubectl get %[1]s -A -o json | kubectl replace -f -), then: "+
-		`kubectl patch crd %[1]s --subresource=status --type=merge -p '{"status":{"storedVersions":[%[2]s]}}'`,
-		crd.Name, strings.Join(keep, ","))
+		`kubectl patch crd %[1]s --subresource=status --type=merge -p '{"status":{"storedVersions":%[2]s}}'`,
+		crd.Name, versions)
 }
