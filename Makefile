@@ -72,9 +72,10 @@ INTEGRATION_PKGS = $(shell go list -f '{{.ImportPath}} {{join .TestImports " "}}
 # slow day: in CI (2026-11-30) these packages ran five times slower than in
 # a rehearsal, test/testbed alone 5 minutes.
 .PHONY: test
-test: unit tools ## make unit, then the integration tests on real API servers and real nodes (the race detector on), and the alerting rules' unit tests (promtool).
+test: unit tools ## make unit, then the integration tests on real API servers and real nodes (the race detector on), the alerting rules' unit tests (promtool), and make chart-test.
 	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -race -timeout 30m $(INTEGRATION_PKGS)
 	$(GO_TEST) -run TestAlertRules ./cmd/mcs-syncer/
+	$(MAKE) chart-test
 
 # A cold build of mcs-syncer and its dependencies takes minutes on 2 cores,
 # more beside other work: go test's default 10 minutes is no bound for it.
@@ -142,7 +143,7 @@ krew-test: ## krew itself (built from hack/tools/krew) installs kubectl-mcs from
 
 KIND_E2E_MODES ?= per-cluster hub
 .PHONY: kind-e2e
-kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down, in each of KIND_E2E_MODES (per-cluster hub); fails unless the host's network is left as it was.
+kind-e2e: tools ## The kind clusterset up, the demo's traffic check, and down, in each of KIND_E2E_MODES (per-cluster: installed with kustomize; hub: with Helm); fails unless the host's network is left as it was.
 	MCS_TOOLS_DIR=$(TOOLS_BIN) KIND_E2E_MODES="$(KIND_E2E_MODES)" bash hack/kind/clusterset.sh e2e
 
 .PHONY: lint
@@ -162,6 +163,9 @@ lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck,
 	for f in api/v1alpha1/zz_generated.deepcopy.go config/crd/mcs-syncer.io_publishedexports.yaml; do \
 		cmp -s "$$out/$$(basename $$f)" $$f || { echo "$$f is not what api/v1alpha1 generates: run make generate"; diff "$$out/$$(basename $$f)" $$f | head -20; exit 1; }; \
 	done
+	@for f in $(CHART_COPIES); do \
+		cmp -s config/$$f $(CHART)/files/$$f || { echo "$(CHART)/files/$$f is not config/$$f: run make generate"; exit 1; }; \
+	done
 	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/krew/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
 
@@ -172,8 +176,37 @@ $(GOCYCLO): hack/tools/lint/go.mod hack/tools/lint/go.sum
 	cd hack/tools/lint && go build -o $@ github.com/fzipp/gocyclo/cmd/gocyclo
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## DeepCopy of the API types and PublishedExport's CRD from api/v1alpha1 (controller-gen; make lint checks they are current).
+generate: $(CONTROLLER_GEN) ## DeepCopy of the API types and PublishedExport's CRD from api/v1alpha1 (controller-gen), and the chart's copies of config/ (make lint checks they are current).
 	$(CONTROLLER_GEN) $(GENERATE_ARGS) output:crd:dir=config/crd
+	@for f in $(CHART_COPIES); do cp config/$$f $(CHART)/files/$$f; done
+
+# The chart's files that are config/'s (config/ is their one source; the
+# chart's templates render them as kustomize does): the CRDs, the roles, the
+# hub's objects, the alerting rules and the dashboard.
+CHART        := charts/mcs-syncer
+CHART_COPIES := $(patsubst config/%,%,$(filter-out %/kustomization.yaml,$(wildcard config/crd/*.yaml))) \
+	rbac/identities.yaml rbac/role.yaml rbac/leader_election_role.yaml rbac/bindings.yaml \
+	hub/role.yaml hub/admission.yaml hub/member-binding.yaml \
+	monitoring/prometheusrule.yaml monitoring/dashboard.json
+CHART_MODES  := central per-cluster member hub
+HELM         := $(TOOLS_BIN)/helm
+# A chart's version is SemVer: VERSION without its v (v0.1.0 -> 0.1.0), or
+# for a commit with no tag a pre-release of 0.0.0 (90fc38a -> 0.0.0-g90fc38a).
+CHART_VERSION = $(shell echo '$(VERSION)' | sed -E 's/^v([0-9]+\.[0-9]+\.[0-9]+)/\1/; /^[0-9]+\.[0-9]+\.[0-9]+/!s/^/0.0.0-g/')
+
+.PHONY: chart
+chart: tools ## The Helm chart charts/mcs-syncer packaged into $(BIN)/ with VERSION as its version and appVersion (helm package).
+	@mkdir -p $(BIN)
+	$(HELM) package $(CHART) --version $(CHART_VERSION) --app-version $(VERSION) --destination $(BIN)
+
+.PHONY: chart-test
+chart-test: tools ## helm lint --strict and helm template of the chart in every mode (its ci/ values), then the chart against kustomize's rendering of config/ (config's TestChart*).
+	@for m in $(CHART_MODES); do \
+		echo "helm lint, helm template: mode $$m"; \
+		$(HELM) lint --strict --quiet $(CHART) -f $(CHART)/ci/$$m-values.yaml; \
+		$(HELM) template mcs-syncer $(CHART) -n mcs-system -f $(CHART)/ci/$$m-values.yaml >/dev/null; \
+	done
+	MCS_TOOLS_DIR=$(TOOLS_BIN) $(GO_TEST) -run 'TestChart' ./config/
 
 $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go.sum
 	cd hack/tools/controller-gen && go build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

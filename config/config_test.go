@@ -42,15 +42,29 @@ func TestCRDsMatchTheModule(t *testing.T) {
 // what `kubectl kustomize` runs) and returns its documents by kind/name.
 func render(t *testing.T, overlay string) map[string][]byte {
 	t.Helper()
+	return kustomize(t, filepath.Join("overlays", overlay))
+}
+
+// kustomize builds the kustomization in dir (relative to config/) and
+// returns its documents by kind/name.
+func kustomize(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("overlays", overlay))
+	res, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize overlays/%s: %v", overlay, err)
+		t.Fatalf("kustomize %s: %v", dir, err)
 	}
 	out, err := res.AsYaml()
 	if err != nil {
-		t.Fatalf("kustomize overlays/%s: %v", overlay, err)
+		t.Fatalf("kustomize %s: %v", dir, err)
 	}
+	return documents(t, out)
+}
+
+// documents splits a multi-document YAML stream into its documents by
+// kind/name (empty documents left out).
+func documents(t *testing.T, out []byte) map[string][]byte {
+	t.Helper()
 	docs := map[string][]byte{}
 	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
 	for {
@@ -61,13 +75,21 @@ func render(t *testing.T, overlay string) map[string][]byte {
 		var meta struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
-				Name string `json:"name"`
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
 			} `json:"metadata"`
 		}
 		if err := sigsyaml.Unmarshal(doc, &meta); err != nil {
 			t.Fatal(err)
 		}
-		docs[meta.Kind+"/"+meta.Metadata.Name] = doc
+		if meta.Kind == "" {
+			continue
+		}
+		key := meta.Kind + "/" + meta.Metadata.Name
+		if docs[key] != nil {
+			t.Fatalf("two objects %s (namespaces aside: this test names objects by kind and name)", key)
+		}
+		docs[key] = doc
 	}
 	return docs
 }

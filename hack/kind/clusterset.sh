@@ -2,8 +2,9 @@
 # A 3-cluster clusterset on kind (east, west and north: the kind clusters
 # mcs-east, mcs-west and mcs-north), with mcs-syncer installed from its
 # image by the steps of docs/user-guide.md, run as they are written there:
-# per-cluster mode, or with MODE=hub hub mode through a fourth kind cluster,
-# hub. README.md beside this file says what it needs.
+# per-cluster mode (kustomize's steps), or with MODE=hub hub mode through a
+# fourth kind cluster, hub (Helm's steps). README.md beside this file says
+# what it needs.
 #
 #   hack/kind/clusterset.sh images  build the node image (hack/kind/images.sh)
 #   hack/kind/clusterset.sh up      create the clusters and install mcs-syncer
@@ -328,12 +329,34 @@ up() {
 		"$kind" load image-archive "$bin/images/netclient.tar" --name "mcs-$c"
 	done
 
-	say "Installing mcs-syncer in $mode mode, as docs/user-guide.md says (in $state/install)"
 	rm -rf "$state/install"
 	mkdir -p "$state/install"
 	cp -r "$root/config" "$root/hack" "$state/install/"
-	(cd "$state/install" && PATH="$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block "install-$mode")")
+	if [ "$mode" = hub ]; then
+		install_with_helm
+	else
+		say "Installing mcs-syncer in $mode mode with kustomize, as docs/user-guide.md says (in $state/install)"
+		(cd "$state/install" && PATH="$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block "install-$mode")")
+	fi
 	echo "Clusterset up: KUBECONFIG=$state/kubeconfig, contexts ${clusters[*]}."
+}
+
+# install_with_helm installs hub mode with Helm, as docs/user-guide.md's
+# "Install with Helm" says: its chart built by its build-chart block, then
+# its helm-hub block. The members hold the CRDs already (applied above, for
+# CoreDNS): the helm the block runs adds --take-ownership to `helm
+# install`, as the user guide says for clusters where config/ was applied
+# with kubectl.
+install_with_helm() {
+	say "Building the chart and installing mcs-syncer in hub mode with Helm, as docs/user-guide.md says (in $state/install)"
+	(cd "$root" && PATH="$bin:$PATH" bash -euo pipefail -c "$(docs_block build-chart)")
+	mkdir -p "$state/install/bin" "$state/adopt"
+	cp "$root/bin/mcs-syncer-0.1.0.tgz" "$state/install/bin/"
+	# shellcheck disable=SC2016 # "$@" and $arg are the wrapper's own
+	printf '#!/bin/sh\nfor arg in "$@"; do [ "$arg" = install ] && exec %q "$@" --take-ownership; done\nexec %q "$@"\n' \
+		"$bin/helm" "$bin/helm" >"$state/adopt/helm"
+	chmod +x "$state/adopt/helm"
+	(cd "$state/install" && PATH="$state/adopt:$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block helm-hub)")
 }
 
 kn() { k north -n demo "$@"; }

@@ -7,6 +7,7 @@
 #   etcd                                                           (go.etcd.io/etcd/server/v3)
 #   kwok kwokctl                                                   (sigs.k8s.io/kwok)
 #   coredns                                                        (github.com/coredns/coredns)
+#   helm                                                           (helm.sh/helm/v4, for the chart's tests)
 #
 # Each component is its own Go module under hack/tools/<component>, pinned by
 # its go.mod/go.sum: their dependency graphs disagree (grpc, OpenTelemetry,
@@ -26,7 +27,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy kubeadm generic-controlplane etcd kwok kwokctl coredns"
+components="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy kubeadm generic-controlplane etcd kwok kwokctl coredns helm"
 
 if [ -n "${MCS_TOOLS_DIR:-}" ]; then
 	missing=""
@@ -85,6 +86,7 @@ build() {
 build etcd "-s -w" etcd=.
 build kwok "$kwok_ldflags" kwok=sigs.k8s.io/kwok/cmd/kwok kwokctl=sigs.k8s.io/kwok/cmd/kwokctl
 build coredns "-s -w" coredns=github.com/coredns/coredns
+build helm "-s -w" helm=helm.sh/helm/v4/cmd/helm
 build kubernetes "$kube_ldflags" \
 	kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
 	kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \

@@ -81,9 +81,16 @@ func docBlock(t *testing.T, tag string) string {
 // KUBECONFIG set to kubeconfig (if not empty), and returns its output.
 func runDoc(ctx context.Context, t *testing.T, dir, kubeconfig, tag string) string {
 	t.Helper()
+	return runDocWithPath(ctx, t, dir, kubeconfig, tag, bed.BinDir)
+}
+
+// runDocWithPath is runDoc with path (a PATH list) first in PATH instead
+// of the testbed's kubectl alone.
+func runDocWithPath(ctx context.Context, t *testing.T, dir, kubeconfig, tag, path string) string {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", docBlock(t, tag))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+bed.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(os.Environ(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if kubeconfig != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
 	}

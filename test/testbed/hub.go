@@ -63,8 +63,30 @@ func (cs *Clusterset) StartHAHub(ctx context.Context, name string) (*controlplan
 	return cs.newHub(ctx, name, len(cs.Clusters)+1, true)
 }
 
+// StartBareHub starts another hub, named name, without config/hub (only
+// what every control plane of the testbed has: the CRDs and the namespace
+// mcs-system): for a test that installs the hub's objects itself, as a
+// user does (TestInstalledWithHelm). It lives as long as the calling
+// process, which ends it with Destroy; the testbed's teardown stops it
+// too.
+func (cs *Clusterset) StartBareHub(ctx context.Context, name string) (*controlplane.ControlPlane, error) {
+	// Two after the regular hub's (StartHAHub's is one after it), so that
+	// no CIDR is shared.
+	return cs.startHubControlPlane(ctx, name, len(cs.Clusters)+2, false)
+}
+
 // newHub starts a hub control plane and applies config/hub to it.
 func (cs *Clusterset) newHub(ctx context.Context, name string, index int, ha bool) (*controlplane.ControlPlane, error) {
+	hub, err := cs.startHubControlPlane(ctx, name, index, ha)
+	if err != nil {
+		return nil, err
+	}
+	return hub, ApplyHubConfig(ctx, hub)
+}
+
+// startHubControlPlane starts a hub's control plane, nothing of ours
+// applied to it.
+func (cs *Clusterset) startHubControlPlane(ctx context.Context, name string, index int, ha bool) (*controlplane.ControlPlane, error) {
 	hub := controlplane.New(controlplane.Spec{
 		Name: name, Index: index, Hub: true, HA: ha, Generic: cs.opts.GenericHub && !ha,
 		WorkDir:        filepath.Join(cs.StateDir, "kwok"),
@@ -80,7 +102,7 @@ func (cs *Clusterset) newHub(ctx context.Context, name string, index int, ha boo
 		}
 		return nil, fmt.Errorf("testbed: %s: %w", name, err)
 	}
-	return hub, ApplyHubConfig(ctx, hub)
+	return hub, nil
 }
 
 // ApplyHubConfig applies config/hub (the namespace, the members' Role and

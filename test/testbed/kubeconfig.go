@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 )
 
 // KubeconfigPath is where Start writes WriteKubeconfig's file.
@@ -21,6 +23,13 @@ func (cs *Clusterset) KubeconfigPath() string { return filepath.Join(cs.StateDir
 // kubeconfig derived from it (hack/kubeconfig.sh) works in mcs-syncer's
 // Pods.
 func (cs *Clusterset) WriteKubeconfig(path string) error {
+	return cs.WriteKubeconfigWithHub(path, cs.Hub)
+}
+
+// WriteKubeconfigWithHub is WriteKubeconfig with context hub naming hub
+// (none if nil) instead of the testbed's: another hub of the testbed
+// (StartBareHub).
+func (cs *Clusterset) WriteKubeconfigWithHub(path string, hub *controlplane.ControlPlane) error {
 	out := clientcmdapi.NewConfig()
 	add := func(name, kubeconfigPath string) error {
 		cfg, err := clientcmd.LoadFromFile(kubeconfigPath)
@@ -55,8 +64,8 @@ func (cs *Clusterset) WriteKubeconfig(path string) error {
 			return err
 		}
 	}
-	if cs.Hub != nil {
-		if err := add("hub", cs.Hub.KubeconfigPath); err != nil {
+	if hub != nil {
+		if err := add("hub", hub.KubeconfigPath); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -435,6 +436,23 @@ func (cp *ControlPlane) Load(binDir string) error {
 	cfg.CAFile, cfg.CertFile, cfg.KeyFile = "", "", ""
 	cp.restConfig = cfg
 	return nil
+}
+
+// Destroy stops every process of the control plane at once (SIGKILL:
+// those the testbed started itself, for an HA or generic control plane;
+// kwokctl deletes its own) and removes its data; the testbed's other
+// control planes run on. For the control planes a test starts beside the
+// testbed's (StartHAHub, StartBareHub).
+func (cp *ControlPlane) Destroy(ctx context.Context) error {
+	var errs []error
+	for name := range cp.procs {
+		errs = append(errs, cp.stopProcess(ctx, name))
+	}
+	if cp.HA == nil {
+		errs = append(errs, cp.kwokctl(ctx, "delete", "cluster", "--name", cp.Name))
+	}
+	errs = append(errs, os.RemoveAll(cp.clusterDir()))
+	return errors.Join(errs...)
 }
 
 // RESTConfig returns a copy of the admin rest.Config of this cluster.

@@ -429,20 +429,6 @@ func (cp *ControlPlane) Wipe(ctx context.Context) error {
 	return cp.createNamespace(ctx, SystemNamespace)
 }
 
-// Destroy stops every process of an HA control plane at once (SIGKILL)
-// and removes its data; the testbed's other control planes run on.
-func (cp *ControlPlane) Destroy(ctx context.Context) error {
-	if cp.HA == nil {
-		return fmt.Errorf("testbed: %s: Destroy is for HA control planes", cp.Name)
-	}
-	var errs []error
-	for name := range cp.procs {
-		errs = append(errs, cp.stopProcess(ctx, name))
-	}
-	errs = append(errs, os.RemoveAll(cp.clusterDir()))
-	return errors.Join(errs...)
-}
-
 // EtcdLeader returns the index of the etcd member that leads the cluster
 // now, as the members' status (etcd's v3 JSON gateway) says.
 func (cp *ControlPlane) EtcdLeader(ctx context.Context) (int, error) {
