@@ -3,7 +3,8 @@
 // member, every exported Service and its import into each member, and
 // exits non-zero when anything is not converged (internal/status);
 // `diagnose` checks what the clusterset needs of its members
-// (internal/diagnose); `gather` writes a support bundle; `export` and
+// (internal/diagnose); `gather` writes a support bundle; `verify` sends
+// real traffic from a client Pod (internal/verify); `export` and
 // `unexport` write and delete a ServiceExport.
 //
 // The clusterset is read as mcs-syncer's own config names it
@@ -49,6 +50,7 @@ Usage:
   kubectl mcs status [namespace/name] [flags]
   kubectl mcs diagnose [flags]
   kubectl mcs gather [-f bundle.tar.gz] [flags]
+  kubectl mcs verify [namespace/name] [--from member,...] [--image image] [flags]
   kubectl mcs export <service> [-n namespace] [--exported-labels k=v,...] [--exported-annotations k=v,...]
   kubectl mcs unexport <service> [-n namespace]
 
@@ -77,13 +79,23 @@ ServiceImports, imported EndpointSlices and their events, and each
 mcs-syncer Pod's log, /metrics and /readyz?verbose (through the API
 server's pods/proxy), with the status and diagnose reports.
 
-The clusterset (status, diagnose, gather): --clusterset-config (mcs-syncer's
+The clusterset (status, diagnose, gather, verify): --clusterset-config (mcs-syncer's
 config file), or the contexts of --kubeconfig (default $KUBECONFIG or
 ~/.kube/config), one per member, named after its cluster ID (--contexts:
 which; default all). In hub mode, the members without connection settings
 of their own are read through their publications in the hub of the config
 (or of --hub-kubeconfig). --syncer names an mcs-syncer that runs outside
 the members by its probe address; those that run as Pods are found.
+
+verify sends real traffic: in each member (or those of --from) a
+short-lived client Pod (mcs-syncer's image, its probe) resolves
+<name>.<namespace>.svc.clusterset.local of each imported Service (or the
+one named), connects to its clusterset IP on each TCP port, and to the
+endpoints each source cluster contributed; it reports which clusters
+answered against those that export the Service, exits 1 naming what
+failed, and deletes its Pods, also when interrupted (they carry
+app.kubernetes.io/name=mcs-verify). --overrides patches the Pods (node
+selectors, tolerations).
 
 export creates (or updates) the ServiceExport of a Service of the current
 context's cluster (--kubeconfig, --context), as subctl export does;
@@ -136,6 +148,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return runDiagnose(ctx, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "gather":
 		return runGather(ctx, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "verify":
+		return runVerify(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return exitUsage

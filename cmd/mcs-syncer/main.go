@@ -8,6 +8,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 	"github.com/mcs-syncer/mcs-syncer/internal/syncer"
+	"github.com/mcs-syncer/mcs-syncer/internal/verify"
 	"github.com/mcs-syncer/mcs-syncer/internal/version"
 )
 
@@ -162,6 +164,10 @@ func kubernetesOwned(managedBy string) bool {
 }
 
 func main() {
+	// The client Pod of kubectl mcs verify runs this image as a probe.
+	if len(os.Args) > 1 && os.Args[1] == verify.ProbeCommand {
+		os.Exit(verify.RunProbe(context.Background(), os.Args[2:], os.Stdout, os.Stderr))
+	}
 	o, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/controlplane"
 	"github.com/mcs-syncer/mcs-syncer/test/testbed/host"
+	"github.com/mcs-syncer/mcs-syncer/test/testbed/realnode"
 )
 
 // TestInstalledWithHelm installs mcs-syncer with a real helm (make tools
@@ -28,7 +29,8 @@ import (
 // mode: traffic through the clusterset name answered by both exporters,
 // then `helm upgrade` to another version under traffic, with no request
 // lost. Hub mode, with the hub's objects and the members' identities from
-// the chart on a hub of its own: traffic answered by both exporters. Each
+// the chart on a hub of its own: traffic answered by both exporters.
+// kubectl mcs verify in central mode (verifiedWithTraffic). Each
 // time `helm uninstall` leaves no object of the chart behind but the CRDs.
 //
 // The testbed's clusters hold the namespace mcs-system and the CRDs from
@@ -50,6 +52,7 @@ func TestInstalledWithHelm(t *testing.T) {
 		runDocWithPath(ctx, t, dir, kubeconfig, "helm-central", path)
 		ns := "helm-central"
 		dp := checkTraffic(ctx, t, ns)
+		verifiedWithTraffic(ctx, t, kubeconfig, ns)
 		helmUpgradeUnderTraffic(ctx, t, dir, kubeconfig, path, ns, dp)
 		unexport(ctx, t, ns)
 		runDocWithPath(ctx, t, dir, kubeconfig, "helm-uninstall", path)
@@ -185,6 +188,69 @@ func helmUpgradeUnderTraffic(ctx context.Context, t *testing.T, dir, kubeconfig,
 	if sent.tries < 100 {
 		t.Errorf("only %d requests were sent", sent.tries)
 	}
+}
+
+// verifiedWithTraffic runs kubectl mcs verify from north, whose client
+// Pod runs the image of north's mcs-syncer Pods (found, not named): it
+// reports web answered by east and west (exit 0); then, with west's
+// Deployment scaled to 0 and its endpoints gone from north, it exits 1
+// naming west; and it leaves no client Pod behind. The real node's
+// selector and toleration are given with --overrides, as a user gives a
+// node selector.
+func verifiedWithTraffic(ctx context.Context, t *testing.T, kubeconfig, ns string) {
+	t.Helper()
+	bin := buildKubectlMCS(ctx, t)
+	overrides := fmt.Sprintf(`{"spec":{"nodeSelector":{%q:"true"},"tolerations":[{"key":%q,"operator":"Exists","effect":%q}]}}`,
+		realnode.Label, realnode.Taint.Key, realnode.Taint.Effect)
+	verifyWeb := func() (verifyOutput, int, string) {
+		var out verifyOutput
+		code, stderr := runJSON(ctx, t, &out, bin, "verify", ns+"/web", "--kubeconfig", kubeconfig, "--contexts", "east,west,north",
+			"--from", "north", "--overrides", overrides, "-o", "json")
+		return out, code, stderr
+	}
+	out, code, stderr := verifyWeb()
+	if code != 0 || len(out.Reports) != 1 || strings.Join(out.Reports[0].Answered, ",") != "east,west" {
+		t.Fatalf("kubectl mcs verify: exit %d, %+v, stderr %s; want exit 0, answered by east and west", code, out, stderr)
+	}
+	fmt.Printf("kubectl mcs verify from north: %s answered (exported by %s)\n",
+		strings.Join(out.Reports[0].Answered, ", "), strings.Join(out.Reports[0].Exporters, ", "))
+
+	west := bed.ClientOf(t, "west")
+	scale := func(replicas int32) {
+		var d appsv1.Deployment
+		if err := west.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Replicas = &replicas
+		if err := west.Update(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		eventually(ctx, t, fmt.Sprintf("north to import %d of west's endpoints", replicas),
+			readyImported(ctx, bed.ClientOf(t, "north"), ns, map[string]int{"east": 1, "west": int(replicas)}))
+	}
+	scale(0)
+	out, code, stderr = verifyWeb()
+	if code != 1 || len(out.Problems) == 0 || !strings.Contains(strings.Join(out.Problems, "; "), "west exports "+ns+"/web") ||
+		strings.Join(out.Reports[0].Answered, ",") != "east" {
+		t.Errorf("kubectl mcs verify with west scaled to 0: exit %d, %+v, stderr %s; want exit 1 naming west, answered by east", code, out, stderr)
+	}
+	scale(1)
+	var pods corev1.PodList
+	if err := bed.ClientOf(t, "north").List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/name": "mcs-verify"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) > 0 {
+		t.Errorf("kubectl mcs verify left %d client Pods in north", len(pods.Items))
+	}
+}
+
+// verifyOutput is kubectl mcs verify -o json's output, as far as read.
+type verifyOutput struct {
+	Reports []struct {
+		Answered  []string `json:"answered"`
+		Exporters []string `json:"exporters"`
+	} `json:"reports"`
+	Problems []string `json:"problems"`
 }
 
 // nothingLeft checks that no object of the chart is left in the clusters
