@@ -37,7 +37,7 @@ const DefaultPublicationNamespace = "mcs-system"
 //	  namespace: fleet          # the namespace of the ClusterProfiles
 //	  clusterManager: ocm       # optional: only those of this cluster manager
 //	  labelSelector: env=prod   # optional: only those with these labels
-//	  providerConfig: providers.json  # credential plugins per access provider (KEP-5339)
+//	  providerConfig: providers.json  # credential plugins per access provider (KEP-4322)
 //
 // These are the file's fields as written; internal/membership reads it
 // (strictly: an unknown field is an error), applies the defaults
@@ -85,7 +85,7 @@ type ExportNamespaces struct {
 // multicluster.x-k8s.io/v1alpha1) are read, which of them are members, and
 // how their clusters are reached: through the access provider of a
 // profile that the provider config names, with that provider's exec
-// credential plugin (KEP-5339).
+// credential plugin (KEP-4322).
 //
 // +kubebuilder:object:generate=true
 type ClusterInventory struct {
@@ -108,8 +108,9 @@ type ClusterInventory struct {
 	// (kubectl's syntax).
 	LabelSelector string `json:"labelSelector,omitempty"`
 	// ProviderConfig is the path of the credential provider config
-	// (KEP-5339, JSON: {"providers": [{"name", "execConfig"}]}), relative
-	// to the config file's folder unless absolute. A profile is reached
+	// (KEP-4322, JSON: {"providers": [{"name", "execConfig",
+	// "profileSourcedCLIArgsPolicy", "profileSourcedEnvVarsPolicy"}]}),
+	// relative to the config file's folder unless absolute. A profile is reached
 	// through its first access provider that the config names.
 	ProviderConfig string `json:"providerConfig"`
 }

@@ -2,9 +2,12 @@
 // the ClusterProfiles of SIG-Multicluster's cluster inventory API
 // (KEP-4322, multicluster.x-k8s.io/v1alpha1), which cluster managers such
 // as Open Cluster Management and GKE Fleet write, and reaches their
-// clusters as KEP-5339 asks: through a profile's access provider (its
-// server and CA) and the exec credential plugin that the consumer's
-// provider config names for that provider.
+// clusters as KEP-4322 asks (its credential plugins, once KEP-5339):
+// through a profile's access provider (its server and CA) and the exec
+// credential plugin that the consumer's provider config names for that
+// provider, with the arguments and variables of the profile's
+// exec/additional-args and exec/additional-envs extensions where the
+// provider's policies allow them (cluster-inventory-api v0.1.2).
 //
 // The few types needed are written here (types.go) from the KEP and the
 // API's CRD: the sigs.k8s.io/cluster-inventory-api module is not served by

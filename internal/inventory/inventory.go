@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
@@ -140,6 +142,9 @@ func LoadProviderConfig(path string) (*ProviderConfig, error) {
 		case pr.ExecConfig.APIVersion == "":
 			return nil, fmt.Errorf("provider config %s: provider %q: execConfig.apiVersion is missing (client.authentication.k8s.io/v1)", path, pr.Name)
 		}
+		if err := pr.checkPolicies(); err != nil {
+			return nil, fmt.Errorf("provider config %s: provider %q: %w", path, pr.Name, err)
+		}
 		seen[pr.Name] = true
 		if cmd := pr.ExecConfig.Command; !filepath.IsAbs(cmd) && strings.ContainsRune(cmd, filepath.Separator) {
 			pr.ExecConfig.Command = filepath.Join(filepath.Dir(path), cmd)
@@ -180,7 +185,11 @@ func (cfg *ProviderConfig) AccessOf(p *ClusterProfile) (*Access, error) {
 		if ap.Cluster.Server == "" {
 			return nil, fmt.Errorf("ClusterProfile %s: access provider %q has no server", p.Key(), ap.Name)
 		}
-		return &Access{Profile: p.Key(), Provider: pr.Name, Cluster: ap.Cluster, Exec: *pr.ExecConfig}, nil
+		exec, err := pr.execFor(ap.Cluster)
+		if err != nil {
+			return nil, fmt.Errorf("ClusterProfile %s: access provider %q: %w", p.Key(), ap.Name, err)
+		}
+		return &Access{Profile: p.Key(), Provider: pr.Name, Cluster: ap.Cluster, Exec: exec}, nil
 	}
 	var offered []string
 	for name := range byName {
@@ -221,4 +230,66 @@ func (a *Access) RESTConfig() (*rest.Config, error) {
 	}
 	rc.ExecProvider = &exec
 	return rc, nil
+}
+
+// checkPolicies refuses a policy the provider config may not name.
+func (pr *Provider) checkPolicies() error {
+	switch pr.ProfileSourcedCLIArgsPolicy {
+	case "", PolicyIgnore, PolicyAppend:
+	default:
+		return fmt.Errorf("profileSourcedCLIArgsPolicy %q: want %s or %s", pr.ProfileSourcedCLIArgsPolicy, PolicyAppend, PolicyIgnore)
+	}
+	switch pr.ProfileSourcedEnvVarsPolicy {
+	case "", PolicyIgnore, PolicyAppendIfNotExists, PolicyReplace:
+	default:
+		return fmt.Errorf("profileSourcedEnvVarsPolicy %q: want %s, %s or %s", pr.ProfileSourcedEnvVarsPolicy,
+			PolicyAppendIfNotExists, PolicyReplace, PolicyIgnore)
+	}
+	return nil
+}
+
+// execFor returns the provider's plugin for a profile's cluster: its exec
+// config (a copy: the provider config's is shared by every profile) with
+// the cluster's exec extensions as the provider's policies allow.
+func (pr *Provider) execFor(cluster clientcmdv1.Cluster) (clientcmdapi.ExecConfig, error) {
+	exec := *pr.ExecConfig
+	exec.Args = slices.Clone(exec.Args)
+	exec.Env = slices.Clone(exec.Env)
+	for _, ext := range cluster.Extensions {
+		switch {
+		case ext.Name == AdditionalArgsExtension && pr.ProfileSourcedCLIArgsPolicy == PolicyAppend:
+			var args []string
+			if err := yaml.Unmarshal(ext.Extension.Raw, &args); err != nil {
+				return exec, fmt.Errorf("extension %s: want a list of arguments: %w", ext.Name, err)
+			}
+			exec.Args = append(exec.Args, args...)
+		case ext.Name == AdditionalEnvsExtension && (pr.ProfileSourcedEnvVarsPolicy == PolicyAppendIfNotExists || pr.ProfileSourcedEnvVarsPolicy == PolicyReplace):
+			var envs map[string]string
+			if err := yaml.Unmarshal(ext.Extension.Raw, &envs); err != nil {
+				return exec, fmt.Errorf("extension %s: want a map of variables: %w", ext.Name, err)
+			}
+			exec.Env = mergeEnv(exec.Env, envs, pr.ProfileSourcedEnvVarsPolicy == PolicyReplace)
+		}
+	}
+	return exec, nil
+}
+
+// mergeEnv adds the profile's variables to the plugin's: those the plugin
+// does not set, or with replace every one, the profile's value winning.
+// The profile's are added sorted by name, after the plugin's.
+func mergeEnv(own []clientcmdapi.ExecEnvVar, profile map[string]string, replace bool) []clientcmdapi.ExecEnvVar {
+	var out []clientcmdapi.ExecEnvVar
+	for _, e := range own {
+		if _, ok := profile[e.Name]; ok && replace {
+			continue
+		}
+		out = append(out, e)
+	}
+	for _, name := range slices.Sorted(maps.Keys(profile)) {
+		if !replace && slices.ContainsFunc(own, func(e clientcmdapi.ExecEnvVar) bool { return e.Name == name }) {
+			continue
+		}
+		out = append(out, clientcmdapi.ExecEnvVar{Name: name, Value: profile[name]})
+	}
+	return out
 }

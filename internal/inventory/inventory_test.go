@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 )
 
 // profile is a ClusterProfile as a cluster manager writes it: the
@@ -164,5 +166,79 @@ func TestProviderConfig(t *testing.T) {
 	p.Status.CredentialProviders = []AccessProvider{{Name: "spiffe"}}
 	if _, err := cfg.AccessOf(&p); err == nil || !strings.Contains(err.Error(), "none of its access providers [kubeconfig spiffe] is in the provider config") {
 		t.Errorf("no provider in common: %v", err)
+	}
+}
+
+// TestExecExtensions: a profile's exec/additional-args and
+// exec/additional-envs extensions (cluster-inventory-api v0.1.2) reach
+// the plugin only as its provider's policies allow, on a copy of the
+// provider's exec config; a policy the API does not have is refused when
+// the provider config is loaded, and an extension that does not parse
+// leaves the profile out with why.
+func TestExecExtensions(t *testing.T) {
+	withExtensions := func(args, envs string) *ClusterProfile {
+		u := profile("east", "ocm", "east")
+		var p ClusterProfile
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+			t.Fatal(err)
+		}
+		c := &p.Status.AccessProviders[0].Cluster
+		c.Extensions = append(c.Extensions,
+			clientcmdv1.NamedExtension{Name: AdditionalArgsExtension, Extension: runtime.RawExtension{Raw: []byte(args)}},
+			clientcmdv1.NamedExtension{Name: AdditionalEnvsExtension, Extension: runtime.RawExtension{Raw: []byte(envs)}})
+		return &p
+	}
+	provider := func(argsPolicy, envsPolicy string) *ProviderConfig {
+		return &ProviderConfig{Providers: []Provider{{Name: "token",
+			ExecConfig: &api.ExecConfig{APIVersion: "client.authentication.k8s.io/v1", Command: "plugin", Args: []string{"--own"},
+				Env: []api.ExecEnvVar{{Name: "REGION", Value: "own"}, {Name: "TOKEN_DIR", Value: "/own"}}},
+			ProfileSourcedCLIArgsPolicy: argsPolicy, ProfileSourcedEnvVarsPolicy: envsPolicy}}}
+	}
+	p := withExtensions(`["--cluster", "east"]`, `{"REGION": "eu-1", "TENANT": "a"}`)
+	for _, c := range []struct {
+		argsPolicy, envsPolicy string
+		args, env              string
+	}{
+		{"", "", "[--own]", "[REGION=own TOKEN_DIR=/own]"},
+		{PolicyIgnore, PolicyIgnore, "[--own]", "[REGION=own TOKEN_DIR=/own]"},
+		{PolicyAppend, PolicyAppendIfNotExists, "[--own --cluster east]", "[REGION=own TOKEN_DIR=/own TENANT=a]"},
+		{PolicyAppend, PolicyReplace, "[--own --cluster east]", "[TOKEN_DIR=/own REGION=eu-1 TENANT=a]"},
+	} {
+		cfg := provider(c.argsPolicy, c.envsPolicy)
+		access, err := cfg.AccessOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env []string
+		for _, e := range access.Exec.Env {
+			env = append(env, e.Name+"="+e.Value)
+		}
+		if got := fmt.Sprint(access.Exec.Args); got != c.args {
+			t.Errorf("policies %q/%q: args %s, want %s", c.argsPolicy, c.envsPolicy, got, c.args)
+		}
+		if got := fmt.Sprint(env); got != c.env {
+			t.Errorf("policies %q/%q: env %s, want %s", c.argsPolicy, c.envsPolicy, got, c.env)
+		}
+		if own := cfg.Providers[0].ExecConfig; len(own.Args) != 1 || len(own.Env) != 2 {
+			t.Errorf("the provider's own exec config changed: %+v", own)
+		}
+	}
+	if _, err := provider(PolicyAppend, PolicyReplace).AccessOf(withExtensions(`{"not": "a list"}`, `{}`)); err == nil ||
+		!strings.Contains(err.Error(), "ClusterProfile fleet/east: access provider \"token\": extension "+AdditionalArgsExtension+": want a list") {
+		t.Errorf("args that are no list: %v", err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "providers.json")
+	for policies, want := range map[string]string{
+		`"profileSourcedCLIArgsPolicy": "Prepend"`:   `profileSourcedCLIArgsPolicy "Prepend": want Append or Ignore`,
+		`"profileSourcedEnvVarsPolicy": "Overwrite"`: `profileSourcedEnvVarsPolicy "Overwrite": want AppendIfNotExists, Replace or Ignore`,
+	} {
+		content := `{"providers": [{"name": "token", "execConfig": {"apiVersion": "v", "command": "x"}, ` + policies + `}]}`
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadProviderConfig(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", policies, err, want)
+		}
 	}
 }

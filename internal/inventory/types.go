@@ -57,7 +57,7 @@ type ClusterProfileStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	Properties []Property         `json:"properties,omitempty"`
 	// AccessProviders are how the cluster is reached, one per provider
-	// (KEP-5339). CredentialProviders is their former name: both are
+	// (KEP-4322). CredentialProviders is their former name: both are
 	// read, AccessProviders winning for the same name.
 	AccessProviders     []AccessProvider `json:"accessProviders,omitempty"`
 	CredentialProviders []AccessProvider `json:"credentialProviders,omitempty"`
@@ -78,14 +78,39 @@ type AccessProvider struct {
 }
 
 // ProviderConfig is the consumer's credential provider config
-// (KEP-5339): for each access provider it trusts, the exec credential
+// (KEP-4322): for each access provider it trusts, the exec credential
 // plugin that gets a credential for it.
 type ProviderConfig struct {
 	Providers []Provider `json:"providers"`
 }
 
-// Provider is one access provider's plugin.
+// Provider is one access provider's plugin, and what it takes of the
+// profiles' exec extensions (cluster-inventory-api v0.1.2): none unless
+// its policies say so, as the profile is written by the cluster manager,
+// not by this consumer.
 type Provider struct {
 	Name       string                   `json:"name"`
 	ExecConfig *clientcmdapi.ExecConfig `json:"execConfig"`
+	// ProfileSourcedCLIArgsPolicy: Append adds the arguments of a
+	// profile's AdditionalArgsExtension after the plugin's; Ignore (or
+	// empty) does not.
+	ProfileSourcedCLIArgsPolicy string `json:"profileSourcedCLIArgsPolicy,omitempty"`
+	// ProfileSourcedEnvVarsPolicy: AppendIfNotExists adds the variables of
+	// a profile's AdditionalEnvsExtension that the plugin's config does not
+	// set; Replace adds them all, the profile's winning; Ignore (or empty)
+	// adds none.
+	ProfileSourcedEnvVarsPolicy string `json:"profileSourcedEnvVarsPolicy,omitempty"`
 }
+
+// The policies of Provider and the extensions they apply to.
+const (
+	// AdditionalArgsExtension holds a YAML (or JSON) list of arguments.
+	AdditionalArgsExtension = "clusterprofiles.multicluster.x-k8s.io/exec/additional-args"
+	// AdditionalEnvsExtension holds a YAML (or JSON) map of variables.
+	AdditionalEnvsExtension = "clusterprofiles.multicluster.x-k8s.io/exec/additional-envs"
+
+	PolicyAppend            = "Append"
+	PolicyIgnore            = "Ignore"
+	PolicyAppendIfNotExists = "AppendIfNotExists"
+	PolicyReplace           = "Replace"
+)

@@ -32,7 +32,9 @@ import (
 // tokenplugin) reads each cluster's token from a Secret of the hub that
 // the profile's exec extension names. East's and north's profiles make
 // them members, and east's export reaches north, every request carrying a
-// token the plugin gave. West joins when its profile is created, and its
+// token the plugin gave, the plugin run with the arguments each profile's
+// exec/additional-args extension adds (the provider config's policy
+// Append). West joins when its profile is created, and its
 // export reaches north; a ControlPlaneHealthy=False on its profile shows
 // on its /readyz line; a profile without a cluster ID, or of another
 // cluster manager, makes no member (the first is named with why). When
@@ -182,7 +184,7 @@ func newTestInventory(ctx context.Context, t *testing.T) *testInventory {
 	providers := map[string]any{"providers": []any{map[string]any{"name": inventoryProvider, "execConfig": map[string]any{
 		"apiVersion": "client.authentication.k8s.io/v1", "command": "./bin/tokenplugin", "provideClusterInfo": true,
 		"env": []any{map[string]any{"name": "TOKENPLUGIN_KUBECONFIG", "value": bed.Hub.KubeconfigPath}, map[string]any{"name": "TOKENPLUGIN_LOG", "value": inv.pluginLog}},
-	}}}}
+	}, "profileSourcedCLIArgsPolicy": inventory.PolicyAppend}}}
 	raw, err := json.Marshal(providers)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +234,12 @@ func (inv *testInventory) apply(ctx context.Context, t *testing.T, name, member,
 		"conditions": []any{condition},
 		"accessProviders": []any{map[string]any{"name": inventoryProvider, "cluster": map[string]any{
 			"server": rc.Host, "certificate-authority-data": rc.CAData,
-			"extensions": []any{map[string]any{"name": inventory.ExecExtension, "extension": map[string]any{"secret": inventoryNamespace + "/" + member + "-token"}}},
+			"extensions": []any{
+				map[string]any{"name": inventory.ExecExtension, "extension": map[string]any{"secret": inventoryNamespace + "/" + member + "-token"}},
+				// Arguments of its own for the plugin (KEP-4322; the
+				// provider config appends them).
+				map[string]any{"name": inventory.AdditionalArgsExtension, "extension": []any{"--cluster-name", name}},
+			},
 		}}},
 	}
 	if id != "" {
@@ -275,12 +282,13 @@ func jsonRoundTrip(t *testing.T, v any) any {
 }
 
 // pluginUsedFor reports whether the exec plugin gave a token for member's
-// cluster.
+// cluster, run with the arguments its profile's exec/additional-args
+// extension adds (apply: --cluster-name <profile>).
 func (inv *testInventory) pluginUsedFor(t *testing.T, member string) bool {
 	t.Helper()
 	raw, err := os.ReadFile(inv.pluginLog)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return strings.Contains(string(raw), " "+inventoryNamespace+"/"+member+"-token\n")
+	return strings.Contains(string(raw), " "+inventoryNamespace+"/"+member+"-token args=--cluster-name,"+member+"\n")
 }

@@ -64,7 +64,7 @@ func run() error {
 		return fmt.Errorf("secret %s has no token", config.Secret)
 	}
 	if path := os.Getenv("TOKENPLUGIN_LOG"); path != "" {
-		if err := appendLine(path, info.Spec.Cluster.Server+" "+config.Secret); err != nil {
+		if err := appendLine(path, info.Spec.Cluster.Server+" "+config.Secret+" args="+strings.Join(os.Args[1:], ",")); err != nil {
 			return err
 		}
 	}
