@@ -21,7 +21,7 @@ import (
 )
 
 // Inventory is where the clusterset's ClusterProfiles are read (KEP-4322)
-// and how their clusters are reached (KEP-5339): each profile it selects
+// and how their clusters are reached (KEP-4322): each profile it selects
 // is a member, as an entry of the config is.
 type Inventory struct {
 	// Kubeconfig (absolute) and Context, or InCluster, reach the cluster
@@ -50,7 +50,7 @@ func checkInventory(inv *Inventory, dir string) error {
 	case inv.Selection.Namespace == "":
 		return errors.New("inventory: namespace is missing: the namespace of the clusterset's ClusterProfiles")
 	case inv.ProviderConfig == "":
-		return errors.New("inventory: providerConfig is missing: the credential provider config (KEP-5339) that says how to reach the profiles' clusters")
+		return errors.New("inventory: providerConfig is missing: the credential provider config (KEP-4322) that says how to reach the profiles' clusters")
 	}
 	if errs := validation.IsDNS1123Label(inv.Selection.Namespace); len(errs) > 0 {
 		return fmt.Errorf("inventory: namespace %q is not a namespace name: %v", inv.Selection.Namespace, errs)
@@ -97,49 +97,73 @@ type inventoryReader struct {
 	// controlPlane holds, by member, what its profile says against its
 	// cluster (expand).
 	controlPlane map[clusterset.ClusterID]string
+	// watch is the informer on the profiles (follow); changed is told of
+	// each change it brings.
+	watch   *profileWatch
+	changed chan struct{}
+	// clientFor returns the client a watch reads with (inventoryClient;
+	// the tests' fake).
+	clientFor func(*Inventory) (dynamic.Interface, error)
 }
 
 func newInventoryReader() *inventoryReader {
-	return &inventoryReader{controlPlane: map[clusterset.ClusterID]string{}}
+	return &inventoryReader{controlPlane: map[clusterset.ClusterID]string{}, changed: make(chan struct{}, 1), clientFor: inventoryClient}
 }
 
 // inventoryTimeout bounds one read of the profiles.
 const inventoryTimeout = 10 * time.Second
 
 // refresh reads the provider config and the profiles of cfg's inventory
-// once; nothing without an inventory.
+// once (a LIST): what a one-off reader (ReadInventory) does; a Set
+// follows the profiles with an informer instead (follow). Nothing without
+// an inventory.
 func (r *inventoryReader) refresh(ctx context.Context, cfg *Config) {
 	inv := cfg.Inventory
 	if inv == nil {
-		r.mu.Lock()
-		r.tried, r.profiles, r.bad, r.readAt, r.readErr, r.providers, r.providersErr = false, nil, nil, time.Time{}, "", nil, ""
-		r.settings, r.controlPlane = Inventory{}, map[clusterset.ClusterID]string{}
-		r.mu.Unlock()
+		r.forget()
 		return
 	}
 	providers, providersErr := inventory.LoadProviderConfig(inv.ProviderConfig)
 	profiles, bad, err := readProfiles(ctx, inv)
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.settings != *inv {
-		// Other settings: what was read with the former ones is not theirs.
-		r.profiles, r.bad, r.readAt, r.providers = nil, nil, time.Time{}, nil
-		r.settings = *inv
-	}
-	r.tried = true
-	if providersErr == nil {
-		r.providers, r.providersErr = providers, ""
-	} else {
-		r.providersErr = providersErr.Error()
-	}
+	r.setSettings(*inv)
+	r.setProviders(providers, providersErr)
+	r.mu.Unlock()
 	if err != nil {
-		if r.readErr == "" {
-			r.failedAt = time.Now()
-		}
-		r.readErr = err.Error()
+		r.failed(err)
 		return
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tried = true
 	r.profiles, r.bad, r.readAt, r.readErr = profiles, bad, time.Now(), ""
+}
+
+// forget drops everything read: the config has no inventory (any more).
+func (r *inventoryReader) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tried, r.profiles, r.bad, r.readAt, r.readErr, r.providers, r.providersErr = false, nil, nil, time.Time{}, "", nil, ""
+	r.settings, r.controlPlane = Inventory{}, map[clusterset.ClusterID]string{}
+}
+
+// setSettings takes inv as the inventory's settings: what was read with
+// other settings is not theirs, and is dropped. r.mu is held.
+func (r *inventoryReader) setSettings(inv Inventory) {
+	if r.settings != inv {
+		r.profiles, r.bad, r.readAt, r.providers = nil, nil, time.Time{}, nil
+		r.settings = inv
+	}
+}
+
+// setProviders takes the provider config just read, or keeps the last
+// good one with why the new one was refused. r.mu is held.
+func (r *inventoryReader) setProviders(providers *inventory.ProviderConfig, err error) {
+	if err == nil {
+		r.providers, r.providersErr = providers, ""
+		return
+	}
+	r.providersErr = err.Error()
 }
 
 func readProfiles(ctx context.Context, inv *Inventory) ([]inventory.ClusterProfile, map[string]error, error) {

@@ -1,12 +1,20 @@
 package membership
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/inventory"
 )
@@ -134,5 +142,95 @@ func TestInventoryMembers(t *testing.T) {
 	}
 	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "cannot be read since") || !strings.Contains(line, "connection refused; the 6 read at") {
 		t.Errorf("after a failed read: %v %q", ready, line)
+	}
+}
+
+// TestInventoryFollowsProfiles: a Set's inventory is an informer: after
+// one follow, a ClusterProfile created, changed or deleted reaches the
+// reader (and its changed channel) by the watch's event, with no further
+// follow or LIST; follow again with the same settings makes no new client;
+// other settings make a new watch; a watch that cannot start is said on
+// /readyz, and what was read stays.
+func TestInventoryFollowsProfiles(t *testing.T) {
+	dir := t.TempDir()
+	providers := filepath.Join(dir, "providers.json")
+	if err := os.WriteFile(providers, []byte(`{"providers": [{"name": "token", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "plugin"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(extra string) *Config {
+		cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\ninventory:\n  inCluster: true\n  namespace: fleet\n  providerConfig: providers.json\n"+extra), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	cfg := parse("")
+	fake := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{inventory.Resource: "ClusterProfileList"})
+	r := newInventoryReader()
+	clients := 0
+	var clientErr error
+	r.clientFor = func(*Inventory) (dynamic.Interface, error) {
+		clients++
+		return fake, clientErr
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer r.stopWatch()
+	// waitFor waits for a notice on r.changed after which the reader
+	// holds want profiles.
+	waitFor := func(what string, want int) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case <-r.changed:
+				r.mu.Lock()
+				n := len(r.profiles)
+				r.mu.Unlock()
+				if n == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("%s: no notice with %d profiles within 30 s", what, want)
+			}
+		}
+	}
+	r.follow(ctx, cfg)
+	waitFor("the first sync of an empty inventory", 0)
+	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "[+]inventory ok: ClusterProfiles of namespace fleet: 0 read at") {
+		t.Errorf("after the first sync: %v %q", ready, line)
+	}
+	profiles := fake.Resource(inventory.Resource).Namespace("fleet")
+	west := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": inventory.GroupVersion.String(), "kind": "ClusterProfile",
+		"metadata": map[string]any{"name": "west", "namespace": "fleet"},
+		"spec":     map[string]any{"clusterManager": map[string]any{"name": "ocm"}},
+		"status": map[string]any{"properties": []any{map[string]any{"name": inventory.ClusterIDProperty, "value": "west"}},
+			"accessProviders": []any{map[string]any{"name": "token", "cluster": map[string]any{"server": "https://west:6443"}}}},
+	}}
+	if _, err := profiles.Create(ctx, west, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a profile created", 1)
+	if expanded, _ := r.expand(cfg); expanded.Member("west") == nil {
+		t.Errorf("west is no member after its profile's event: %+v", expanded.Members)
+	}
+	if err := profiles.Delete(ctx, "west", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("a profile deleted", 0)
+
+	r.follow(ctx, cfg)
+	if clients != 1 {
+		t.Errorf("follow with the same settings made %d clients, want the first one only", clients)
+	}
+	clientErr = errors.New("no route to the inventory")
+	r.follow(ctx, parse("  labelSelector: env=prod\n"))
+	if clients != 2 {
+		t.Errorf("follow with another selector made %d clients in all, want a second", clients)
+	}
+	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "cannot be read since") || !strings.Contains(line, "no route to the inventory") {
+		t.Errorf("a watch that cannot start: %v %q", ready, line)
 	}
 }

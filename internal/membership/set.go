@@ -371,7 +371,7 @@ func (s *Set) Start(ctx context.Context) error {
 	reading := make(chan struct{})
 	go func() {
 		defer close(reading)
-		s.inBackground(ctx, s.inventory.refresh)
+		s.inBackground(ctx, s.inventory.follow)
 	}()
 	ticker := time.NewTicker(s.opts.ConfigPollInterval)
 	defer ticker.Stop()
@@ -390,6 +390,10 @@ func (s *Set) Start(ctx context.Context) error {
 		case <-ticker.C:
 			s.poll(ctx)
 			s.announceHealth() // heartbeats fall silent without an event
+		case <-s.inventory.changed:
+			// A ClusterProfile created, changed or deleted: applied now,
+			// not at the next poll.
+			s.poll(ctx)
 		}
 	}
 }

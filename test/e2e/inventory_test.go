@@ -70,6 +70,18 @@ func TestMembersFromClusterProfiles(t *testing.T) {
 	// West joins through its profile; one without an ID and one of
 	// another cluster manager do not.
 	inv.apply(ctx, t, "west", "west", "west", inventoryManager, metav1.ConditionTrue)
+	created := time.Now()
+	eventually(ctx, t, "west to be a member (on /readyz), its profile's watch event applied at once", func() error {
+		if _, body, err := s.Readyz(ctx); err != nil || !strings.Contains(body, "member west ") {
+			return fmt.Errorf("/readyz names no member west (%v)", err)
+		}
+		return nil
+	})
+	// Printed, not asserted: a time on a shared machine is no test. The
+	// config's poll (2 s) plays no part: TestInventoryFollowsProfiles
+	// shows the event alone brings a profile in.
+	fmt.Printf("inventory: west a member %s after its ClusterProfile was written (a watch event; the config poll is 2 s)\n",
+		time.Since(created).Round(time.Millisecond))
 	inv.apply(ctx, t, "nameless", "east", "", inventoryManager, metav1.ConditionTrue)
 	inv.apply(ctx, t, "other-manager", "east", "south", "elsewhere", metav1.ConditionTrue)
 	if err := manualExport(ctx, west, ns, "web", "10.103.2.1"); err != nil {
