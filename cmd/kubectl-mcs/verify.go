@@ -46,28 +46,9 @@ type verifyOptions struct {
 // (default every member reached directly), a client Pod checks every
 // Service that member imports (or the one named) with real traffic.
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify", stderr)
-	var o options
-	var v verifyOptions
-	o.register(fs)
-	// Pods start in seconds to a minute: verify's default is longer.
-	o.timeout = 3 * time.Minute
-	fs.Lookup("timeout").DefValue = o.timeout.String()
-	fs.StringVar(&v.from, "from", "", "comma-separated members whose imports to verify, from a client Pod in each (default every member reached directly)")
-	fs.StringVar(&v.image, "image", "", "mcs-syncer's image (its probe runs in the client Pods; default the image of an mcs-syncer Pod of the member)")
-	fs.StringVar(&v.overrides, "overrides", "", "a JSON patch (strategic merge) applied to each client Pod, as kubectl run --overrides: node selectors, tolerations, ...")
-	fs.IntVar(&v.tries, "tries", 5, "connections to each clusterset IP and port")
-	fs.IntVar(&v.perCluster, "endpoints-per-cluster", 3, "endpoints of each source cluster to connect to")
-	positional, err := parse(fs, args)
-	if err != nil {
+	o, v, only, err := parseVerify(args, stderr)
+	if errors.Is(err, errUsagePrinted) {
 		return exitUsage
-	}
-	only, err := onlyService(positional)
-	if err == nil && (v.tries < 1 || v.perCluster < 1) {
-		err = errors.New("--tries and --endpoints-per-cluster: want 1 or more")
-	}
-	if err == nil && v.overrides != "" && !json.Valid([]byte(v.overrides)) {
-		err = errors.New("--overrides: not JSON")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs verify:", err)
@@ -87,33 +68,70 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "kubectl mcs verify:", err)
 		return exitUsage
 	}
-	var reports []verify.Report
-	var problems []string
-	for _, conn := range conns {
-		got, err := v.verifyFrom(ctx, conn, only, o.timeout)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", conn.id, err))
-		}
-		reports = append(reports, got...)
-	}
-	for _, r := range reports {
-		problems = append(problems, r.Problems...)
-	}
-	if len(reports) == 0 && len(problems) == 0 {
-		problems = append(problems, "no ServiceImport to verify in "+memberIDs(conns))
-	}
-	out := verifyReport{Reports: reports, Problems: problems}
+	out := v.verifyAll(ctx, conns, only, o.timeout)
 	if err := write(stdout, o.output, out, out.text); err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs verify:", err)
 		return exitUsage
 	}
-	if len(problems) > 0 {
+	if len(out.Problems) > 0 {
 		if o.output == "json" || o.output == "yaml" {
-			fmt.Fprintf(stderr, "verify failed: %s\n", strings.Join(problems, "; "))
+			fmt.Fprintf(stderr, "verify failed: %s\n", strings.Join(out.Problems, "; "))
 		}
 		return exitFailed
 	}
 	return exitOK
+}
+
+// errUsagePrinted is a parse error that flag has printed with the usage.
+var errUsagePrinted = errors.New("usage printed")
+
+// parseVerify parses verify's flags and its one argument (namespace/name,
+// optional).
+func parseVerify(args []string, stderr io.Writer) (options, verifyOptions, *types.NamespacedName, error) {
+	fs := newFlagSet("verify", stderr)
+	var o options
+	var v verifyOptions
+	o.register(fs)
+	// Pods start in seconds to a minute: verify's default is longer.
+	o.timeout = 3 * time.Minute
+	fs.Lookup("timeout").DefValue = o.timeout.String()
+	fs.StringVar(&v.from, "from", "", "comma-separated members whose imports to verify, from a client Pod in each (default every member reached directly)")
+	fs.StringVar(&v.image, "image", "", "mcs-syncer's image (its probe runs in the client Pods; default the image of an mcs-syncer Pod of the member)")
+	fs.StringVar(&v.overrides, "overrides", "", "a JSON patch (strategic merge) applied to each client Pod, as kubectl run --overrides: node selectors, tolerations, ...")
+	fs.IntVar(&v.tries, "tries", 5, "connections to each clusterset IP and port")
+	fs.IntVar(&v.perCluster, "endpoints-per-cluster", 3, "endpoints of each source cluster to connect to")
+	positional, err := parse(fs, args)
+	if err != nil {
+		return o, v, nil, errUsagePrinted
+	}
+	only, err := onlyService(positional)
+	switch {
+	case err != nil:
+	case v.tries < 1 || v.perCluster < 1:
+		err = errors.New("--tries and --endpoints-per-cluster: want 1 or more")
+	case v.overrides != "" && !json.Valid([]byte(v.overrides)):
+		err = errors.New("--overrides: not JSON")
+	}
+	return o, v, only, err
+}
+
+// verifyAll verifies from each of conns, one after the other.
+func (v verifyOptions) verifyAll(ctx context.Context, conns []memberConn, only *types.NamespacedName, total time.Duration) verifyReport {
+	var out verifyReport
+	for _, conn := range conns {
+		got, err := v.verifyFrom(ctx, conn, only, total)
+		if err != nil {
+			out.Problems = append(out.Problems, fmt.Sprintf("%s: %v", conn.id, err))
+		}
+		out.Reports = append(out.Reports, got...)
+	}
+	for _, r := range out.Reports {
+		out.Problems = append(out.Problems, r.Problems...)
+	}
+	if len(out.Reports) == 0 && len(out.Problems) == 0 {
+		out.Problems = append(out.Problems, "no ServiceImport to verify in "+memberIDs(conns))
+	}
+	return out
 }
 
 // fromMembers returns the members of conns named in from (all reached
@@ -182,28 +200,41 @@ func (v verifyOptions) verifyFrom(ctx context.Context, conn memberConn, only *ty
 	}
 	var reports []verify.Report
 	for _, ns := range slices.Sorted(maps.Keys(byNamespace)) {
-		var checks []verify.Check
-		planned := map[string][]verify.Check{}
-		for _, t := range byNamespace[ns] {
-			for _, ch := range t.Plan(v.tries, v.perCluster) {
-				planned[t.Name] = append(planned[t.Name], ch)
-				ch.ID = t.Name + " " + ch.ID
-				checks = append(checks, ch)
-			}
-		}
-		results, err := runClientPod(ctx, kube, clientPod(ns, image, checks, total), []byte(v.overrides))
+		got, err := v.verifyNamespace(ctx, kube, image, byNamespace[ns], total)
 		if err != nil {
 			return reports, fmt.Errorf("namespace %s: %w", ns, err)
 		}
-		for _, t := range byNamespace[ns] {
-			own := map[string]verify.Result{}
-			for id, r := range results {
-				if name, check, ok := strings.Cut(id, " "); ok && name == t.Name {
-					own[check] = r
-				}
-			}
-			reports = append(reports, verify.Evaluate(t, planned[t.Name], own))
+		reports = append(reports, got...)
+	}
+	return reports, nil
+}
+
+// verifyNamespace runs the checks of the targets of one namespace in one
+// client Pod there, and judges each target by its own results (their IDs
+// start with the target's name).
+func (v verifyOptions) verifyNamespace(ctx context.Context, kube kubernetes.Interface, image string, targets []verify.Target, total time.Duration) ([]verify.Report, error) {
+	var checks []verify.Check
+	planned := map[string][]verify.Check{}
+	for _, t := range targets {
+		for _, ch := range t.Plan(v.tries, v.perCluster) {
+			planned[t.Name] = append(planned[t.Name], ch)
+			ch.ID = t.Name + " " + ch.ID
+			checks = append(checks, ch)
 		}
+	}
+	results, err := runClientPod(ctx, kube, clientPod(targets[0].Namespace, image, checks, total), []byte(v.overrides))
+	if err != nil {
+		return nil, err
+	}
+	var reports []verify.Report
+	for _, t := range targets {
+		own := map[string]verify.Result{}
+		for id, r := range results {
+			if name, check, ok := strings.Cut(id, " "); ok && name == t.Name {
+				own[check] = r
+			}
+		}
+		reports = append(reports, verify.Evaluate(t, planned[t.Name], own))
 	}
 	return reports, nil
 }

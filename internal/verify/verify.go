@@ -68,27 +68,36 @@ func TargetOf(consumer string, si *mcsv1beta1.ServiceImport, slices []discoveryv
 	for _, c := range si.Status.Clusters {
 		t.Exporters = append(t.Exporters, c.Cluster)
 	}
-	for _, s := range slices {
-		source := s.Labels[mcsv1beta1.LabelSourceCluster]
-		if s.Labels[mcsv1beta1.LabelServiceName] != si.Name || source == "" {
-			continue
-		}
-		for _, p := range s.Ports {
-			if p.Port == nil || (p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP) {
-				continue
-			}
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && !*e.Conditions.Ready {
-					continue
-				}
-				if t.Endpoints[source] == nil {
-					t.Endpoints[source] = map[int32][]string{}
-				}
-				t.Endpoints[source][*p.Port] = append(t.Endpoints[source][*p.Port], e.Addresses...)
-			}
+	for i := range slices {
+		if slices[i].Labels[mcsv1beta1.LabelServiceName] == si.Name {
+			t.addSlice(&slices[i])
 		}
 	}
 	return t
+}
+
+// addSlice adds the ready endpoints of an imported slice on its TCP
+// ports; a slice without a source cluster is none of an import's.
+func (t *Target) addSlice(s *discoveryv1.EndpointSlice) {
+	source := s.Labels[mcsv1beta1.LabelSourceCluster]
+	if source == "" {
+		return
+	}
+	var ready []string
+	for _, e := range s.Endpoints {
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			ready = append(ready, e.Addresses...)
+		}
+	}
+	for _, p := range s.Ports {
+		if p.Port == nil || (p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP) || len(ready) == 0 {
+			continue
+		}
+		if t.Endpoints[source] == nil {
+			t.Endpoints[source] = map[int32][]string{}
+		}
+		t.Endpoints[source][*p.Port] = append(t.Endpoints[source][*p.Port], ready...)
+	}
 }
 
 // DNSName is the clusterset name of the Service, absolute (no search
@@ -118,7 +127,9 @@ func (t Target) Plan(tries, perCluster int) []Check {
 	return checks
 }
 
-func endpointID(addr string, port int32) string { return net.JoinHostPort(addr, strconv.Itoa(int(port))) }
+func endpointID(addr string, port int32) string {
+	return net.JoinHostPort(addr, strconv.Itoa(int(port)))
+}
 
 // first returns the first n of the sorted, distinct addresses.
 func first(addrs []string, n int) []string {
@@ -201,54 +212,67 @@ func Evaluate(t Target, checks []Check, results map[string]Result) Report {
 		if !ran {
 			res = Result{ID: c.ID, Failed: c.Tries, Error: noResult}
 		}
-		kind, target, _ := strings.Cut(c.ID, " ")
-		switch kind {
+		switch kind, target, _ := strings.Cut(c.ID, " "); kind {
 		case "dns":
 		case "ip":
-			line := Line{What: "clusterset IP " + target, Answered: res.Answered, Tries: c.Tries}
-			if res.Failed > 0 {
-				line.Detail = res.Error
-				r.Problems = append(r.Problems, fmt.Sprintf("%s: clusterset IP %s: %d of %d connections failed: %s",
-					t.Consumer, target, res.Failed, c.Tries, res.Error))
-			}
-			r.IPs = append(r.IPs, line)
+			r.addIP(t, target, c.Tries, res)
 		default:
 			cl := clusters[kind]
 			if cl == nil {
 				cl = &ClusterLine{Cluster: kind}
 				clusters[kind] = cl
 			}
-			cl.Tried++
-			if res.Answered > 0 {
-				cl.Answered++
-			} else if cl.Detail == "" {
-				cl.Detail = target + ": " + res.Error
-			}
+			cl.add(target, res)
 		}
 	}
 	for _, name := range sortedKeys(clusters) {
-		cl := clusters[name]
-		var addrs []string
-		for _, byPort := range t.Endpoints[name] {
-			addrs = append(addrs, byPort...)
-		}
-		cl.Endpoints = len(first(addrs, len(addrs)))
-		r.Clusters = append(r.Clusters, *cl)
-		switch {
-		case cl.Answered > 0:
-			r.Answered = append(r.Answered, name)
-		case cl.Tried == 0 && cl.Exports:
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: %s exports %s/%s but %s holds no ready endpoint of it on a TCP port",
-				t.Consumer, name, t.Namespace, t.Name, t.Consumer))
-		default:
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: none of the %d endpoints of %s tried answered (%s)", t.Consumer, cl.Tried, name, cl.Detail))
-		}
-		if cl.Answered > 0 && cl.Answered < cl.Tried {
-			r.Problems = append(r.Problems, fmt.Sprintf("%s: %d of the %d endpoints of %s tried did not answer (%s)",
-				t.Consumer, cl.Tried-cl.Answered, cl.Tried, name, cl.Detail))
-		}
+		r.addCluster(t, clusters[name])
 	}
 	return r
+}
+
+// addIP adds the line of one clusterset IP and port.
+func (r *Report) addIP(t Target, target string, tries int, res Result) {
+	line := Line{What: "clusterset IP " + target, Answered: res.Answered, Tries: tries}
+	if res.Failed > 0 {
+		line.Detail = res.Error
+		r.Problems = append(r.Problems, fmt.Sprintf("%s: clusterset IP %s: %d of %d connections failed: %s",
+			t.Consumer, target, res.Failed, tries, res.Error))
+	}
+	r.IPs = append(r.IPs, line)
+}
+
+// add counts one endpoint's connection.
+func (cl *ClusterLine) add(target string, res Result) {
+	cl.Tried++
+	if res.Answered > 0 {
+		cl.Answered++
+	} else if cl.Detail == "" {
+		cl.Detail = target + ": " + res.Error
+	}
+}
+
+// addCluster adds a source cluster's line, and what it failed.
+func (r *Report) addCluster(t Target, cl *ClusterLine) {
+	var addrs []string
+	for _, byPort := range t.Endpoints[cl.Cluster] {
+		addrs = append(addrs, byPort...)
+	}
+	cl.Endpoints = len(first(addrs, len(addrs)))
+	r.Clusters = append(r.Clusters, *cl)
+	switch {
+	case cl.Answered > 0:
+		r.Answered = append(r.Answered, cl.Cluster)
+	case cl.Tried == 0 && cl.Exports:
+		r.Problems = append(r.Problems, fmt.Sprintf("%s: %s exports %s/%s but %s holds no ready endpoint of it on a TCP port",
+			t.Consumer, cl.Cluster, t.Namespace, t.Name, t.Consumer))
+	default:
+		r.Problems = append(r.Problems, fmt.Sprintf("%s: none of the %d endpoints of %s tried answered (%s)", t.Consumer, cl.Tried, cl.Cluster, cl.Detail))
+	}
+	if cl.Answered > 0 && cl.Answered < cl.Tried {
+		r.Problems = append(r.Problems, fmt.Sprintf("%s: %d of the %d endpoints of %s tried did not answer (%s)",
+			t.Consumer, cl.Tried-cl.Answered, cl.Tried, cl.Cluster, cl.Detail))
+	}
 }
 
 // evaluateDNS: the name of a ClusterSetIP Service resolves to its
