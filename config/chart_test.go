@@ -241,8 +241,10 @@ func TestChartOptions(t *testing.T) {
 		}
 	})
 
-	t.Run("without leader election, CRDs or namespace", func(t *testing.T) {
-		docs := mustTemplate(t, central, "leaderElection.enabled=false", "replicas=1", "crds.install=false", "namespace.create=false")
+	// helm install keeps the release in its namespace, which must exist
+	// first: by default the chart renders none.
+	t.Run("no namespace by default; without leader election or CRDs", func(t *testing.T) {
+		docs := mustTemplate(t, nil, "leaderElection.enabled=false", "replicas=1", "crds.install=false")
 		for key := range docs {
 			if strings.HasPrefix(key, "CustomResourceDefinition/") || strings.HasPrefix(key, "Namespace/") {
 				t.Errorf("renders %s", key)

@@ -33,10 +33,10 @@ import (
 // kubectl mcs verify in central mode (verifiedWithTraffic). Each
 // time `helm uninstall` leaves no object of the chart behind but the CRDs.
 //
-// The testbed's clusters hold the namespace mcs-system and the CRDs from
-// their start, and config/'s roles once TestInstalledFromTheDocs has run:
-// the helm the blocks run adds to each install what the user guide says
-// for such clusters (--take-ownership, namespace.create=false).
+// The testbed's clusters hold the CRDs from their start, and config/'s
+// roles once TestInstalledFromTheDocs has run: the helm the blocks run
+// adds to each install what the user guide says for such clusters
+// (--take-ownership).
 func TestInstalledWithHelm(t *testing.T) {
 	exclusive(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -110,10 +110,10 @@ func buildCharts(ctx context.Context, t *testing.T, first string, more ...string
 
 // helmFolder is installFolder with the chart packages of charts in its
 // bin/, a kubeconfig whose context hub is hub (if not nil), and path, a
-// PATH list that puts first a helm that adds --take-ownership and
-// namespace.create=false to `helm install` (the testbed's clusters have
-// mcs-system and the CRDs; see TestInstalledWithHelm) and then runs the
-// testbed's helm, then the testbed's kubectl.
+// PATH list that puts first a helm that adds --take-ownership to `helm
+// install` (the testbed's clusters have the CRDs; see
+// TestInstalledWithHelm) and then runs the testbed's helm, then the
+// testbed's kubectl.
 func helmFolder(t *testing.T, charts string, hub *controlplane.ControlPlane) (dir, kubeconfig, path string) {
 	t.Helper()
 	dir, kubeconfig = installFolder(t)
@@ -143,11 +143,11 @@ func helmFolder(t *testing.T, charts string, hub *controlplane.ControlPlane) (di
 		t.Fatal(err)
 	}
 	wrapper := fmt.Sprintf(`#!/bin/sh
-# helm install on the testbed's clusters, which hold mcs-system and the
-# CRDs from their start: adopt them, as the user guide says.
+# helm install on the testbed's clusters, which hold the CRDs from their
+# start: adopt them, as the user guide says.
 for arg in "$@"; do
 	if [ "$arg" = install ]; then
-		exec %q "$@" --take-ownership --set namespace.create=false
+		exec %q "$@" --take-ownership
 	fi
 done
 exec %q "$@"
