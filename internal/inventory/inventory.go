@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -63,8 +64,20 @@ func Read(ctx context.Context, dc dynamic.Interface, s Selection) (profiles []Cl
 	if err != nil {
 		return nil, nil, fmt.Errorf("list ClusterProfiles of %s: %w", s.Namespace, err)
 	}
+	items := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		items[i] = &list.Items[i]
+	}
+	profiles, bad = Convert(items)
+	return profiles, bad, nil
+}
+
+// Convert converts profiles read as unstructured objects (a LIST's, an
+// informer's), sorted by name. A profile that does not convert (a field
+// of another type than the API's) is returned in bad, by name, with why.
+func Convert(items []*unstructured.Unstructured) (profiles []ClusterProfile, bad map[string]error) {
 	bad = map[string]error{}
-	for _, item := range list.Items {
+	for _, item := range items {
 		var p ClusterProfile
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &p); err != nil {
 			bad[item.GetName()] = fmt.Errorf("ClusterProfile %s/%s: %w", item.GetNamespace(), item.GetName(), err)
@@ -73,7 +86,7 @@ func Read(ctx context.Context, dc dynamic.Interface, s Selection) (profiles []Cl
 		profiles = append(profiles, p)
 	}
 	slices.SortFunc(profiles, func(a, b ClusterProfile) int { return strings.Compare(a.Name, b.Name) })
-	return profiles, bad, nil
+	return profiles, bad
 }
 
 // Key names a profile in messages: namespace/name.

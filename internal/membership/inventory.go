@@ -101,13 +101,14 @@ type inventoryReader struct {
 	// each change it brings.
 	watch   *profileWatch
 	changed chan struct{}
-	// clientFor returns the client a watch reads with (inventoryClient;
-	// the tests' fake).
+	// clientFor returns the client a watch reads with (inventoryClient
+	// without a timeout; the tests' fake).
 	clientFor func(*Inventory) (dynamic.Interface, error)
 }
 
 func newInventoryReader() *inventoryReader {
-	return &inventoryReader{controlPlane: map[clusterset.ClusterID]string{}, changed: make(chan struct{}, 1), clientFor: inventoryClient}
+	return &inventoryReader{controlPlane: map[clusterset.ClusterID]string{}, changed: make(chan struct{}, 1),
+		clientFor: func(inv *Inventory) (dynamic.Interface, error) { return inventoryClient(inv, 0) }}
 }
 
 // inventoryTimeout bounds one read of the profiles.
@@ -135,6 +136,11 @@ func (r *inventoryReader) refresh(ctx context.Context, cfg *Config) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.read(profiles, bad)
+}
+
+// read takes profiles and bad as the last good read, now. r.mu is held.
+func (r *inventoryReader) read(profiles []inventory.ClusterProfile, bad map[string]error) {
 	r.tried = true
 	r.profiles, r.bad, r.readAt, r.readErr = profiles, bad, time.Now(), ""
 }
@@ -167,12 +173,7 @@ func (r *inventoryReader) setProviders(providers *inventory.ProviderConfig, err 
 }
 
 func readProfiles(ctx context.Context, inv *Inventory) ([]inventory.ClusterProfile, map[string]error, error) {
-	rc, err := inv.restConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	rc.Timeout = inventoryTimeout
-	dc, err := dynamic.NewForConfig(rc)
+	dc, err := inventoryClient(inv, inventoryTimeout)
 	if err != nil {
 		return nil, nil, err
 	}

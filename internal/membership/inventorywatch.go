@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,12 +140,14 @@ func (r *inventoryReader) startWatch(ctx context.Context, inv *Inventory, key st
 }
 
 // inventoryClient is a client of the inventory's cluster, its
-// kubeconfig (or in-cluster config) read anew.
-func inventoryClient(inv *Inventory) (dynamic.Interface, error) {
+// kubeconfig (or in-cluster config) read anew, whose requests end after
+// timeout (0: none, for a watch).
+func inventoryClient(inv *Inventory, timeout time.Duration) (dynamic.Interface, error) {
 	rc, err := inv.restConfig()
 	if err != nil {
 		return nil, err
 	}
+	rc.Timeout = timeout
 	return dynamic.NewForConfig(rc)
 }
 
@@ -165,28 +165,19 @@ func (r *inventoryReader) stopWatch() {
 // fromStore takes the profiles the informer of w holds (unless another
 // watch replaced it) as the last good read, and tells r.changed.
 func (r *inventoryReader) fromStore(w *profileWatch) {
-	var profiles []inventory.ClusterProfile
-	bad := map[string]error{}
+	var items []*unstructured.Unstructured
 	for _, obj := range w.informer.GetStore().List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			items = append(items, u)
 		}
-		var p inventory.ClusterProfile
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
-			bad[u.GetName()] = fmt.Errorf("ClusterProfile %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-			continue
-		}
-		profiles = append(profiles, p)
 	}
-	slices.SortFunc(profiles, func(a, b inventory.ClusterProfile) int { return strings.Compare(a.Name, b.Name) })
+	profiles, bad := inventory.Convert(items)
 	r.mu.Lock()
 	if r.watch != w {
 		r.mu.Unlock()
 		return
 	}
-	r.tried = true
-	r.profiles, r.bad, r.readAt, r.readErr = profiles, bad, time.Now(), ""
+	r.read(profiles, bad)
 	r.mu.Unlock()
 	r.notify()
 }
