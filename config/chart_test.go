@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -142,7 +142,7 @@ func TestChartRendersWhatKustomizeRenders(t *testing.T) {
 
 func compareRenderings(t *testing.T, kustomized, charted map[string][]byte) {
 	t.Helper()
-	for _, key := range sortedKeys(kustomized) {
+	for _, key := range slices.Sorted(maps.Keys(kustomized)) {
 		if charted[key] == nil {
 			t.Errorf("the chart renders no %s", key)
 			continue
@@ -156,20 +156,11 @@ func compareRenderings(t *testing.T, kustomized, charted map[string][]byte) {
 			t.Errorf("%s differs (Helm's labels aside):\nkustomize: %s\nchart:     %s", key, wantJSON, gotJSON)
 		}
 	}
-	for _, key := range sortedKeys(charted) {
+	for _, key := range slices.Sorted(maps.Keys(charted)) {
 		if kustomized[key] == nil {
 			t.Errorf("the chart renders %s, which kustomize does not", key)
 		}
 	}
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // TestChartOptions: what the values add to a mode's objects, each against
@@ -337,12 +328,7 @@ type property struct {
 // of the keys, with its default from values.
 func (p property) rows(t *testing.T, prefix string, values map[string]any, rows *[]string) {
 	t.Helper()
-	keys := make([]string, 0, len(p.Properties))
-	for k := range p.Properties {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
 		child := p.Properties[k]
 		v, ok := values[k]
 		if !ok {

@@ -2,9 +2,9 @@ package verify
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -113,21 +113,22 @@ func (t Target) Plan(tries, perCluster int) []Check {
 	checks := []Check{{ID: "dns", Lookup: t.DNSName(), Tries: 1}}
 	for _, ip := range t.IPs {
 		for _, port := range t.Ports {
-			checks = append(checks, Check{ID: "ip " + endpointID(ip, port), Dial: net.JoinHostPort(ip, strconv.Itoa(int(port))), Tries: tries})
+			dial := hostPort(ip, port)
+			checks = append(checks, Check{ID: "ip " + dial, Dial: dial, Tries: tries})
 		}
 	}
-	for _, cluster := range sortedKeys(t.Endpoints) {
-		for _, port := range sortedKeys(t.Endpoints[cluster]) {
+	for _, cluster := range slices.Sorted(maps.Keys(t.Endpoints)) {
+		for _, port := range slices.Sorted(maps.Keys(t.Endpoints[cluster])) {
 			for _, addr := range first(t.Endpoints[cluster][port], perCluster) {
-				checks = append(checks, Check{ID: cluster + " " + endpointID(addr, port),
-					Dial: net.JoinHostPort(addr, strconv.Itoa(int(port))), Tries: 1})
+				dial := hostPort(addr, port)
+				checks = append(checks, Check{ID: cluster + " " + dial, Dial: dial, Tries: 1})
 			}
 		}
 	}
 	return checks
 }
 
-func endpointID(addr string, port int32) string {
+func hostPort(addr string, port int32) string {
 	return net.JoinHostPort(addr, strconv.Itoa(int(port)))
 }
 
@@ -137,15 +138,6 @@ func first(addrs []string, n int) []string {
 	slices.Sort(addrs)
 	addrs = slices.Compact(addrs)
 	return addrs[:min(n, len(addrs))]
-}
-
-func sortedKeys[K int32 | string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
 }
 
 // Report is what the checks of one Target found.
@@ -225,7 +217,7 @@ func Evaluate(t Target, checks []Check, results map[string]Result) Report {
 			cl.add(target, res)
 		}
 	}
-	for _, name := range sortedKeys(clusters) {
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
 		r.addCluster(t, clusters[name])
 	}
 	return r
