@@ -190,7 +190,7 @@ func (v verifyOptions) verifyFrom(ctx context.Context, conn memberConn, only *ty
 	}
 	image := v.image
 	if image == "" {
-		if image, err = syncerImage(ctx, kube); err != nil {
+		if image, err = syncerImage(ctx, c); err != nil {
 			return nil, err
 		}
 	}
@@ -270,9 +270,9 @@ func targetsOf(ctx context.Context, c client.Client, member string, only *types.
 
 // syncerImage is the image of an mcs-syncer Pod of the member, the image
 // the client Pods run (its probe): one its nodes have, or can pull.
-func syncerImage(ctx context.Context, kube kubernetes.Interface) (string, error) {
-	pods, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=mcs-syncer"})
-	if err != nil {
+func syncerImage(ctx context.Context, c client.Reader) (string, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, syncerPods); err != nil {
 		return "", fmt.Errorf("find mcs-syncer's image (pass --image to name it): %w", err)
 	}
 	for _, p := range pods.Items {

@@ -9,8 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/verify"
 )
@@ -75,10 +75,10 @@ func TestSyncerImage(t *testing.T) {
 	ctx := context.Background()
 	syncerPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mcs-system", Name: "mcs-syncer-1", Labels: map[string]string{"app.kubernetes.io/name": "mcs-syncer"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcs-syncer", Image: "registry.example/mcs-syncer:v0.1.0"}}}}
-	if got, err := syncerImage(ctx, fake.NewClientset(syncerPod)); err != nil || got != "registry.example/mcs-syncer:v0.1.0" {
+	if got, err := syncerImage(ctx, fake.NewClientBuilder().WithScheme(scheme).WithObjects(syncerPod).Build()); err != nil || got != "registry.example/mcs-syncer:v0.1.0" {
 		t.Errorf("image %q, %v", got, err)
 	}
-	if _, err := syncerImage(ctx, fake.NewClientset()); err == nil || !strings.Contains(err.Error(), "--image") {
+	if _, err := syncerImage(ctx, fake.NewClientBuilder().WithScheme(scheme).Build()); err == nil || !strings.Contains(err.Error(), "--image") {
 		t.Errorf("no mcs-syncer Pod: %v, want an error naming --image", err)
 	}
 }
