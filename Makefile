@@ -166,7 +166,7 @@ lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck,
 	@for f in $(CHART_COPIES); do \
 		cmp -s config/$$f $(CHART)/files/$$f || { echo "$(CHART)/files/$$f is not config/$$f: run make generate"; exit 1; }; \
 	done
-	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/krew/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
+	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/lib/adopting-helm/helm hack/krew/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum

@@ -344,19 +344,16 @@ up() {
 # install_with_helm installs hub mode with Helm, as docs/user-guide.md's
 # "Install with Helm" says: its chart built by its build-chart block, then
 # its helm-hub block. The members hold the CRDs already (applied above, for
-# CoreDNS): the helm the block runs adds --take-ownership to `helm
-# install`, as the user guide says for clusters where config/ was applied
-# with kubectl.
+# CoreDNS): the block runs hack/lib/adopting-helm's helm, which adds
+# --take-ownership to `helm install`, as the user guide says for clusters
+# where config/ was applied with kubectl.
 install_with_helm() {
 	say "Building the chart and installing mcs-syncer in hub mode with Helm, as docs/user-guide.md says (in $state/install)"
 	(cd "$root" && PATH="$bin:$PATH" bash -euo pipefail -c "$(docs_block build-chart)")
-	mkdir -p "$state/install/bin" "$state/adopt"
+	mkdir -p "$state/install/bin"
 	cp "$root/bin/mcs-syncer-0.1.0.tgz" "$state/install/bin/"
-	# shellcheck disable=SC2016 # "$@" and $arg are the wrapper's own
-	printf '#!/bin/sh\nfor arg in "$@"; do [ "$arg" = install ] && exec %q "$@" --take-ownership; done\nexec %q "$@"\n' \
-		"$bin/helm" "$bin/helm" >"$state/adopt/helm"
-	chmod +x "$state/adopt/helm"
-	(cd "$state/install" && PATH="$state/adopt:$bin:$PATH" KUBECONFIG="$state/kubeconfig" bash -euo pipefail -c "$(docs_block helm-hub)")
+	(cd "$state/install" && HELM="$bin/helm" PATH="$root/hack/lib/adopting-helm:$bin:$PATH" KUBECONFIG="$state/kubeconfig" \
+		bash -euo pipefail -c "$(docs_block helm-hub)")
 }
 
 kn() { k north -n demo "$@"; }

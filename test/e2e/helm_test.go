@@ -35,8 +35,8 @@ import (
 //
 // The testbed's clusters hold the CRDs from their start, and config/'s
 // roles once TestInstalledFromTheDocs has run: the helm the blocks run
-// adds to each install what the user guide says for such clusters
-// (--take-ownership).
+// (hack/lib/adopting-helm) adds to each install what the user guide says
+// for such clusters (--take-ownership).
 func TestInstalledWithHelm(t *testing.T) {
 	exclusive(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -47,15 +47,15 @@ func TestInstalledWithHelm(t *testing.T) {
 	contexts := []string{"east", "west", "north"}
 
 	t.Run("central", func(t *testing.T) {
-		dir, kubeconfig, path := helmFolder(t, charts, nil)
-		t.Cleanup(func() { runDocWithPath(context.Background(), t, dir, kubeconfig, "helm-uninstall", path) })
-		runDocWithPath(ctx, t, dir, kubeconfig, "helm-central", path)
+		dir, kubeconfig, helm := helmFolder(t, charts, nil)
+		t.Cleanup(func() { helm.run(context.Background(), t, dir, kubeconfig, "helm-uninstall") })
+		helm.run(ctx, t, dir, kubeconfig, "helm-central")
 		ns := "helm-central"
 		dp := checkTraffic(ctx, t, ns)
 		verifiedWithTraffic(ctx, t, kubeconfig, ns)
-		helmUpgradeUnderTraffic(ctx, t, dir, kubeconfig, path, ns, dp)
+		helmUpgradeUnderTraffic(ctx, t, helm, dir, kubeconfig, ns, dp)
 		unexport(ctx, t, ns)
-		runDocWithPath(ctx, t, dir, kubeconfig, "helm-uninstall", path)
+		helm.run(ctx, t, dir, kubeconfig, "helm-uninstall")
 		nothingLeft(ctx, t, contexts...)
 	})
 
@@ -69,13 +69,13 @@ func TestInstalledWithHelm(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		dir, kubeconfig, path := helmFolder(t, charts, hub)
-		t.Cleanup(func() { runDocWithPath(context.Background(), t, dir, kubeconfig, "helm-uninstall", path) })
-		runDocWithPath(ctx, t, dir, kubeconfig, "helm-hub", path)
+		dir, kubeconfig, helm := helmFolder(t, charts, hub)
+		t.Cleanup(func() { helm.run(context.Background(), t, dir, kubeconfig, "helm-uninstall") })
+		helm.run(ctx, t, dir, kubeconfig, "helm-hub")
 		ns := "helm-hub"
 		checkTraffic(ctx, t, ns)
 		unexport(ctx, t, ns)
-		runDocWithPath(ctx, t, dir, kubeconfig, "helm-uninstall", path)
+		helm.run(ctx, t, dir, kubeconfig, "helm-uninstall")
 		nothingLeft(ctx, t, contexts...)
 		hubClient, err := hub.Client()
 		if err != nil {
@@ -109,12 +109,12 @@ func buildCharts(ctx context.Context, t *testing.T, first string, more ...string
 }
 
 // helmFolder is installFolder with the chart packages of charts in its
-// bin/, a kubeconfig whose context hub is hub (if not nil), and path, a
-// PATH list that puts first a helm that adds --take-ownership to `helm
-// install` (the testbed's clusters have the CRDs; see
-// TestInstalledWithHelm) and then runs the testbed's helm, then the
+// bin/, a kubeconfig whose context hub is hub (if not nil), and how to run
+// the blocks: hack/lib/adopting-helm first in PATH, which adds
+// --take-ownership to `helm install` (the testbed's clusters have the
+// CRDs; see TestInstalledWithHelm) and runs the testbed's helm, then the
 // testbed's kubectl.
-func helmFolder(t *testing.T, charts string, hub *controlplane.ControlPlane) (dir, kubeconfig, path string) {
+func helmFolder(t *testing.T, charts string, hub *controlplane.ControlPlane) (dir, kubeconfig string, helm helmRun) {
 	t.Helper()
 	dir, kubeconfig = installFolder(t)
 	if hub != nil {
@@ -138,24 +138,25 @@ func helmFolder(t *testing.T, charts string, hub *controlplane.ControlPlane) (di
 			t.Fatal(err)
 		}
 	}
-	adopt := filepath.Join(t.TempDir(), "adopt")
-	if err := os.Mkdir(adopt, 0o755); err != nil {
+	root, err := host.RepoRoot()
+	if err != nil {
 		t.Fatal(err)
 	}
-	wrapper := fmt.Sprintf(`#!/bin/sh
-# helm install on the testbed's clusters, which hold the CRDs from their
-# start: adopt them, as the user guide says.
-for arg in "$@"; do
-	if [ "$arg" = install ]; then
-		exec %q "$@" --take-ownership
-	fi
-done
-exec %q "$@"
-`, filepath.Join(bed.BinDir, "helm"), filepath.Join(bed.BinDir, "helm"))
-	if err := os.WriteFile(filepath.Join(adopt, "helm"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir, kubeconfig, adopt + string(os.PathListSeparator) + bed.BinDir
+	return dir, kubeconfig, helmRun{path: filepath.Join(root, "hack", "lib", "adopting-helm") + string(os.PathListSeparator) + bed.BinDir,
+		env: []string{"HELM=" + filepath.Join(bed.BinDir, "helm")}}
+}
+
+// helmRun is how the user guide's Helm blocks are run on the testbed:
+// PATH and environment (helmFolder).
+type helmRun struct {
+	path string
+	env  []string
+}
+
+// run runs the user guide's block tag in dir with kubeconfig.
+func (h helmRun) run(ctx context.Context, t *testing.T, dir, kubeconfig, tag string) {
+	t.Helper()
+	runDocWithPath(ctx, t, dir, kubeconfig, tag, h.path, h.env...)
 }
 
 // helmUpgradeUnderTraffic: with a client in north connecting to web's
@@ -163,13 +164,13 @@ exec %q "$@"
 // secondVersion with the user guide's helm-upgrade block (a rolling
 // update of both replicas to its image). No request fails, and the new
 // leader runs the new image.
-func helmUpgradeUnderTraffic(ctx context.Context, t *testing.T, dir, kubeconfig, path, ns string, dp *dataPlane) {
+func helmUpgradeUnderTraffic(ctx context.Context, t *testing.T, helm helmRun, dir, kubeconfig, ns string, dp *dataPlane) {
 	t.Helper()
 	target := importIP(ctx, t, ns, "web") + ":80"
 	stop := make(chan struct{})
 	counted := traffic(ctx, dp, target, stop)
 	begin := time.Now()
-	runDocWithPath(ctx, t, dir, kubeconfig, "helm-upgrade", path)
+	helm.run(ctx, t, dir, kubeconfig, "helm-upgrade")
 	waitLeaderImage(ctx, t, "mcs-syncer:"+secondVersion)
 	upgraded := time.Since(begin)
 	// The new leader's first sync, if it wrote, would take traffic away

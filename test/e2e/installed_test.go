@@ -85,12 +85,13 @@ func runDoc(ctx context.Context, t *testing.T, dir, kubeconfig, tag string) stri
 }
 
 // runDocWithPath is runDoc with path (a PATH list) first in PATH instead
-// of the testbed's kubectl alone.
-func runDocWithPath(ctx context.Context, t *testing.T, dir, kubeconfig, tag, path string) string {
+// of the testbed's kubectl alone, and env (NAME=value) in its
+// environment.
+func runDocWithPath(ctx context.Context, t *testing.T, dir, kubeconfig, tag, path string, env ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", docBlock(t, tag))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(append(os.Environ(), env...), "PATH="+path+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if kubeconfig != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
 	}
