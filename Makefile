@@ -46,10 +46,11 @@ VERSION_PKG := github.com/mcs-syncer/mcs-syncer/internal/version
 LDFLAGS     := -s -w -buildid= -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
 
 .PHONY: build
-build: ## Build every package; mcs-syncer (as the image has it, version stamped), the kubectl plugin kubectl-mcs and the testbed CLI into bin/.
+build: ## Build every package; mcs-syncer (as the image has it, version stamped), the kubectl plugin kubectl-mcs (and kubectl_complete-mcs, its completion for kubectl) and the testbed CLI into bin/.
 	CGO_ENABLED=0 go build -trimpath ./...
 	CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)" -o $(BIN)/mcs-syncer ./cmd/mcs-syncer
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-mcs ./cmd/kubectl-mcs
+	cp cmd/kubectl-mcs/kubectl_complete-mcs $(BIN)/
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/testbed ./test/testbed/cmd/testbed
 
 .PHONY: image
@@ -166,7 +167,7 @@ lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck,
 	@for f in $(CHART_COPIES); do \
 		cmp -s config/$$f $(CHART)/files/$$f || { echo "$(CHART)/files/$$f is not config/$$f: run make generate"; exit 1; }; \
 	done
-	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/lib/adopting-helm/helm hack/krew/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
+	@if command -v shellcheck >/dev/null; then shellcheck hack/*.sh hack/lib/*.sh hack/lib/adopting-helm/helm cmd/kubectl-mcs/kubectl_complete-mcs hack/krew/*.sh hack/tools/*.sh hack/tools/kubernetes/*.sh hack/kind/*.sh hack/kind/runc-without-sys-resource hack/kind/node/usr/local/bin/entrypoint test/testbed/teardown.sh .ci/run; \
 	else echo "lint: shellcheck not installed, shell scripts not checked (apt-get install shellcheck)"; fi
 
 $(STATICCHECK): hack/tools/lint/go.mod hack/tools/lint/go.sum

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -27,19 +27,19 @@ import (
 )
 
 // clustersetFlags say where the members are: mcs-syncer's config, or the
-// contexts of a kubeconfig.
+// contexts of a kubeconfig (kube's).
 type clustersetFlags struct {
-	config, kubeconfig, contexts string
+	kube             *kubeFlags
+	config, contexts string
 	// hubKubeconfig is the hub's (hub mode), beside or instead of the
 	// config's.
 	hubKubeconfig string
 }
 
-func (f *clustersetFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.config, "clusterset-config", "", "mcs-syncer's clusterset config file: its members, as mcs-syncer reads them")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "a kubeconfig with a context per member, named after its cluster ID (default $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.contexts, "contexts", "", "comma-separated contexts of --kubeconfig, the members (default every context)")
-	fs.StringVar(&f.hubKubeconfig, "hub-kubeconfig", "", "hub mode: the hub's kubeconfig (its current context), instead of that of --clusterset-config; a hub administrator's lets diagnose check every member's hub identity")
+func (f *clustersetFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.config, "clusterset-config", "", "mcs-syncer's clusterset config file: its members, as mcs-syncer reads them (instead of --kubeconfig's contexts).")
+	fs.StringVar(&f.contexts, "contexts", "", "Comma-separated contexts of --kubeconfig, the members (default every context).")
+	fs.StringVar(&f.hubKubeconfig, "hub-kubeconfig", "", "Hub mode: the hub's kubeconfig (its current context), instead of that of --clusterset-config; a hub administrator's lets diagnose check every member's hub identity.")
 }
 
 // memberConn is a member and how to reach its API server (nil: it is read
@@ -53,13 +53,20 @@ type memberConn struct {
 // the config's inventory left out of them, each as "ClusterProfile
 // namespace/name: why".
 func (f clustersetFlags) members(ctx context.Context) ([]memberConn, []string, error) {
+	perRequest, err := f.kube.requestTimeout()
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.kube.overrides.CurrentContext != "" {
+		return nil, nil, errors.New("--context names the one cluster of export and unexport: name the members with --contexts")
+	}
 	if f.config != "" {
-		if f.kubeconfig != "" || f.contexts != "" {
+		if f.kube.kubeconfig != "" || f.contexts != "" {
 			return nil, nil, errors.New("--clusterset-config or --kubeconfig, not both")
 		}
-		return fromConfig(ctx, f.config)
+		return fromConfig(ctx, f.config, perRequest)
 	}
-	conns, err := fromKubeconfig(f.kubeconfig, f.contexts)
+	conns, err := fromKubeconfig(f.kube.kubeconfig, f.contexts, perRequest)
 	return conns, nil, err
 }
 
@@ -73,8 +80,9 @@ func sayLeftOut(w io.Writer, command string, leftOut []string) {
 
 // fromConfig reads mcs-syncer's config: each member with connection
 // settings of its own (those of its inventory's profiles included, read
-// once); one read through the hub has none here.
-func fromConfig(ctx context.Context, path string) ([]memberConn, []string, error) {
+// once); one read through the hub has none here. Each request waits
+// perRequest at most (0: requestTimeout).
+func fromConfig(ctx context.Context, path string, perRequest time.Duration) ([]memberConn, []string, error) {
 	cfg, err := membership.LoadConfig(path)
 	if err != nil {
 		return nil, nil, err
@@ -97,6 +105,7 @@ func fromConfig(ctx context.Context, path string) ([]memberConn, []string, error
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.ID, err)
 		}
+		rc.Timeout = perRequest
 		members = append(members, memberConn{id: string(m.ID), rest: rc})
 	}
 	return members, leftOut, nil
@@ -123,21 +132,25 @@ func (f clustersetFlags) hub() (*hubConn, error) {
 	if cfg != nil {
 		namespace = cmp.Or(cfg.PublicationNamespace, namespace)
 	}
+	perRequest, err := f.kube.requestTimeout()
+	if err != nil {
+		return nil, err
+	}
+	var rc *rest.Config
 	switch {
 	case f.hubKubeconfig != "":
-		rc, err := clientcmd.BuildConfigFromFlags("", f.hubKubeconfig)
-		if err != nil {
+		if rc, err = clientcmd.BuildConfigFromFlags("", f.hubKubeconfig); err != nil {
 			return nil, fmt.Errorf("--hub-kubeconfig: %w", err)
 		}
-		return &hubConn{rest: rc, namespace: namespace}, nil
 	case cfg != nil && cfg.Hub != nil:
-		rc, err := cfg.Hub.RESTConfig()
-		if err != nil {
+		if rc, err = cfg.Hub.RESTConfig(); err != nil {
 			return nil, fmt.Errorf("hub: %w", err)
 		}
-		return &hubConn{rest: rc, namespace: namespace}, nil
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	rc.Timeout = perRequest
+	return &hubConn{rest: rc, namespace: namespace}, nil
 }
 
 // statusHub returns the hub as status reads it (nil: none), its requests
@@ -146,15 +159,16 @@ func (h *hubConn) statusHub(total time.Duration) (*status.Hub, error) {
 	if h == nil {
 		return nil, nil
 	}
-	c, err := newClient(h.rest, requestWithin(total))
+	c, err := newClient(h.rest, requestWithin(h.rest, total))
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}
 	return &status.Hub{Client: c, Namespace: h.namespace}, nil
 }
 
-// fromKubeconfig reads each context of a kubeconfig as a member.
-func fromKubeconfig(path, contexts string) ([]memberConn, error) {
+// fromKubeconfig reads each context of a kubeconfig as a member, each
+// request waiting perRequest at most (0: requestTimeout).
+func fromKubeconfig(path, contexts string, perRequest time.Duration) ([]memberConn, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if path != "" {
 		rules.ExplicitPath = path
@@ -183,19 +197,27 @@ func fromKubeconfig(path, contexts string) ([]memberConn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
+		rc.Timeout = perRequest
 		members = append(members, memberConn{id: name, rest: rc})
 	}
 	return members, nil
 }
 
-// requestTimeout bounds each request: one member that does not answer
+// requestTimeout bounds each request unless --request-timeout says
+// otherwise (in rest.Config.Timeout): one member that does not answer
 // holds a report for this long at most per request (never longer than
 // the command's --timeout: requestWithin).
 const requestTimeout = 10 * time.Second
 
-// requestWithin is the bound of each request of a command given total
-// (its --timeout) in all.
-func requestWithin(total time.Duration) time.Duration { return min(requestTimeout, total) }
+// requestWithin is the bound of each request to rc's API server of a
+// command given total (its --timeout) in all.
+func requestWithin(rc *rest.Config, total time.Duration) time.Duration {
+	perRequest := rc.Timeout
+	if perRequest <= 0 {
+		perRequest = requestTimeout
+	}
+	return min(perRequest, total)
+}
 
 func newClient(rc *rest.Config, timeout time.Duration) (client.Client, error) {
 	return client.New(withTimeout(rc, timeout), client.Options{Scheme: scheme})
@@ -236,7 +258,7 @@ func newMemberClients(conns []memberConn, total time.Duration) []memberClient {
 			continue
 		}
 		wg.Go(func() {
-			c, gv, err := newMemberClient(m.rest, requestWithin(total/2), requestWithin(total))
+			c, gv, err := newMemberClient(m.rest, requestWithin(m.rest, total/2), requestWithin(m.rest, total))
 			out[i] = memberClient{client: c, gv: gv, err: err}
 		})
 	}
@@ -265,7 +287,7 @@ func statusMembers(conns []memberConn, total time.Duration) ([]status.Member, er
 		if c.err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.id, c.err)
 		}
-		cs, err := kubernetes.NewForConfig(withTimeout(m.rest, requestWithin(total)))
+		cs, err := kubernetes.NewForConfig(withTimeout(m.rest, requestWithin(m.rest, total)))
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
@@ -289,12 +311,12 @@ func diagnoseMembers(conns []memberConn, total time.Duration) ([]diagnose.Member
 		if clients[i].err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, clients[i].err)
 		}
-		rc := withTimeout(m.rest, requestWithin(total))
+		rc := withTimeout(m.rest, requestWithin(m.rest, total))
 		dc, err := discovery.NewDiscoveryClientForConfig(rc)
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
 		}
-		creds, err := credentialsOf(m.rest, requestWithin(total))
+		creds, err := credentialsOf(m.rest, requestWithin(m.rest, total))
 		if err != nil {
 			return nil, nil, fmt.Errorf("member %s: %w", m.id, err)
 		}

@@ -15,21 +15,11 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/diagnose"
 )
 
-// runDiagnose runs diagnose with args.
-func runDiagnose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("diagnose", stderr)
-	var o options
-	o.register(fs)
-	positional, err := parse(fs, args)
-	if err != nil {
-		return exitUsage
-	}
+// runDiagnose runs diagnose.
+func runDiagnose(ctx context.Context, o *options, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "kubectl mcs diagnose:", err)
 		return exitUsage
-	}
-	if len(positional) > 0 {
-		return fail(fmt.Errorf("no arguments, not %q", positional))
 	}
 	// --timeout in all: from the first read (an inventory's profiles) on.
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -71,7 +61,7 @@ func runChecks(ctx context.Context, conns []memberConn, hub *hubConn, total time
 	if hub == nil {
 		return checks, nil
 	}
-	c, err := newClient(hub.rest, requestWithin(total))
+	c, err := newClient(hub.rest, requestWithin(hub.rest, total))
 	if err != nil {
 		return nil, fmt.Errorf("hub: %w", err)
 	}

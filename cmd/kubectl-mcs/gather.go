@@ -26,22 +26,11 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/status"
 )
 
-// runGather runs gather with args: a support bundle of the clusterset.
-func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("gather", stderr)
-	var o options
-	o.register(fs)
-	out := fs.String("f", "mcs-gather-"+time.Now().UTC().Format("20060102-150405")+".tar.gz", "the archive to write")
+// runGather runs gather: a support bundle of the clusterset, into out.
+func runGather(ctx context.Context, o *options, out string, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "kubectl mcs gather:", err)
 		return exitUsage
-	}
-	positional, err := parse(fs, args)
-	if err != nil {
-		return exitUsage
-	}
-	if len(positional) > 0 {
-		return fail(fmt.Errorf("no arguments, not %q", positional))
 	}
 	conns, leftOut, err := o.members(ctx)
 	if err != nil {
@@ -71,10 +60,10 @@ func runGather(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	for _, addr := range o.syncers {
 		b.syncer(ctx, addr)
 	}
-	if err := b.write(*out); err != nil {
+	if err := b.write(out); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(stdout, "%s: %d files of %d members\n", *out, len(b.files), len(conns))
+	fmt.Fprintf(stdout, "%s: %d files of %d members\n", out, len(b.files), len(conns))
 	return exitOK
 }
 
@@ -124,7 +113,7 @@ func (b *bundle) gather(ctx context.Context, conns []memberConn, hub *hubConn, i
 			b.files[m.id+"/errors.txt"] = []byte("read through the hub (its publications are in status.txt): give a kubeconfig with a context per member to gather it\n")
 			continue
 		}
-		c, _, err := newMemberClient(m.rest, requestWithin(total), requestWithin(total))
+		c, _, err := newMemberClient(m.rest, requestWithin(m.rest, total), requestWithin(m.rest, total))
 		if err != nil {
 			return fmt.Errorf("member %s: %w", m.id, err)
 		}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestUsageErrors: what the command cannot run with exits 2 and says why.
@@ -20,12 +24,21 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		says string
 	}{
-		{nil, "Usage:"},
-		{[]string{"statuses"}, "Usage:"},
-		{[]string{"status", "web"}, `"web": want namespace/name`},
-		{[]string{"status", "a/b", "c/d"}, "one namespace/name at most"},
-		{[]string{"status", "a/b", "-o", "json", "c/d"}, "one namespace/name at most"},
-		{[]string{"status", "-o", "table", "--kubeconfig", empty}, `invalid value "table" for flag -o: want text, wide, json or yaml`},
+		{nil, "Usage:\n  kubectl mcs [command]"},
+		{[]string{"statuses"}, `unknown command "statuses" for "kubectl mcs"`},
+		{[]string{"status", "web"}, `"web": want namespace/name, or name with -n namespace`},
+		{[]string{"status", "-n", "demo"}, "--namespace demo: name the Service too"},
+		{[]string{"status", "a/b", "-n", "c"}, `"a/b" is in namespace a, not --namespace c`},
+		{[]string{"status", "a/b", "c/d"}, "accepts at most 1 arg(s), received 2"},
+		// Flags between the arguments are flags, as kubectl takes them;
+		// after "--", everything is an argument.
+		{[]string{"status", "a/b", "-o", "json", "c/d"}, "accepts at most 1 arg(s), received 2"},
+		{[]string{"status", "-o", "json", "--", "-x"}, `"-x": want namespace/name`},
+		{[]string{"status", "-o", "table", "--kubeconfig", empty}, `invalid argument "table" for "-o, --output" flag: want text, wide, json or yaml`},
+		{[]string{"status", "--kubeconfig", empty, "--request-timeout", "soon"}, `--request-timeout: "soon": want a duration`},
+		{[]string{"status", "--kubeconfig", empty, "--context", "east"}, "name the members with --contexts"},
+		{[]string{"status", "--syncer", ""}, "want host:port or a URL"},
+		{[]string{"status", "--bogus"}, "unknown flag: --bogus\nSee 'kubectl mcs status --help' for usage."},
 		{[]string{"diagnose", "extra"}, "no arguments"},
 		{[]string{"diagnose", "--kubeconfig", empty}, "no context"},
 		{[]string{"status", "--kubeconfig", empty}, "no context"},
@@ -66,26 +79,70 @@ users:
 	}
 }
 
-// TestParseFlagsAnywhere: flags may come after the positional arguments,
-// as kubectl takes them; after "--" everything is positional.
-func TestParseFlagsAnywhere(t *testing.T) {
+// TestRequestTimeout: --request-timeout is read as kubectl reads it (a
+// duration, or whole seconds) and bounds each request of a member,
+// within the command's --timeout; 0 leaves the default.
+func TestRequestTimeout(t *testing.T) {
 	for _, tc := range []struct {
-		args       []string
-		positional string
-		output     string
+		flag  string
+		total time.Duration
+		want  time.Duration
 	}{
-		{[]string{"demo/web", "-o", "json"}, "demo/web", "json"},
-		{[]string{"-o", "yaml", "demo/web"}, "demo/web", "yaml"},
-		{[]string{"a", "-o", "json", "b"}, "a b", "json"},
-		{[]string{"-o", "json", "--", "-x", "y"}, "-x y", "json"},
-		{nil, "", "text"},
+		{"0", time.Minute, requestTimeout},
+		{"3s", time.Minute, 3 * time.Second},
+		{"7", time.Minute, 7 * time.Second},
+		{"2m", 30 * time.Second, 30 * time.Second},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		var o options
-		o.register(fs)
-		got, err := parse(fs, tc.args)
-		if err != nil || strings.Join(got, " ") != tc.positional || o.output != tc.output {
-			t.Errorf("%q: positional %q, -o %s, %v; want %q and %s", tc.args, got, o.output, err, tc.positional, tc.output)
+		f := kubeFlags{overrides: clientcmd.ConfigOverrides{Timeout: tc.flag}}
+		perRequest, err := f.requestTimeout()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.flag, err)
+		}
+		if got := requestWithin(&rest.Config{Timeout: perRequest}, tc.total); got != tc.want {
+			t.Errorf("--request-timeout %s within %s: %s, want %s", tc.flag, tc.total, got, tc.want)
+		}
+	}
+	if _, err := (&kubeFlags{overrides: clientcmd.ConfigOverrides{Timeout: "-1s"}}).requestTimeout(); err == nil {
+		t.Error("--request-timeout -1s: no error")
+	}
+}
+
+// TestCompletion: the shell completes commands, flags, -o's values, and
+// the contexts of the kubeconfig for --context, and for --contexts and
+// --from after what was typed; through cobra's __complete, which `kubectl
+// mcs completion` scripts and kubectl_complete-mcs call.
+func TestCompletion(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+contexts:
+- {name: west, context: {cluster: c}}
+- {name: east, context: {cluster: c}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"st"}, []string{"status\t"}},
+		{[]string{"status", "--ti"}, []string{"--timeout\t"}},
+		{[]string{"status", "-o", ""}, []string{"text", "wide", "json", "yaml"}},
+		{[]string{"export", "web", "-o", ""}, []string{"name", "json", "yaml"}},
+		{[]string{"unexport", "--kubeconfig", kubeconfig, "--context", ""}, []string{"east", "west"}},
+		{[]string{"status", "--kubeconfig", kubeconfig, "--contexts", "west,"}, []string{"west,east"}},
+		{[]string{"verify", "--kubeconfig", kubeconfig, "--from", ""}, []string{"east", "west"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), append([]string{"__complete"}, tc.args...), &stdout, &stderr)
+		lines := strings.Split(stdout.String(), "\n")
+		for _, w := range tc.want {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, w) }) {
+				t.Errorf("%q: exit %d, %q lacks %q (stderr %s)", tc.args, code, stdout.String(), w, stderr.String())
+			}
+		}
+		if strings.Contains(stdout.String(), "west,west") {
+			t.Errorf("%q: %q offers a context listed already", tc.args, stdout.String())
 		}
 	}
 }

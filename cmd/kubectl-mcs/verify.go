@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,14 +43,11 @@ type verifyOptions struct {
 	perCluster int
 }
 
-// runVerify runs verify with args: from each member named by --from
-// (default every member reached directly), a client Pod checks every
-// Service that member imports (or the one named) with real traffic.
-func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, v, only, err := parseVerify(args, stderr)
-	if errors.Is(err, errUsagePrinted) {
-		return exitUsage
-	}
+// runVerify runs verify: from each member named by --from (default
+// every member reached directly), a client Pod checks every Service that
+// member imports (or the one args names) with real traffic.
+func runVerify(ctx context.Context, o *options, v verifyOptions, args []string, stdout, stderr io.Writer) int {
+	only, err := v.check(args, o.kube.namespace())
 	if err != nil {
 		fmt.Fprintln(stderr, "kubectl mcs verify:", err)
 		return exitUsage
@@ -82,29 +80,18 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// errUsagePrinted is a parse error that flag has printed with the usage.
-var errUsagePrinted = errors.New("usage printed")
+func (v *verifyOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&v.from, "from", "", "Comma-separated members whose imports to verify, from a client Pod in each (default every member reached directly).")
+	fs.StringVar(&v.image, "image", "", "mcs-syncer's image (its probe runs in the client Pods; default the image of an mcs-syncer Pod of the member).")
+	fs.StringVar(&v.overrides, "overrides", "", "A JSON patch (strategic merge) applied to each client Pod, as kubectl run --overrides: node selectors, tolerations, ...")
+	fs.IntVar(&v.tries, "tries", 5, "Connections to each clusterset IP and port.")
+	fs.IntVar(&v.perCluster, "endpoints-per-cluster", 3, "Endpoints of each source cluster to connect to.")
+}
 
-// parseVerify parses verify's flags and its one argument (namespace/name,
-// optional).
-func parseVerify(args []string, stderr io.Writer) (options, verifyOptions, *types.NamespacedName, error) {
-	fs := newFlagSet("verify", stderr)
-	var o options
-	var v verifyOptions
-	o.register(fs)
-	// Pods start in seconds to a minute: verify's default is longer.
-	o.timeout = 3 * time.Minute
-	fs.Lookup("timeout").DefValue = o.timeout.String()
-	fs.StringVar(&v.from, "from", "", "comma-separated members whose imports to verify, from a client Pod in each (default every member reached directly)")
-	fs.StringVar(&v.image, "image", "", "mcs-syncer's image (its probe runs in the client Pods; default the image of an mcs-syncer Pod of the member)")
-	fs.StringVar(&v.overrides, "overrides", "", "a JSON patch (strategic merge) applied to each client Pod, as kubectl run --overrides: node selectors, tolerations, ...")
-	fs.IntVar(&v.tries, "tries", 5, "connections to each clusterset IP and port")
-	fs.IntVar(&v.perCluster, "endpoints-per-cluster", 3, "endpoints of each source cluster to connect to")
-	positional, err := parse(fs, args)
-	if err != nil {
-		return o, v, nil, errUsagePrinted
-	}
-	only, err := onlyService(positional)
+// check checks verify's flags and reads its one argument (the Service,
+// optional; namespace: --namespace).
+func (v verifyOptions) check(args []string, namespace string) (*types.NamespacedName, error) {
+	only, err := onlyService(args, namespace)
 	switch {
 	case err != nil:
 	case v.tries < 1 || v.perCluster < 1:
@@ -112,7 +99,7 @@ func parseVerify(args []string, stderr io.Writer) (options, verifyOptions, *type
 	case v.overrides != "" && !json.Valid([]byte(v.overrides)):
 		err = errors.New("--overrides: not JSON")
 	}
-	return o, v, only, err
+	return only, err
 }
 
 // verifyAll verifies from each of conns, one after the other.
@@ -173,11 +160,11 @@ func memberIDs(conns []memberConn) string {
 // verifyFrom verifies the imports of one member: a client Pod per
 // namespace, one after the other.
 func (v verifyOptions) verifyFrom(ctx context.Context, conn memberConn, only *types.NamespacedName, total time.Duration) ([]verify.Report, error) {
-	c, _, err := newMemberClient(conn.rest, requestWithin(total), requestWithin(total))
+	c, _, err := newMemberClient(conn.rest, requestWithin(conn.rest, total), requestWithin(conn.rest, total))
 	if err != nil {
 		return nil, err
 	}
-	kube, err := kubernetes.NewForConfig(withTimeout(conn.rest, requestWithin(total)))
+	kube, err := kubernetes.NewForConfig(withTimeout(conn.rest, requestWithin(conn.rest, total)))
 	if err != nil {
 		return nil, err
 	}

@@ -31,9 +31,16 @@ for platform in ${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 w
 	mkdir -p "$dir"
 	CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$dir/$bin" ./cmd/kubectl-mcs
 	cp README.md "$dir/"
+	files=("$bin" README.md)
+	# kubectl's completion of the plugin (a shell script: not on windows);
+	# krew does not put it on the PATH (krew#812), the user does.
+	if [ "$os" != windows ]; then
+		cp cmd/kubectl-mcs/kubectl_complete-mcs "$dir/"
+		files+=(kubectl_complete-mcs)
+	fi
 	archive="kubectl-mcs_${os}_$arch.tar.gz"
 	# Reproducible: fixed owner, order and times.
-	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$dir" -cf - "$bin" README.md | gzip -n >"$out/$archive"
+	tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$dir" -cf - "${files[@]}" | gzip -n >"$out/$archive"
 	sum=$(sha256sum "$out/$archive" | cut -d' ' -f1)
 	platforms+=("  - selector:
       matchLabels:

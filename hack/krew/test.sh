@@ -22,7 +22,13 @@ grep -q "version: v0.0.0-test" "$KREW_ROOT/receipts/mcs.yaml" || { echo "krew wr
 # Without a command, kubectl-mcs prints its usage and exits 2.
 code=0
 "$KREW_ROOT/bin/kubectl-mcs" >"$work/usage" 2>&1 || code=$?
-if [ "$code" -ne 2 ] || ! grep -q "kubectl mcs status" "$work/usage"; then
+if [ "$code" -ne 2 ] || ! grep -q "kubectl mcs \[command\]" "$work/usage"; then
 	echo "the installed kubectl-mcs: exit $code"; cat "$work/usage"; exit 1
+fi
+# kubectl_complete-mcs is in the plugin's folder (krew does not link it:
+# krew#812) and completes through the installed kubectl-mcs.
+store="$KREW_ROOT/store/mcs/v0.0.0-test"
+if ! PATH="$KREW_ROOT/bin:$PATH" "$store/kubectl_complete-mcs" st | grep -q "^status"; then
+	echo "$store/kubectl_complete-mcs does not complete st to status"; ls -l "$store"; exit 1
 fi
 echo "krew installed kubectl-mcs from hack/krew/release.sh's manifest and archive"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -346,5 +347,46 @@ func diagnoseHub(ctx context.Context, t *testing.T, bin string) {
 	}
 	if !strings.HasPrefix(asAdmin[admission], "pass: mcs-syncer-publish-as-yourself present and bound with Deny") {
 		t.Errorf("as the hub's administrator: %v", asAdmin)
+	}
+}
+
+// TestKubectlCompletesThePlugin: kubectl itself (1.26 and later) completes
+// kubectl mcs through kubectl_complete-mcs on the PATH: its commands, and
+// export's Service names as west's API server holds them in the
+// namespace of -n.
+func TestKubectlCompletesThePlugin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := buildKubectlMCS(ctx, t)
+	dir := filepath.Dir(bin)
+	script, err := os.ReadFile("../../cmd/kubectl-mcs/kubectl_complete-mcs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubectl_complete-mcs"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	west := bed.Cluster("west")
+	ns := createNamespace(ctx, t, west)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-completed", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if err := bed.ClientOf(t, "west").Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(words ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, filepath.Join(bed.BinDir, "kubectl"), append([]string{"__complete", "mcs"}, words...)...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubectl __complete mcs %q: %v", words, err)
+		}
+		return string(out)
+	}
+	if out := complete("st"); !strings.Contains(out, "status") {
+		t.Errorf("kubectl __complete mcs st: %q, want status", out)
+	}
+	if out := complete("export", "--kubeconfig", west.KubeconfigPath, "-n", ns, ""); !strings.Contains(out, "web-completed\n") {
+		t.Errorf("kubectl __complete mcs export -n %s: %q, want web-completed", ns, out)
 	}
 }
