@@ -40,6 +40,25 @@ generic_hub() {
 	MCS_E2E_HUB=generic $go_test -p 1 -v -timeout "$timeout" -run "$HUB_TESTS" ./test/e2e/
 }
 
+# failures LOG...: each failed test of the go test -v logs with its last
+# 20 file:line lines (go test -v prints t.Log's and t.Error's alike), so
+# that the end of the output says why: a failure's message is otherwise
+# somewhere in tens of thousands of lines, and a tool that shows a run's
+# end shows the last test's.
+failures() {
+	awk '
+		/^=== (RUN|CONT|NAME) / { cur = $3; next }
+		/^ *--- FAIL: / { for (i = 1; i < NF; i++) if ($i == "FAIL:") failed[$(i + 1)] = 1; next }
+		/^ +[A-Za-z0-9_]+_test\.go:[0-9]+: / && cur != "" { n[cur]++; line[cur, n[cur]] = substr($0, 1, 500) }
+		END {
+			for (t in failed) {
+				if (!(t in n)) continue
+				print "--- FAIL: " t
+				for (i = (n[t] > 20 ? n[t] - 19 : 1); i <= n[t]; i++) print line[t, i]
+			}
+		}' "$@"
+}
+
 if [ "${E2E_SHARDS:-2}" = 1 ]; then
 	# shellcheck disable=SC2086
 	$go_test -p 1 -v -timeout "$timeout" ./test/e2e/... || exit
@@ -54,6 +73,7 @@ done
 
 mkdir -p "${CACHE:-.cache}"
 log="${CACHE:-.cache}/e2e-second.log"
+first_log="${CACHE:-.cache}/e2e-first.log"
 # Compiled first, once, into the build cache: two go test processes
 # compiling the same packages at once would each do it.
 built=$(mktemp -d)
@@ -72,11 +92,15 @@ echo "e2e: the second process (-run '$second') writes to $log, printed when it e
 second_pid=$!
 trap 'kill "$second_pid" 2>/dev/null' INT TERM
 # shellcheck disable=SC2086
-$go_test -p 1 -v -timeout "$timeout" -skip "$second" ./test/e2e/
-first=$?
+$go_test -p 1 -v -timeout "$timeout" -skip "$second" ./test/e2e/ 2>&1 | tee "$first_log"
+first=${PIPESTATUS[0]}
 wait "$second_pid"
 second_code=$?
 echo "== the second process of the end-to-end tests (-run '$second'), exit $second_code:"
 cat "$log"
+if [ "$first" != 0 ] || [ "$second_code" != 0 ]; then
+	echo "== the failed tests, each with its last lines of t.Log and t.Error (both processes; whole in $first_log and $log):"
+	failures "$first_log" "$log"
+fi
 echo "e2e: first process exit $first, second exit $second_code"
 [ "$first" = 0 ] && [ "$second_code" = 0 ]
