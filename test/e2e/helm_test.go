@@ -29,7 +29,8 @@ import (
 // mode: traffic through the clusterset name answered by both exporters,
 // then `helm upgrade` to another version under traffic, with no request
 // lost. Hub mode, with the hub's objects and the members' identities from
-// the chart on a hub of its own: traffic answered by both exporters.
+// the chart on a hub of its own: traffic answered by both exporters, and
+// north's release upgraded under traffic likewise.
 // kubectl mcs verify in central mode (verifiedWithTraffic). Each
 // time `helm uninstall` leaves no object of the chart behind but the CRDs.
 //
@@ -53,7 +54,7 @@ func TestInstalledWithHelm(t *testing.T) {
 		ns := "helm-central"
 		dp := checkTraffic(ctx, t, ns)
 		verifiedWithTraffic(ctx, t, kubeconfig, ns)
-		helmUpgradeUnderTraffic(ctx, t, helm, dir, kubeconfig, ns, dp)
+		helmUpgradeUnderTraffic(ctx, t, helm, dir, kubeconfig, ns, dp, "central")
 		unexport(ctx, t, ns)
 		helm.run(ctx, t, dir, kubeconfig, "helm-uninstall")
 		nothingLeft(ctx, t, contexts...)
@@ -73,7 +74,8 @@ func TestInstalledWithHelm(t *testing.T) {
 		t.Cleanup(func() { helm.run(context.Background(), t, dir, kubeconfig, "helm-uninstall") })
 		helm.run(ctx, t, dir, kubeconfig, "helm-hub")
 		ns := "helm-hub"
-		checkTraffic(ctx, t, ns)
+		dp := checkTraffic(ctx, t, ns)
+		helmUpgradeUnderTraffic(ctx, t, helm, dir, kubeconfig, ns, dp, "hub")
 		unexport(ctx, t, ns)
 		helm.run(ctx, t, dir, kubeconfig, "helm-uninstall")
 		nothingLeft(ctx, t, contexts...)
@@ -160,11 +162,12 @@ func (h helmRun) run(ctx context.Context, t *testing.T, dir, kubeconfig, tag str
 }
 
 // helmUpgradeUnderTraffic: with a client in north connecting to web's
-// clusterset IP every 50 ms, north's release is upgraded to the chart of
+// clusterset IP every 50 ms, north's release (of mode: central, or hub
+// for per-cluster mode through a hub) is upgraded to the chart of
 // secondVersion with the user guide's helm-upgrade block (a rolling
 // update of both replicas to its image). No request fails, and the new
 // leader runs the new image.
-func helmUpgradeUnderTraffic(ctx context.Context, t *testing.T, helm helmRun, dir, kubeconfig, ns string, dp *dataPlane) {
+func helmUpgradeUnderTraffic(ctx context.Context, t *testing.T, helm helmRun, dir, kubeconfig, ns string, dp *dataPlane, mode string) {
 	t.Helper()
 	target := importIP(ctx, t, ns, "web") + ":80"
 	stop := make(chan struct{})
@@ -181,8 +184,8 @@ func helmUpgradeUnderTraffic(ctx context.Context, t *testing.T, helm helmRun, di
 	})
 	close(stop)
 	sent := <-counted
-	fmt.Printf("installed with helm, central: helm upgrade to %s under traffic: rolled out in %s; %d requests, %d failed\n",
-		secondVersion, upgraded.Round(100*time.Millisecond), sent.tries, sent.failed)
+	fmt.Printf("installed with helm, %s: helm upgrade to %s under traffic: rolled out in %s; %d requests, %d failed\n",
+		mode, secondVersion, upgraded.Round(100*time.Millisecond), sent.tries, sent.failed)
 	if sent.failed > 0 {
 		t.Errorf("%d of %d requests failed during helm upgrade: %q", sent.failed, sent.tries, sent.failures)
 	}
