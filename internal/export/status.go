@@ -23,7 +23,8 @@ import (
 const notImportedEverywhere = "not imported everywhere"
 
 // firstPassWait is how long a valid export's status waits for a member
-// that answers to finish its first pass (see Options.Connected).
+// that answers to finish its first pass (its Health: Answering, since
+// Since).
 const firstPassWait = 30 * time.Second
 
 // setExported writes Valid=True, Ready=True and the Conflict condition of

@@ -2,7 +2,8 @@
 // the ClusterProfiles of SIG-Multicluster's cluster inventory API
 // (KEP-4322, multicluster.x-k8s.io/v1alpha1), which cluster managers such
 // as Open Cluster Management and GKE Fleet write, and reaches their
-// clusters as KEP-4322 asks (its credential plugins, once KEP-5339):
+// clusters as KEP-4322 asks (its credential plugins, which it took in from
+// KEP-5339):
 // through a profile's access provider (its server and CA) and the exec
 // credential plugin that the consumer's provider config names for that
 // provider, with the arguments and variables of the profile's
@@ -16,5 +17,6 @@
 // name is ignored, as a newer API's would be.
 //
 // internal/membership turns each profile Read returns into a member
-// (ToMember's Access), as it does an entry of the clusterset config.
+// (reached through ProviderConfig.AccessOf), as it does an entry of the
+// clusterset config.
 package inventory
