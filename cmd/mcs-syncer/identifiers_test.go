@@ -25,44 +25,8 @@ var ambiguousPackages = map[string]bool{"main": true, "v1alpha1": true, "v1beta1
 func TestDocsCiteExistingIdentifiers(t *testing.T) {
 	root := filepath.Join("..", "..")
 	goFiles, docs := sourcesAndDocs(t, root)
-	// declared[package name] holds its top-level names and its types'
-	// methods as Type.Method; tests holds every Test and Benchmark func.
-	declared := map[string]map[string]bool{}
-	tests := map[string]bool{}
-	fset := token.NewFileSet()
-	for _, f := range goFiles {
-		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pkg := strings.TrimSuffix(file.Name.Name, "_test")
-		if declared[pkg] == nil {
-			declared[pkg] = map[string]bool{}
-		}
-		for _, d := range file.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				name := d.Name.Name
-				if d.Recv != nil && len(d.Recv.List) == 1 {
-					name = receiverType(d.Recv.List[0].Type) + "." + name
-				} else if strings.HasPrefix(name, "Test") || strings.HasPrefix(name, "Benchmark") || strings.HasPrefix(name, "Fuzz") {
-					tests[name] = true
-				}
-				declared[pkg][name] = true
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						declared[pkg][s.Name.Name] = true
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							declared[pkg][n.Name] = true
-						}
-					}
-				}
-			}
-		}
-	}
+	decl := readDeclarations(t, goFiles)
+	declared, tests := decl.names, decl.tests
 	cited := regexp.MustCompile("`([A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*){0,2})(?:\\(\\))?`")
 	testName := regexp.MustCompile(`^(Test|Benchmark|Fuzz)[A-Z0-9_]`)
 	checked := 0
@@ -87,6 +51,125 @@ func TestDocsCiteExistingIdentifiers(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("checked %d citations: the docs' or the pattern's format changed", checked)
+	}
+}
+
+// declarations are what the Go files of the tree declare.
+type declarations struct {
+	// names[package name] holds its top-level names, its types' methods
+	// as Type.Method and their fields as Type.Field.
+	names map[string]map[string]bool
+	// types[package name] holds its types; open those with an embedded
+	// field, whose promoted names are not listed.
+	types, open map[string]map[string]bool
+	// tests holds every Test, Benchmark and Fuzz func.
+	tests map[string]bool
+	// files are the parsed files, comments included, in goFiles' order.
+	files []*ast.File
+}
+
+// readDeclarations parses goFiles.
+func readDeclarations(t *testing.T, goFiles []string) declarations {
+	t.Helper()
+	d := declarations{names: map[string]map[string]bool{}, types: map[string]map[string]bool{},
+		open: map[string]map[string]bool{}, tests: map[string]bool{}}
+	fset := token.NewFileSet()
+	for _, f := range goFiles {
+		file, err := parser.ParseFile(fset, f, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.files = append(d.files, file)
+		pkg := strings.TrimSuffix(file.Name.Name, "_test")
+		if d.names[pkg] == nil {
+			d.names[pkg], d.types[pkg], d.open[pkg] = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		}
+		for _, decl := range file.Decls {
+			switch decl := decl.(type) {
+			case *ast.FuncDecl:
+				name := decl.Name.Name
+				if decl.Recv != nil && len(decl.Recv.List) == 1 {
+					name = receiverType(decl.Recv.List[0].Type) + "." + name
+				} else if strings.HasPrefix(name, "Test") || strings.HasPrefix(name, "Benchmark") || strings.HasPrefix(name, "Fuzz") {
+					d.tests[name] = true
+				}
+				d.names[pkg][name] = true
+			case *ast.GenDecl:
+				for _, s := range decl.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						d.names[pkg][s.Name.Name] = true
+						d.types[pkg][s.Name.Name] = true
+						d.addMembers(pkg, s)
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							d.names[pkg][n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return d
+}
+
+// addMembers lists the fields of a struct type and the methods of an
+// interface as Type.Name; a type that embeds another is open.
+func (d declarations) addMembers(pkg string, s *ast.TypeSpec) {
+	var fields *ast.FieldList
+	switch ty := s.Type.(type) {
+	case *ast.StructType:
+		fields = ty.Fields
+	case *ast.InterfaceType:
+		fields = ty.Methods
+	default:
+		d.open[pkg][s.Name.Name] = true // a defined type of another: its methods are not listed
+		return
+	}
+	for _, f := range fields.List {
+		if len(f.Names) == 0 {
+			d.open[pkg][s.Name.Name] = true
+		}
+		for _, n := range f.Names {
+			d.names[pkg][s.Name.Name+"."+n.Name] = true
+		}
+	}
+}
+
+// TestCommentsCiteExistingIdentifiers: a Go comment that cites a name as
+// Type.Name (a type of its own package) or pkg.Name (another package of
+// ours) cites one that exists, as a method, a field or a top-level name,
+// so that a rename or a removal cannot leave a comment pointing at
+// nothing (Options.Connected and Tracker.Forget did).
+func TestCommentsCiteExistingIdentifiers(t *testing.T) {
+	root := filepath.Join("..", "..")
+	goFiles, _ := sourcesAndDocs(t, root)
+	d := readDeclarations(t, goFiles)
+	cited := regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9_]*)\.([A-Z][A-Za-z0-9_]*)\b`)
+	checked := 0
+	for i, file := range d.files {
+		pkg := strings.TrimSuffix(file.Name.Name, "_test")
+		path, _ := filepath.Rel(root, goFiles[i])
+		for _, group := range file.Comments {
+			for _, m := range cited.FindAllStringSubmatch(group.Text(), -1) {
+				first, name := m[1], m[2]
+				switch {
+				case d.types[pkg][first] && !d.open[pkg][first]:
+					checked++
+					if !d.names[pkg][first+"."+name] {
+						t.Errorf("%s: a comment cites %s.%s: %s has no method or field %s", path, first, name, first, name)
+					}
+				case first != pkg && d.names[first] != nil && !ambiguousPackages[first] && !d.types[pkg][first]:
+					checked++
+					if !d.names[first][name] {
+						t.Errorf("%s: a comment cites %s.%s: package %s declares no %s", path, first, name, first, name)
+					}
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked %d citations: the comments' or the pattern's format changed", checked)
 	}
 }
 

@@ -36,7 +36,7 @@ import (
 // (Member.IDFromCluster; the Set reads it). A member whose kubeconfig
 // cannot be read (missing, unreadable, without the named context) does
 // not make the file invalid: that member is reported and retried while
-// the others run (Member.Err).
+// the others run (Member.RESTConfig's error).
 type Config struct {
 	// APIVersion and Kind say which schema the file follows, as in
 	// Kubernetes' component configs: ConfigAPIVersion, ConfigKind.

@@ -148,7 +148,7 @@ func WithMetrics(reg prometheus.Registerer) Option {
 }
 
 // WithTracker uses t as the stale-cache tracker, for a caller that also
-// feeds it watch events (Tracker.ShouldSync, Tracker.Forget). Default: a
+// feeds it watch events (Tracker.ShouldSync, Tracker.ForgetOwner). Default: a
 // tracker of the reconciler's own.
 func WithTracker(t *Tracker) Option {
 	return func(r *Reconciler) error {

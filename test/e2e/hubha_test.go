@@ -137,7 +137,7 @@ func importsKept(ctx context.Context, t *testing.T, ns string) func() {
 }
 
 // haHubTest sets up a test on an HA hub: the shared mcs-syncer stopped,
-// namespace ns in every cluster, an HA hub (testbed.StartHAHub) with every
+// namespace ns in every cluster, an HA hub (Clusterset.StartHAHub) with every
 // member's identity in kubeconfigs of a temporary folder, and one
 // mcs-syncer per member in hub mode through it (the hub failure tests'
 // grace and heartbeat); all of it ends with the test.
