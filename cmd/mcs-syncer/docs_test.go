@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +125,7 @@ func sameDefault(doc string, f *flag.Flag) bool {
 // controller-runtime's metrics: a syncer set up from a one-member config.
 func registeredMetrics(t *testing.T) *describing {
 	t.Helper()
-	reg := &describing{names: map[string]bool{}, labels: map[string]string{}}
+	reg := &describing{names: map[string]bool{}, labels: map[string]string{}, help: map[string]string{}}
 	dir := t.TempDir()
 	kubeconfig := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://127.0.0.1:1\"}\n" +
 		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
@@ -145,9 +146,10 @@ func registeredMetrics(t *testing.T) *describing {
 }
 
 // TestMetricsAreDocumented: docs/metrics.md names every metric mcs-syncer
-// registers (syncer.New registers them all) with its labels, and none that
-// it does not, so that a metric or a label cannot be added, renamed or
-// removed without its line.
+// registers (syncer.New registers them all) with its labels and, opening
+// its meaning, its Help, and none that it does not, so that a metric, a
+// label or a Help cannot be added, renamed, reworded or removed without
+// its line.
 func TestMetricsAreDocumented(t *testing.T) {
 	reg := registeredMetrics(t)
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "metrics.md"))
@@ -172,6 +174,11 @@ func TestMetricsAreDocumented(t *testing.T) {
 			documented[m[1]] = true
 			if got, ok := reg.labels[m[1]]; ok && got != strings.Join(slices.Sorted(slices.Values(labels)), ",") {
 				t.Errorf("docs/metrics.md gives %s the labels %v; it has {%s}", m[1], labels, got)
+			}
+			// The meaning opens with the Help that /metrics prints, so
+			// that the two cannot say different things.
+			if help, ok := reg.help[m[1]]; ok && !strings.HasPrefix(strings.TrimSpace(cells[4]), help) {
+				t.Errorf("docs/metrics.md: %s's meaning does not open with its Help %q", m[1], help)
 			}
 		}
 	}
@@ -234,6 +241,8 @@ func metricExists(registered map[string]bool, name string) bool {
 type describing struct {
 	names  map[string]bool
 	labels map[string]string
+	// help is each metric's Help, as /metrics says it.
+	help map[string]string
 }
 
 func (d *describing) Register(c prometheus.Collector) error {
@@ -245,6 +254,9 @@ func (d *describing) Register(c prometheus.Collector) error {
 			continue
 		}
 		d.names[m[1]] = true
+		if h := regexp.MustCompile(`help: ("(?:[^"\\]|\\.)*")`).FindStringSubmatch(desc.String()); h != nil {
+			d.help[m[1]], _ = strconv.Unquote(h[1])
+		}
 		var labels []string
 		for _, c := range regexp.MustCompile(`([a-z_]+)="`).FindAllStringSubmatch(m[2], -1) {
 			labels = append(labels, c[1])
