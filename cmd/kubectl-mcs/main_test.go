@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -144,5 +147,42 @@ contexts:
 		if strings.Contains(stdout.String(), "west,west") {
 			t.Errorf("%q: %q offers a context listed already", tc.args, stdout.String())
 		}
+	}
+}
+
+// TestUserGuideNamesEveryFlag: docs/user-guide.md names every command of
+// kubectl mcs (`kubectl mcs <command>`) and every flag of each (`--flag`,
+// or -x for one with a shorthand), so that a flag cannot be added or
+// renamed without its documentation.
+func TestUserGuideNamesEveryFlag(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "user-guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide := string(raw)
+	root := newRootCommand(t.Context(), io.Discard, io.Discard, new(int))
+	checked := 0
+	named := func(command string, f *pflag.Flag) {
+		if f.Name == "help" {
+			return
+		}
+		checked++
+		long := regexp.MustCompile(`--` + f.Name + `([^a-z0-9-]|$)`).MatchString(guide)
+		if !long && (f.Shorthand == "" || !strings.Contains(guide, "-"+f.Shorthand+" ")) {
+			t.Errorf("docs/user-guide.md does not name kubectl mcs %s's flag --%s", command, f.Name)
+		}
+	}
+	root.PersistentFlags().VisitAll(func(f *pflag.Flag) { named("(every command)", f) })
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(guide, "kubectl mcs "+cmd.Name()) {
+			t.Errorf("docs/user-guide.md does not name kubectl mcs %s", cmd.Name())
+		}
+		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) { named(cmd.Name(), f) })
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d flags: the command tree changed", checked)
 	}
 }
