@@ -3,9 +3,13 @@ package membership
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,8 +63,7 @@ func TestParseInventoryConfig(t *testing.T) {
 // access provider says; a profile without an ID, with the ID of a member
 // of the file or of an earlier profile, or without an access provider of
 // the provider config is left out, with why; a profile whose control
-// plane is not healthy is noted on its member. A read that fails keeps
-// the members of the last good one, and says so on /readyz.
+// plane is not healthy is noted on its member.
 func TestInventoryMembers(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig(t, dir, "east.kubeconfig", "https://127.0.0.1:6443")
@@ -133,16 +136,69 @@ func TestInventoryMembers(t *testing.T) {
 	if note := r.note("west"); note != "" {
 		t.Errorf("west's note %q", note)
 	}
+}
 
-	// A read that fails keeps what was read.
-	r.readAt = r.readAt.Add(1)
-	r.readErr, r.failedAt = "connection refused", r.readAt
-	if again, _ := r.expand(cfg); len(again.Members) != 3 {
-		t.Errorf("members after a failed read: %d", len(again.Members))
+// TestInventoryRefreshKeepsTheLastGoodRead: refresh (a one-off reader's
+// LIST) reads the profiles from the inventory's API server into members;
+// when the server then fails, a refresh keeps the members of the last
+// good read, and /readyz says since when it cannot read and what stays.
+func TestInventoryRefreshKeepsTheLastGoodRead(t *testing.T) {
+	var failing atomic.Bool
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if failing.Load() {
+			http.Error(w, "etcd is down", http.StatusServiceUnavailable)
+			return
+		}
+		if req.URL.Path != "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/fleet/clusterprofiles" {
+			http.NotFound(w, req)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfileList", "metadata": {"resourceVersion": "7"}, "items": [`+
+			inventoryProfileJSON("west")+`, `+inventoryProfileJSON("north")+`]}`)
+	}))
+	defer server.Close()
+	dir := t.TempDir()
+	kubeconfig(t, dir, "fleet.kubeconfig", server.URL)
+	if err := os.WriteFile(filepath.Join(dir, "providers.json"), []byte(`{"providers": [{"name": "token", "execConfig": {"apiVersion": "client.authentication.k8s.io/v1", "command": "plugin"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "cannot be read since") || !strings.Contains(line, "connection refused; the 6 read at") {
+	cfg, err := ParseConfig([]byte(configHeader+"clusterset: prod\ninventory:\n  kubeconfig: fleet.kubeconfig\n  namespace: fleet\n  providerConfig: providers.json\n"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newInventoryReader()
+	members := func() string {
+		expanded, _ := r.expand(cfg)
+		var ids []string
+		for _, m := range expanded.Members {
+			ids = append(ids, string(m.ID))
+		}
+		return strings.Join(ids, ",")
+	}
+	r.refresh(t.Context(), cfg)
+	if got := members(); got != "north,west" {
+		t.Fatalf("members after a good read: %q", got)
+	}
+	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "2 read at") {
+		t.Errorf("after a good read: %v %q", ready, line)
+	}
+	failing.Store(true)
+	r.refresh(t.Context(), cfg)
+	if got := members(); got != "north,west" {
+		t.Errorf("members after a failed read: %q, want the last good read's", got)
+	}
+	if line, ready := r.readiness(cfg); !ready || !strings.Contains(line, "cannot be read since") || !strings.Contains(line, "unable to handle the request") || !strings.Contains(line, "the 2 read at") {
 		t.Errorf("after a failed read: %v %q", ready, line)
 	}
+}
+
+// inventoryProfileJSON is a ClusterProfile of namespace fleet named after
+// its cluster, reached through the provider "token".
+func inventoryProfileJSON(name string) string {
+	return `{"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile", "metadata": {"namespace": "fleet", "name": "` + name + `"},
+		"status": {"properties": [{"name": "` + inventory.ClusterIDProperty + `", "value": "` + name + `"}],
+		"accessProviders": [{"name": "token", "cluster": {"server": "https://` + name + `:6443"}}]}}`
 }
 
 // TestInventoryFollowsProfiles: a Set's inventory is an informer: after
