@@ -114,6 +114,7 @@ func TestRun(t *testing.T) {
 		name  string
 		specs func() []memberSpec
 		fails []string // the failed checks: "name/member: part of the detail"
+		skips []string // the skipped checks, likewise (nil: not asserted)
 	}{
 		{name: "healthy", specs: func() []memberSpec { return []memberSpec{healthy("east", 1), healthy("west", 2)} }},
 		{name: "CoreDNS without multicluster, or not allowed to list ServiceImports", specs: func() []memberSpec {
@@ -149,7 +150,9 @@ func TestRun(t *testing.T) {
 			east := healthy("east", 1)
 			east.corefile, east.image = "", ""
 			return []memberSpec{east}
-		}},
+		}, skips: []string{"CoreDNS answers clusterset.local/east: no ConfigMap kube-system/coredns",
+			"credentials not about to expire/east: no client config",
+			"one mcs-syncer version in the clusterset/: no member runs mcs-syncer as a Deployment"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var members []Member
@@ -177,6 +180,21 @@ func TestRun(t *testing.T) {
 			}
 			if Failed(checks) != (len(tc.fails) > 0) {
 				t.Errorf("Failed %v", Failed(checks))
+			}
+			var skipped []string
+			for _, c := range checks {
+				if c.Result == Skip {
+					skipped = append(skipped, c.Name+"/"+c.Member+": "+c.Detail)
+				}
+			}
+			for _, want := range tc.skips {
+				name, part, _ := strings.Cut(want, ": ")
+				if !slices.ContainsFunc(skipped, func(s string) bool { return strings.HasPrefix(s, name+": ") && strings.Contains(s, part) }) {
+					t.Errorf("%s not skipped; skipped: %q", want, skipped)
+				}
+			}
+			if tc.skips != nil && len(skipped) != len(tc.skips) {
+				t.Errorf("skipped %q, want %d", skipped, len(tc.skips))
 			}
 		})
 	}
