@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,6 +162,14 @@ func TestProviderConfig(t *testing.T) {
 	}
 	if raw, ok := rc.ExecProvider.Config.(*runtime.Unknown); !ok || string(raw.Raw) != `{"secret":"fleet/east"}` {
 		t.Errorf("the plugin's cluster config %#v", rc.ExecProvider.Config)
+	}
+	// The profile offers token first and oidc second; the config names
+	// oidc first: oidc it is.
+	both := p
+	both.Status.AccessProviders = append(slices.Clone(p.Status.AccessProviders), AccessProvider{Name: "oidc"})
+	both.Status.AccessProviders[1].Cluster.Server = "https://east-oidc.example:6443"
+	if access, err := cfg.AccessOf(&both); err != nil || access.Provider != "oidc" || access.Cluster.Server != "https://east-oidc.example:6443" {
+		t.Errorf("a profile offering token and oidc: %+v, %v; want oidc, the provider config's first", access, err)
 	}
 	p.Status.AccessProviders[0].Name = "kubeconfig"
 	p.Status.CredentialProviders = []AccessProvider{{Name: "spiffe"}}
