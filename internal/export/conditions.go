@@ -11,15 +11,13 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
-// exportConditions counts the ServiceExports by the conditions that this
+// conditionCounts count the ServiceExports by the conditions that this
 // mcs-syncer last gave them (mcs_syncer_service_exports_by_condition): the
 // series an alert on exports that are not Ready, invalid or in conflict
 // reads. Each watcher that writes status (WriteStatus) keeps its own
 // member's, from its first status write until it stops; a member's
 // ServiceExport counts once its conditions were written or found as they
-// must be.
-var exportConditions = newConditionCounts()
-
+// must be. One mcs-syncer's watchers share one (Metrics).
 func newConditionCounts() *conditionCounts {
 	return &conditionCounts{byWatcher: map[*Watcher]map[types.NamespacedName][]metav1.Condition{}}
 }

@@ -8,12 +8,23 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 )
 
-// RegisterMetrics registers mcs_syncer_exported_services{cluster}: the
-// number of Services each member exports, read from the Store when scraped
-// (members come and go while mcs-syncer runs); and
-// mcs_syncer_service_exports_by_condition (conditions.go).
-func RegisterMetrics(reg prometheus.Registerer, store *clusterset.Store) error {
-	return errors.Join(reg.Register(&exportedServices{store: store}), reg.Register(exportConditions))
+// Metrics are the export side's metrics of one mcs-syncer, shared by its
+// watchers (Options.Metrics).
+type Metrics struct {
+	conditions *conditionCounts
+}
+
+// NewMetrics registers mcs_syncer_exported_services{cluster}: the number
+// of Services each member exports, read from store when scraped (members
+// come and go while mcs-syncer runs); and
+// mcs_syncer_service_exports_by_condition (conditions.go), which the
+// watchers given the returned Metrics keep.
+func NewMetrics(reg prometheus.Registerer, store *clusterset.Store) (*Metrics, error) {
+	m := &Metrics{conditions: newConditionCounts()}
+	if err := errors.Join(reg.Register(&exportedServices{store: store}), reg.Register(m.conditions)); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 var exportedServicesDesc = prometheus.NewDesc("mcs_syncer_exported_services",

@@ -89,6 +89,9 @@ type Options struct {
 	// configured with (ConfigureCache): New adds the ServiceExports the
 	// API server holds before the cache lists anything.
 	ExportedNames *ExportedNames
+	// Metrics are the export side's metrics that the watcher keeps
+	// (NewMetrics; nil: its own, registered nowhere).
+	Metrics *Metrics
 }
 
 // Watcher is the export watcher of one member cluster.
@@ -110,7 +113,7 @@ type Watcher struct {
 	namespaces  clusterset.NamespacePolicy
 	triggers    *triggerLog
 	// conditions counts the ServiceExports by their conditions
-	// (exportConditions, but in a unit test).
+	// (Options.Metrics').
 	conditions *conditionCounts
 	// own are the status writes made, so that a read from a cache behind
 	// one is read as the write (plumbing.Latest).
@@ -136,8 +139,11 @@ func New(cl cluster.Cluster, opts Options) (*Watcher, error) {
 	w := &Watcher{
 		cluster: opts.Cluster, client: cl.GetClient(), cache: cl.GetCache(), apiReader: cl.GetAPIReader(), fetched: newFetched(), groupers: newGroupers(),
 		store: opts.Store, feedback: opts.Feedback, writeStatus: opts.WriteStatus,
-		recorder: opts.Recorder, membership: opts.Membership, namespaces: opts.Namespaces, triggers: newTriggerLog(), conditions: exportConditions,
+		recorder: opts.Recorder, membership: opts.Membership, namespaces: opts.Namespaces, triggers: newTriggerLog(), conditions: newConditionCounts(),
 		own: plumbing.NewOwnWrites(),
+	}
+	if opts.Metrics != nil {
+		w.conditions = opts.Metrics.conditions
 	}
 	if opts.ExportedNames != nil {
 		opts.ExportedNames.learn(w.apiReader, w.cluster)

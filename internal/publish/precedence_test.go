@@ -141,13 +141,13 @@ func TestReaderRefusesRestrictedNamespaces(t *testing.T) {
 	store := clusterset.NewStore()
 	r := newReader("east", store, nil, nil)
 	r.namespaces = clusterset.NamespacePolicy{Own: "mcs-system"}
-	before := refusedCount(t, "east")
+	before := refusedCount(t, r, "east")
 	for _, ns := range []string{"kube-system", "mcs-system", "ns"} {
 		es := export()
 		es.Key.Namespace = ns
 		r.put(Encode(es, "mcs-system"))
 	}
-	if n := refusedCount(t, "east") - before; n != 2 {
+	if n := refusedCount(t, r, "east") - before; n != 2 {
 		t.Errorf("refusals counted %v, want 2", n)
 	}
 	if got := store.Keys(); len(got) != 1 || got[0] != webKey {
@@ -182,9 +182,9 @@ func TestReaderLimit(t *testing.T) {
 	for i := range 4 {
 		d.put(part(i))
 	}
-	before := testutil.ToFloat64(overLimit.WithLabelValues("east"))
+	before := testutil.ToFloat64(r.group.overLimit.WithLabelValues("east"))
 	d.put(part(4))
-	if got := testutil.ToFloat64(overLimit.WithLabelValues("east")) - before; got != 1 {
+	if got := testutil.ToFloat64(r.group.overLimit.WithLabelValues("east")) - before; got != 1 {
 		t.Errorf("over the limit counted %v, want 1", got)
 	}
 	if got := store.GetFrom(webKey, "east"); got == nil || got.EndpointCount() != 3+2 || got.PartsLeftOut != 3 {
@@ -218,7 +218,7 @@ func TestReaderLimit(t *testing.T) {
 	if got := held(); len(got) != 5 || !slices.Contains(got, "10.1.0.3") {
 		t.Errorf("after a part left: %v, want the head's 3, part 0's and part 2's (10.1.0.3)", got)
 	}
-	if got := testutil.ToFloat64(overLimit.WithLabelValues("east")) - before; got != 1 {
+	if got := testutil.ToFloat64(r.group.overLimit.WithLabelValues("east")) - before; got != 1 {
 		t.Errorf("over the limit counted %v after the replay, want 1: parts 3 and 4, left out again, were counted before", got)
 	}
 	if got := store.GetFrom(webKey, "east").PartsLeftOut; got != 2 {

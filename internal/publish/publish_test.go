@@ -398,13 +398,13 @@ func TestReader(t *testing.T) {
 	impostor.Cluster = "west"
 	bad := Encode(impostor, "mcs-system")
 	bad.Name = ObjectName("west", webKey)
-	before := refusedCount(t, "east")
+	before := refusedCount(t, r, "east")
 	r.put(bad)
 	r.put(func() *v1alpha1.PublishedExport { p := Encode(export(), "mcs-system"); p.Spec.Type = "Bogus"; return p }())
 	if got := store.Get(webKey); len(got) != 0 {
 		t.Errorf("refused publication left %+v", got)
 	}
-	if n := refusedCount(t, "east") - before; n != 2 {
+	if n := refusedCount(t, r, "east") - before; n != 2 {
 		t.Errorf("refusals counted %v, want 2", n)
 	}
 
@@ -505,6 +505,7 @@ func TestDemux(t *testing.T) {
 	store := clusterset.NewStore()
 	inf := controllertest.NewFakeInformer()
 	delayed := &delayed{}
+	group := NewReaderGroup()
 	newReader := func(id clusterset.ClusterID) *Reader {
 		// In its steady state: listed, and marked.
 		r := newReader(id, store, nil, nil)
@@ -527,11 +528,11 @@ func TestDemux(t *testing.T) {
 	}
 
 	east, west := newReader("east"), newReader("west")
-	d, err := attach(inf, inf, east)
+	d, err := group.attach(inf, inf, east)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d2, _ := attach(inf, inf, west); d2 != d {
+	if d2, _ := group.attach(inf, inf, west); d2 != d {
 		t.Fatal("a second reader of the informer got a demux of its own")
 	}
 	inf.Add(publication("east", "web"))
@@ -541,7 +542,7 @@ func TestDemux(t *testing.T) {
 		t.Fatalf("web from %v, want east and west", got)
 	}
 	north := newReader("north")
-	if _, err := attach(inf, inf, north); err != nil {
+	if _, err := group.attach(inf, inf, north); err != nil {
 		t.Fatal(err)
 	}
 	if got := sources("web"); !slices.Equal(got, []clusterset.ClusterID{"east", "north", "west"}) {
@@ -605,24 +606,26 @@ func TestReadersShareOneHandler(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	store := clusterset.NewStore()
+	group := NewReaderGroup()
 	var done []chan struct{}
 	for _, id := range []clusterset.ClusterID{"east", "west"} {
 		r := newReader(id, store, nil, c)
+		r.group = group
 		ch := make(chan struct{})
 		done = append(done, ch)
 		go func() { defer close(ch); _ = r.Start(ctx) }()
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		demuxes.Lock()
-		d := demuxes.m[c]
+		group.mu.Lock()
+		d := group.demuxes[c]
 		n := 0
 		if d != nil {
 			d.mu.Lock()
 			n = len(d.readers)
 			d.mu.Unlock()
 		}
-		demuxes.Unlock()
+		group.mu.Unlock()
 		if n == 2 {
 			break
 		}
@@ -640,9 +643,9 @@ func TestReadersShareOneHandler(t *testing.T) {
 	}
 }
 
-func refusedCount(t *testing.T, source string) float64 {
+func refusedCount(t *testing.T, r *Reader, source string) float64 {
 	t.Helper()
-	c, err := refused.GetMetricWithLabelValues(source)
+	c, err := r.group.refused.GetMetricWithLabelValues(source)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -725,5 +728,32 @@ func (d *delayed) fire() {
 	d.mu.Unlock()
 	for _, f := range fs {
 		f()
+	}
+}
+
+// TestReaderGroupsShareNothing: the readers of two mcs-syncers in one
+// process (a group each) get a demux each on one informer, and a
+// publication one refuses is counted in its group's metric only.
+func TestReaderGroupsShareNothing(t *testing.T) {
+	inf := controllertest.NewFakeInformer()
+	a, b := NewReaderGroup(), NewReaderGroup()
+	ra, rb := newReader("east", clusterset.NewStore(), nil, nil), newReader("east", clusterset.NewStore(), nil, nil)
+	ra.group, rb.group = a, b
+	da, err := a.attach(inf, inf, ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := b.attach(inf, inf, rb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da == db {
+		t.Error("two groups' readers of one informer share a demux")
+	}
+	bad := Encode(export(), "mcs-system")
+	bad.Spec.Type = "Bogus"
+	ra.put(bad)
+	if got, other := refusedCount(t, ra, "east"), refusedCount(t, rb, "east"); got != 1 || other != 0 {
+		t.Errorf("refused: %v in the group that refused, %v in the other; want 1 and 0", got, other)
 	}
 }

@@ -24,22 +24,41 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
-// refused counts the publications a reader refused, by source cluster.
-var refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "mcs_syncer_publications_refused_total",
-	Help: "Publications of another member that were refused because a field is invalid; their export is withdrawn until a valid one replaces it (the log says what was wrong).",
-}, []string{"source"})
+// ReaderGroup is what the readers of one mcs-syncer share: their metrics,
+// registered once, and the demultiplexers of the informers they read
+// (demux). Two mcs-syncers in one process (two tests, say) have a group
+// each, and share neither.
+type ReaderGroup struct {
+	// refused counts the publications a reader refused, by source
+	// cluster; overLimit those it left out because their member holds its
+	// limit already (ReaderOptions.MaxObjects, MaxBytes).
+	refused, overLimit *prometheus.CounterVec
 
-// overLimit counts the publications a reader left out because their
-// member holds its limit already (ReaderOptions.MaxObjects, MaxBytes).
-var overLimit = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "mcs_syncer_publications_over_limit_total",
-	Help: "Publications (heads or parts) of another member left out because the reader already holds as many of that member's as --max-publications-per-member allows, or as many bytes as --max-publication-bytes-per-member does; the member's other exports keep being read.",
-}, []string{"source"})
+	mu sync.Mutex
+	// demuxes are the demuxes in use, by cache (not by informer: a cache
+	// limited to namespaces hands out a new wrapper of the same informers
+	// on every GetInformer); one leaves with its last reader.
+	demuxes map[any]*demux
+}
 
-// RegisterMetrics registers the package's metrics.
-func RegisterMetrics(reg prometheus.Registerer) error {
-	return errors.Join(reg.Register(refused), reg.Register(overLimit))
+// NewReaderGroup returns a group of readers with metrics of their own.
+func NewReaderGroup() *ReaderGroup {
+	return &ReaderGroup{
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_syncer_publications_refused_total",
+			Help: "Publications of another member that were refused because a field is invalid; their export is withdrawn until a valid one replaces it (the log says what was wrong).",
+		}, []string{"source"}),
+		overLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcs_syncer_publications_over_limit_total",
+			Help: "Publications (heads or parts) of another member left out because the reader already holds as many of that member's as --max-publications-per-member allows, or as many bytes as --max-publication-bytes-per-member does; the member's other exports keep being read.",
+		}, []string{"source"}),
+		demuxes: map[any]*demux{},
+	}
+}
+
+// RegisterMetrics registers the group's metrics.
+func (g *ReaderGroup) RegisterMetrics(reg prometheus.Registerer) error {
+	return errors.Join(reg.Register(g.refused), reg.Register(g.overLimit))
 }
 
 // ReaderOptions configure a Reader.
@@ -63,6 +82,9 @@ type ReaderOptions struct {
 	// is new or grows past it is left out as one past MaxObjects is (one
 	// that grew: what it held goes too).
 	MaxBytes int64
+	// Group is what the reader shares with the other readers of its
+	// mcs-syncer (nil: a group of its own, its metrics not registered).
+	Group *ReaderGroup
 }
 
 // DefaultMaxObjectsPerMember is the most heads and parts a reader holds of
@@ -82,6 +104,7 @@ const DefaultMaxBytesPerMember = 128 << 20
 // member alone (its own API server), or for every member (the hub, whose
 // one informer the readers of all members share: see demux).
 type Reader struct {
+	group      *ReaderGroup
 	cluster    clusterset.ClusterID
 	store      *clusterset.Store
 	heartbeats *Heartbeats
@@ -168,7 +191,7 @@ type Reader struct {
 // rebuilt, not withdrawn. Half a second is far more than a burst of
 // deletions takes to go through an informer, and little beside the
 // seconds an unexported Service takes to leave the other clusters.
-var RemovalDelay = 500 * time.Millisecond
+const RemovalDelay = 500 * time.Millisecond
 
 // NewReader returns the Reader of member's publications in cl, registers
 // its informer, and marks the member's exports in the Store as being read
@@ -176,6 +199,9 @@ var RemovalDelay = 500 * time.Millisecond
 func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterset.Store, opts ReaderOptions) (*Reader, error) {
 	r := newReader(member, store, opts.Heartbeats, cl.GetCache())
 	r.namespaces = opts.Namespaces
+	if opts.Group != nil {
+		r.group = opts.Group
+	}
 	if opts.MaxObjects > 0 {
 		r.maxObjects = opts.MaxObjects
 	}
@@ -190,7 +216,7 @@ func NewReader(cl cluster.Cluster, member clusterset.ClusterID, store *clusterse
 }
 
 func newReader(member clusterset.ClusterID, store *clusterset.Store, heartbeats *Heartbeats, c cache.Cache) *Reader {
-	return &Reader{cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
+	return &Reader{group: NewReaderGroup(), cluster: member, store: store, heartbeats: heartbeats, cache: c, logger: logr.Discard(),
 		keys: map[types.NamespacedName]bool{}, heads: map[types.NamespacedName]*clusterset.ExportedService{}, unions: map[types.NamespacedName]*union{}, headBytes: map[types.NamespacedName]int64{},
 		named: map[types.NamespacedName]map[string]bool{}, vanished: map[types.NamespacedName]map[string]*Part{},
 		parts: map[types.NamespacedName]map[string]*Part{}, sorted: map[types.NamespacedName]*sortedParts{}, stale: map[types.NamespacedName]bool{},
@@ -231,7 +257,7 @@ func (r *Reader) admit(key types.NamespacedName, pub *v1alpha1.PublishedExport) 
 	if _, known := r.overflow[pub.Name]; known {
 		return 0, false
 	}
-	overLimit.WithLabelValues(string(r.cluster)).Inc()
+	r.group.overLimit.WithLabelValues(string(r.cluster)).Inc()
 	if len(r.overflow) == 0 {
 		r.logger.Error(nil, "The member publishes more than this reader holds of one member: what is over is left out until there is room (--max-publications-per-member, --max-publication-bytes-per-member)",
 			"limit", r.maxObjects, "bytesLimit", r.maxBytes, "publication", pub.Namespace+"/"+pub.Name)
@@ -305,7 +331,7 @@ func (r *Reader) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.logger = log.FromContext(ctx).WithValues("cluster", r.cluster)
 	r.mu.Unlock()
-	d, err := attach(r.cache, inf, r)
+	d, err := r.group.attach(r.cache, inf, r)
 	if err != nil {
 		return err
 	}
@@ -332,6 +358,7 @@ func (r *Reader) Start(ctx context.Context) error {
 // buffer of pending events) rather than 254 of each: 254 watches per
 // importer left the hub unable to keep up (make bench-scale).
 type demux struct {
+	group *ReaderGroup
 	owner any
 	inf   cache.Informer
 	reg   toolscache.ResourceEventHandlerRegistration
@@ -342,22 +369,14 @@ type demux struct {
 	seen map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport
 }
 
-// demuxes are the demuxes in use, by cache (not by informer: a cache
-// limited to namespaces hands out a new wrapper of the same informers on
-// every GetInformer); one leaves with its last reader.
-var demuxes = struct {
-	sync.Mutex
-	m map[any]*demux
-}{m: map[any]*demux{}}
-
 // attach hands r the publications of its cluster from inf, the informer
 // of cache owner: those seen so far at once, then every change.
-func attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
-	demuxes.Lock()
-	defer demuxes.Unlock()
-	d := demuxes.m[owner]
+func (g *ReaderGroup) attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := g.demuxes[owner]
 	if d == nil {
-		d = &demux{owner: owner, inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport{}}
+		d = &demux{group: g, owner: owner, inf: inf, readers: map[clusterset.ClusterID]*Reader{}, seen: map[clusterset.ClusterID]map[string]*v1alpha1.PublishedExport{}}
 		reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(o any) { d.put(o) },
 			UpdateFunc: func(old, o any) {
@@ -372,7 +391,7 @@ func attach(owner any, inf cache.Informer, r *Reader) (*demux, error) {
 			return nil, err
 		}
 		d.reg = reg
-		demuxes.m[owner] = d
+		g.demuxes[owner] = d
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -404,8 +423,8 @@ func (d *demux) replay(r *Reader, names []string) {
 // detach stops handing r publications; the last reader to leave removes
 // the handler.
 func (d *demux) detach(r *Reader) {
-	demuxes.Lock()
-	defer demuxes.Unlock()
+	d.group.mu.Lock()
+	defer d.group.mu.Unlock()
 	d.mu.Lock()
 	if d.readers[r.cluster] == r {
 		delete(d.readers, r.cluster)
@@ -413,7 +432,7 @@ func (d *demux) detach(r *Reader) {
 	last := len(d.readers) == 0
 	d.mu.Unlock()
 	if last {
-		delete(demuxes.m, d.owner)
+		delete(d.group.demuxes, d.owner)
 		_ = d.inf.RemoveEventHandler(d.reg)
 	}
 }
@@ -691,7 +710,7 @@ func (r *Reader) dropPart(key types.NamespacedName, name string) bool {
 }
 
 func (r *Reader) refuse(err error, pub *v1alpha1.PublishedExport) {
-	refused.WithLabelValues(string(r.cluster)).Inc()
+	r.group.refused.WithLabelValues(string(r.cluster)).Inc()
 	r.logger.Error(err, "Publication refused; what it carried is withdrawn until a valid one replaces it", "publication", pub.Namespace+"/"+pub.Name)
 }
 

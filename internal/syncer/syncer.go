@@ -45,8 +45,9 @@ type Syncer struct {
 	// feedback carries what the import side and the publisher learn of
 	// the exports back to the export watchers (their Ready condition).
 	feedback *clusterset.Feedback
-	// importMetrics are the import controllers' metrics, registered once.
-	importMetrics *imports.Metrics
+	// metrics are this mcs-syncer's, registered once, and what its
+	// publication readers share.
+	metrics *metrics
 	// heartbeats is what the readers see of the other members' markers.
 	heartbeats *publish.Heartbeats
 	// published follows the local member's own publications.
@@ -110,7 +111,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	if sy.mgr, err = sy.newManager(); err != nil {
 		return nil, err
 	}
-	if sy.importMetrics, err = registerMetrics(reg, sy.store); err != nil {
+	if sy.metrics, err = registerMetrics(reg, sy.store); err != nil {
 		return nil, err
 	}
 	sy.set, err = membership.NewSet(s.ClustersetConfig, cfg, membership.Options{
@@ -225,7 +226,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	if sy.readsPublications(id) {
 		r, err := publish.NewReader(cl, id, sy.store, publish.ReaderOptions{
 			Heartbeats: sy.heartbeats, Namespaces: sy.cfg.Namespaces, MaxObjects: sy.settings.MaxPublicationsPerMember,
-			MaxBytes: sy.settings.MaxPublicationBytesPerMember,
+			MaxBytes: sy.settings.MaxPublicationBytesPerMember, Group: sy.metrics.readers,
 		})
 		if err != nil {
 			return nil, err
@@ -236,6 +237,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	w, err := export.New(cl, export.Options{
 		Cluster: id, Store: sy.store, Feedback: sy.feedback, WriteStatus: sy.writesInto(id), Recorder: plumbing.NonBlockingRecorder(cl.GetEventRecorder("mcs-syncer")),
 		Membership: sy.set, Workers: s.ExportSyncs, Namespaces: sy.cfg.Namespaces, ExportedNames: sy.exportedNames.of(id),
+		Metrics: sy.metrics.exports,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export watcher: %w", err)
@@ -245,7 +247,7 @@ func (sy *Syncer) engage(id clusterset.ClusterID, cl cluster.Cluster) ([]func(co
 	}
 	c, err := imports.New(cl, imports.Options{
 		Consumer: id, Store: sy.store, Feedback: sy.feedback, Membership: sy.set, ManagedBy: s.ManagedBy,
-		MaxEndpointsPerSlice: s.MaxEndpointsPerSlice, UnreachableGrace: s.UnreachableGrace, Metrics: sy.importMetrics,
+		MaxEndpointsPerSlice: s.MaxEndpointsPerSlice, UnreachableGrace: s.UnreachableGrace, Metrics: sy.metrics.imports,
 		Workers: s.ImportSyncs, AddressRanges: sy.cfg.AddressRanges,
 	})
 	if err != nil {
