@@ -137,3 +137,63 @@ func (cp *ControlPlane) ServeMCSVersions(ctx context.Context, storage string, se
 		return true, nil
 	})
 }
+
+// ReplaceMCSCRDs deletes the MCS CRDs (and with them every ServiceExport
+// and ServiceImport of the cluster) and creates crds in their place, as a
+// cluster that installed another mcs-api release has them (nil: today's,
+// MCSCRDs); it returns once the API server serves them.
+func (cp *ControlPlane) ReplaceMCSCRDs(ctx context.Context, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	if crds == nil {
+		var err error
+		if crds, err = MCSCRDs(); err != nil {
+			return err
+		}
+	}
+	cl, err := cp.Client()
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := cl.Delete(ctx, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crd.Name}}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete CRD %s: %w", crd.Name, err)
+		}
+	}
+	// Deleted once the API server has deleted their objects.
+	if err := host.PollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			err := cl.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+			if !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("the MCS CRDs were not deleted: %w", err)
+	}
+	for _, crd := range crds {
+		crd = crd.DeepCopy()
+		crd.ResourceVersion, crd.Status = "", apiextensionsv1.CustomResourceDefinitionStatus{}
+		if err := cl.Create(ctx, crd); err != nil {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.RESTConfig())
+	if err != nil {
+		return err
+	}
+	return host.PollUntil(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		for _, crd := range crds {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := cl.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil || !established(got) {
+				return false, nil
+			}
+			for _, v := range crd.Spec.Versions {
+				list, err := dc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
+				if err != nil || !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == crd.Spec.Names.Plural }) {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+}
