@@ -67,23 +67,8 @@ func TestCRDVersionSkew(t *testing.T) {
 	}
 	eventually(ctx, t, "north: west's web, exported in v1alpha1", importedEndpoints(ctx, north, ns, "web", "west", 1))
 	eventually(ctx, t, "west: east's api", importedEndpoints(ctx, west, ns, "api", "east", 1))
-	eventually(ctx, t, "west's ServiceImport api in v1alpha1, owning its derived Service in v1alpha1", func() error {
-		si := &mcsv1alpha1.ServiceImport{}
-		if err := west.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, si); err != nil {
-			return err
-		}
-		svc := &corev1.Service{}
-		if err := west.Get(ctx, types.NamespacedName{Namespace: ns, Name: imports.DerivedServiceName(types.NamespacedName{Namespace: ns, Name: "api"})}, svc); err != nil {
-			return err
-		}
-		if ref := metav1.GetControllerOf(svc); ref == nil || ref.APIVersion != mcsv1alpha1.SchemeGroupVersion.String() || ref.UID != si.UID {
-			return fmt.Errorf("derived Service's owner %+v", ref)
-		}
-		if len(si.Spec.IPs) != 1 || si.Spec.IPs[0] != svc.Spec.ClusterIP {
-			return fmt.Errorf("ServiceImport's ips %v, derived Service's %s", si.Spec.IPs, svc.Spec.ClusterIP)
-		}
-		return nil
-	})
+	eventually(ctx, t, "west's ServiceImport api in v1alpha1, owning its derived Service in v1alpha1",
+		ownsDerivedService(ctx, west, types.NamespacedName{Namespace: ns, Name: "api"}))
 	// onVersion waits for west to be engaged on version, since its CRDs
 	// changed at changed (zero: at the start).
 	var changed time.Time
@@ -262,4 +247,27 @@ func importUIDs(ctx context.Context, t *testing.T, ns string, members ...string)
 		t.Fatalf("no import of west's web among %v", uids)
 	}
 	return uids
+}
+
+// ownsDerivedService returns a check that consumer holds the v1alpha1
+// ServiceImport key, which owns its derived Service (as v1alpha1) and
+// holds its clusterset IP.
+func ownsDerivedService(ctx context.Context, consumer client.Client, key types.NamespacedName) func() error {
+	return func() error {
+		si := &mcsv1alpha1.ServiceImport{}
+		if err := consumer.Get(ctx, key, si); err != nil {
+			return err
+		}
+		svc := &corev1.Service{}
+		if err := consumer.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: imports.DerivedServiceName(key)}, svc); err != nil {
+			return err
+		}
+		if ref := metav1.GetControllerOf(svc); ref == nil || ref.APIVersion != mcsv1alpha1.SchemeGroupVersion.String() || ref.UID != si.UID {
+			return fmt.Errorf("derived Service's owner %+v, the ServiceImport's UID %s", ref, si.UID)
+		}
+		if len(si.Spec.IPs) != 1 || si.Spec.IPs[0] != svc.Spec.ClusterIP {
+			return fmt.Errorf("ServiceImport's ips %v, derived Service's %s", si.Spec.IPs, svc.Spec.ClusterIP)
+		}
+		return nil
+	}
 }

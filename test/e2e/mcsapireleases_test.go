@@ -13,14 +13,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 )
 
 // olderMCSAPIReleases are the mcs-api releases whose own CRDs a member
@@ -67,23 +64,8 @@ func TestOlderMCSAPIReleases(t *testing.T) {
 			}
 			eventually(ctx, t, "north: west's web", importedEndpoints(ctx, north, ns, "web", "west", 1))
 			eventually(ctx, t, "west: east's api", importedEndpoints(ctx, west, ns, "api", "east", 1))
-			eventually(ctx, t, "west's ServiceImport api, owning its derived Service and holding its IP", func() error {
-				si := &mcsv1alpha1.ServiceImport{}
-				if err := west.Get(ctx, types.NamespacedName{Namespace: ns, Name: "api"}, si); err != nil {
-					return err
-				}
-				svc := &corev1.Service{}
-				if err := west.Get(ctx, types.NamespacedName{Namespace: ns, Name: imports.DerivedServiceName(types.NamespacedName{Namespace: ns, Name: "api"})}, svc); err != nil {
-					return err
-				}
-				if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != si.UID {
-					return fmt.Errorf("derived Service's owner %+v, the ServiceImport's UID %s", ref, si.UID)
-				}
-				if len(si.Spec.IPs) != 1 || si.Spec.IPs[0] != svc.Spec.ClusterIP {
-					return fmt.Errorf("ServiceImport's ips %v, derived Service's %s", si.Spec.IPs, svc.Spec.ClusterIP)
-				}
-				return nil
-			})
+			eventually(ctx, t, "west's ServiceImport api, owning its derived Service and holding its IP",
+				ownsDerivedService(ctx, west, types.NamespacedName{Namespace: ns, Name: "api"}))
 		})
 	}
 }
