@@ -59,16 +59,7 @@ func TestCRDVersionSkew(t *testing.T) {
 	t.Cleanup(func() { stopAll(t, slices.Collect(maps.Values(procs))) })
 	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
 
-	if err := manualExportOf(ctx, west, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}, "10.102.1.1"); err != nil {
-		t.Fatalf("west's v1alpha1 ServiceExport: %v", err)
-	}
-	if err := manualExport(ctx, east, ns, "api", "10.102.2.1"); err != nil {
-		t.Fatal(err)
-	}
-	eventually(ctx, t, "north: west's web, exported in v1alpha1", importedEndpoints(ctx, north, ns, "web", "west", 1))
-	eventually(ctx, t, "west: east's api", importedEndpoints(ctx, west, ns, "api", "east", 1))
-	eventually(ctx, t, "west's ServiceImport api in v1alpha1, owning its derived Service in v1alpha1",
-		ownsDerivedService(ctx, west, types.NamespacedName{Namespace: ns, Name: "api"}))
+	westOnV1alpha1FlowsBothWays(ctx, t, ns)
 	// onVersion waits for west to be engaged on version, since its CRDs
 	// changed at changed (zero: at the start).
 	var changed time.Time
@@ -247,6 +238,26 @@ func importUIDs(ctx context.Context, t *testing.T, ns string, members ...string)
 		t.Fatalf("no import of west's web among %v", uids)
 	}
 	return uids
+}
+
+// westOnV1alpha1FlowsBothWays exports web from west (a v1alpha1
+// ServiceExport) and api from east into ns, and waits for north to import
+// west's web, and for west to import east's api as a v1alpha1
+// ServiceImport that owns its derived Service (as v1alpha1) and holds its
+// clusterset IP.
+func westOnV1alpha1FlowsBothWays(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
+	east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
+	if err := manualExportOf(ctx, west, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}, "10.102.1.1"); err != nil {
+		t.Fatalf("west's v1alpha1 ServiceExport: %v", err)
+	}
+	if err := manualExport(ctx, east, ns, "api", "10.102.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "north: west's web, exported in v1alpha1", importedEndpoints(ctx, north, ns, "web", "west", 1))
+	eventually(ctx, t, "west: east's api", importedEndpoints(ctx, west, ns, "api", "east", 1))
+	eventually(ctx, t, "west's ServiceImport api in v1alpha1, owning its derived Service in v1alpha1 and holding its IP",
+		ownsDerivedService(ctx, west, types.NamespacedName{Namespace: ns, Name: "api"}))
 }
 
 // ownsDerivedService returns a check that consumer holds the v1alpha1

@@ -14,9 +14,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -54,18 +52,7 @@ func TestOlderMCSAPIReleases(t *testing.T) {
 			t.Cleanup(func() { clearHub(t) })
 			procs := startHubModeWithHeartbeat(ctx, t)
 			t.Cleanup(func() { stopAll(t, slices.Collect(maps.Values(procs))) })
-			east, west, north := bed.ClientOf(t, "east"), bed.ClientOf(t, "west"), bed.ClientOf(t, "north")
-
-			if err := manualExportOf(ctx, west, &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}, "10.102.1.1"); err != nil {
-				t.Fatalf("west's ServiceExport on mcs-api %s's CRD: %v", release, err)
-			}
-			if err := manualExport(ctx, east, ns, "api", "10.102.2.1"); err != nil {
-				t.Fatal(err)
-			}
-			eventually(ctx, t, "north: west's web", importedEndpoints(ctx, north, ns, "web", "west", 1))
-			eventually(ctx, t, "west: east's api", importedEndpoints(ctx, west, ns, "api", "east", 1))
-			eventually(ctx, t, "west's ServiceImport api, owning its derived Service and holding its IP",
-				ownsDerivedService(ctx, west, types.NamespacedName{Namespace: ns, Name: "api"}))
+			westOnV1alpha1FlowsBothWays(ctx, t, ns)
 		})
 	}
 }
