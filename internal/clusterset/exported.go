@@ -174,6 +174,9 @@ type Membership interface {
 	// Health reports what is known of a member's health; a member not in
 	// the clusterset is Down since the zero time.
 	Health(ClusterID) Health
+	// Changes returns a channel closed at the next change of IDs or of a
+	// member's state (internal/notify's Signal.Changed).
+	Changes() <-chan struct{}
 }
 
 // Health is what the import side knows of one member's health: a member

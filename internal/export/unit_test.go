@@ -49,6 +49,9 @@ type fakeMembers struct {
 
 func (m *fakeMembers) IDs() []clusterset.ClusterID { return []clusterset.ClusterID{"east", "west"} }
 
+// Changes is never closed: the export watcher does not wait on it.
+func (m *fakeMembers) Changes() <-chan struct{} { return nil }
+
 func (m *fakeMembers) Health(id clusterset.ClusterID) clusterset.Health {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -271,7 +271,9 @@ func newController(cl client.Client, sliceReader importedSlices, sliceWriter dis
 // Start runs the slice cache and the controller until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	failed := make(chan error, 1)
-	waitForFirstPasses(ctx, c.firstPasses, exportsQuiet, exportsLimit)
+	waiting, stopWaiting := context.WithCancel(ctx)
+	waitForFirstPasses(waiting, c.firstPasses, c.firstPassesChanged(waiting), exportsQuiet, exportsLimit)
+	stopWaiting()
 	go func() { failed <- c.sliceCache.Start(ctx) }()
 	go func() {
 		if err := c.nodeCache.Start(ctx); err != nil && ctx.Err() == nil {

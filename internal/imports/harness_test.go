@@ -32,6 +32,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
@@ -51,9 +52,14 @@ type members struct {
 	down map[clusterset.ClusterID]time.Time
 	held map[clusterset.ClusterID]bool
 	up   map[clusterset.ClusterID]time.Time
+	// changes is for the controller's start (Changes); the tests that
+	// change the members after it do not notify, for nothing waits then.
+	changes notify.Signal
 }
 
 func (m *members) IDs() []clusterset.ClusterID { return slices.Clone(m.ids) }
+
+func (m *members) Changes() <-chan struct{} { return m.changes.Changed() }
 
 func (m *members) Health(id clusterset.ClusterID) clusterset.Health {
 	m.mu.Lock()

@@ -100,6 +100,9 @@ type allUp []clusterset.ClusterID
 
 func (m allUp) IDs() []clusterset.ClusterID { return slices.Clone(m) }
 
+// Changes is never closed: the members never change.
+func (m allUp) Changes() <-chan struct{} { return nil }
+
 func (m allUp) Health(clusterset.ClusterID) clusterset.Health {
 	return clusterset.Health{Up: true, Answering: true}
 }

@@ -3,6 +3,11 @@ package imports
 import (
 	"context"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 )
 
 // The imported slices' cache shares its endpoints with the Store only for
@@ -27,29 +32,50 @@ type firstPasses struct{ done, underWay, total int }
 // when some are, none is under way and no other came in for quiet, after
 // limit, or when ctx ends. (Through a hub, 255 members' first passes are
 // under way for the seconds the hub's list takes, with none coming in:
-// the quiet period alone ended the wait before any of them.)
-func waitForFirstPasses(ctx context.Context, passes func() firstPasses, quiet, limit time.Duration) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	giveUp := time.After(limit)
+// the quiet period alone ended the wait before any of them.) It looks at
+// passes again when changed says they may have changed and when a quiet
+// period ends, never on a timer.
+func waitForFirstPasses(ctx context.Context, passes func() firstPasses, changed func() <-chan struct{}, quiet, limit time.Duration) {
+	giveUp := time.NewTimer(limit)
+	defer giveUp.Stop()
+	quietEnds := time.NewTimer(quiet)
+	defer quietEnds.Stop()
 	var last firstPasses
-	changed := time.Now()
+	lastChange := time.Now()
 	for {
+		next := changed() // before the look: a change after it closes next
 		p := passes()
 		if p != last {
-			last, changed = p, time.Now()
+			last, lastChange = p, time.Now()
+			quietEnds.Reset(quiet)
 		}
-		if p.done >= p.total || (p.done > 0 && p.underWay == 0 && time.Since(changed) >= quiet) {
+		if p.done >= p.total || (p.done > 0 && p.underWay == 0 && time.Since(lastChange) >= quiet) {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-giveUp:
+		case <-giveUp.C:
 			return
-		case <-tick.C:
+		case <-next:
+		case <-quietEnds.C:
 		}
 	}
+}
+
+// firstPassesChanged returns what tells waitForFirstPasses to look again,
+// until ctx ends: the Store's announcements (a member's first pass done)
+// and the members' changes (one joined, left, or started or stopped
+// answering).
+func (c *Controller) firstPassesChanged(ctx context.Context) func() <-chan struct{} {
+	var changes notify.Signal
+	c.opts.Store.Subscribe(ctx, clusterset.Subscriber{
+		Changed:    func(types.NamespacedName) {},
+		Everything: changes.Notify,
+		Wants:      func(types.NamespacedName, clusterset.ClusterID) bool { return false },
+	})
+	notify.Forward(ctx, &changes, c.opts.Membership.Changes)
+	return changes.Changed
 }
 
 // firstPasses counts the members whose first pass is in the Store, and

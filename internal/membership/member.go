@@ -25,6 +25,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
@@ -90,6 +91,8 @@ type deps struct {
 	metrics *metrics
 	// changed is called when a member becomes connected or disconnected.
 	changed func()
+	// states is notified at each change of a member's state (Set.Changes).
+	states *notify.Signal
 	// identified is called when a member's cluster identity is first known.
 	identified func(id clusterset.ClusterID, uid types.UID)
 	// newCluster builds a member's client and cache for the version of the
@@ -287,8 +290,8 @@ func (m *member) setState(ctx context.Context, state State, cause error) {
 }
 
 // announce tells of a change of the member's status from old: a log line,
-// the state metric, and (flipped: the Set's health of the member changed)
-// the Set's changed hook.
+// the state metric, the Set's Changes (a new state), and (flipped: the
+// Set's health of the member changed) the Set's changed hook.
 func (m *member) announce(ctx context.Context, old, status Status, failed, flipped bool) {
 	logger := log.FromContext(ctx).WithValues("cluster", m.id(), "state", status.State)
 	switch {
@@ -298,6 +301,9 @@ func (m *member) announce(ctx context.Context, old, status Status, failed, flipp
 		logger.Info("Member state changed", "was", old.State)
 	}
 	m.deps.metrics.setState(m.id(), status.State)
+	if old.State != status.State {
+		m.deps.states.Notify()
+	}
 	if flipped && m.deps.changed != nil {
 		m.deps.changed()
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 )
 
@@ -158,6 +159,8 @@ type lifecycle struct {
 	clusterErr, engageErr error
 	// runnable is what Options.Engage returns to run while engaged.
 	runnable func(context.Context) error
+	// states is the Set's signal of state changes (deps.states).
+	states notify.Signal
 
 	mu         sync.Mutex
 	changes    int
@@ -191,6 +194,7 @@ func newLifecycle(t *testing.T) *lifecycle {
 		}}
 	d := &deps{opts: opts, metrics: metrics, stopTimeout: time.Second, failingLimit: failingLimit,
 		changed: func() { l.mu.Lock(); l.changes++; l.mu.Unlock() },
+		states:  &l.states,
 		identified: func(_ clusterset.ClusterID, uid types.UID) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
@@ -307,8 +311,14 @@ func TestEngageSyncingThenEngaged(t *testing.T) {
 	if h := l.m.health(); h.Up || !h.Answering || l.changed() != 1 {
 		t.Errorf("syncing: %+v, %d changes", h, l.changed())
 	}
+	stateChanged := l.states.Changed()
 	close(l.cluster.sync)
 	l.wantState(Engaged, "")
+	select { // what the publisher's readers follow (Set.Changes)
+	case <-stateChanged:
+	case <-time.After(30 * time.Second):
+		t.Error("the state's change from syncing to engaged was not notified")
+	}
 	poll(t, "controller running", func() error {
 		if n := l.runningNow(); n != 1 {
 			return fmt.Errorf("%d running", n)

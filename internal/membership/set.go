@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/credentials"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 )
 
 // Options configure a Set.
@@ -160,6 +161,9 @@ type Set struct {
 	// hubHeld whether the hub was last seen out of reach.
 	announced map[clusterset.ClusterID]healthClass
 	hubHeld   bool
+	// states is notified when a member joins or leaves, or its state
+	// changes (Changes).
+	states notify.Signal
 }
 
 // healthClass is what the import side acts on in a clusterset.Health.
@@ -220,7 +224,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 	if opts.Credentials == nil {
 		opts.Credentials = &credentials.Plugins{}
 	}
-	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, identified: s.rejoined,
+	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, states: &s.states, identified: s.rejoined,
 		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, failingLimit: failingLimit, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
 	s.resolver = newIDResolver(s.deps)
@@ -559,6 +563,7 @@ func (s *Set) apply(ctx context.Context, cfg *Config) {
 		s.startMember(s.run, m)
 	}
 	if len(left) > 0 || len(restarted) > 0 || joined {
+		s.states.Notify()
 		s.changed()
 	}
 }
@@ -617,6 +622,15 @@ func (s *Set) rejoined(id clusterset.ClusterID, uid types.UID) {
 	for _, d := range ended {
 		d.cancel(ErrRejoined)
 	}
+}
+
+// Changes returns a channel closed at the next change of what IDs and
+// Status answer: a member joins or leaves, or its state changes
+// (notify.Signal's Changed). Health changes with the state, and for a
+// member read through its publications with its heartbeat too, which
+// Options.Heartbeat's source tells of.
+func (s *Set) Changes() <-chan struct{} {
+	return s.states.Changed()
 }
 
 func (s *Set) changed() {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 )
 
 // SilenceIntervals is how many of its renewal intervals a member's marker
@@ -34,6 +35,9 @@ type Heartbeats struct {
 	// listed are the members whose publications were listed once: what
 	// their marker says of their readers (ReadsWholeOnly) is known.
 	listed map[clusterset.ClusterID]bool
+	// readers is notified when what ReadsWholeOnly or Listed answers
+	// changes.
+	readers notify.Signal
 }
 
 type heartbeat struct {
@@ -57,8 +61,8 @@ func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *v1alpha1.Publ
 		return
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	hb := h.m[cluster]
+	readersChanged := hb == nil || hb.readsParts != marker.Spec.ReadsParts
 	if hb == nil {
 		hb = &heartbeat{}
 		h.m[cluster] = hb
@@ -71,6 +75,10 @@ func (h *Heartbeats) observe(cluster clusterset.ClusterID, marker *v1alpha1.Publ
 	}
 	if hb.heard.IsZero() || !renew.Equal(hb.renew) {
 		hb.renew, hb.heard = renew, now
+	}
+	h.mu.Unlock()
+	if readersChanged {
+		h.readers.Notify()
 	}
 }
 
@@ -137,8 +145,12 @@ func (h *Heartbeats) markListed(cluster clusterset.ClusterID) {
 		return
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	already := h.listed[cluster]
 	h.listed[cluster] = true
+	h.mu.Unlock()
+	if !already {
+		h.readers.Notify()
+	}
 }
 
 // Listed reports whether cluster's publications were listed once, so that
@@ -152,7 +164,14 @@ func (h *Heartbeats) Listed(cluster clusterset.ClusterID) bool {
 // Forget drops what is known of a member that left.
 func (h *Heartbeats) Forget(cluster clusterset.ClusterID) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	delete(h.m, cluster)
 	delete(h.listed, cluster)
+	h.mu.Unlock()
+	h.readers.Notify()
+}
+
+// ReadersChanged returns a channel closed at the next change of what
+// ReadsWholeOnly or Listed answers (notify.Signal's Changed).
+func (h *Heartbeats) ReadersChanged() <-chan struct{} {
+	return h.readers.Changed()
 }

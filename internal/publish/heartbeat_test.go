@@ -208,3 +208,42 @@ func TestHeartbeats(t *testing.T) {
 		t.Error("west not forgotten")
 	}
 }
+
+// TestHeartbeatsTellTheReadersChanges: ReadersChanged is closed when a
+// member is first marked, when its marker's readsParts changes, when it
+// is first listed and when it is forgotten; a renewal alone, the common
+// case every 15 s a member, is no change.
+func TestHeartbeatsTellTheReadersChanges(t *testing.T) {
+	h := NewHeartbeats()
+	m := Marker("east", "mcs-system", 10*time.Second)
+	older := m.DeepCopy()
+	older.Spec.ReadsParts = false
+	renewed := m.DeepCopy()
+	next := metav1.NewMicroTime(m.Spec.RenewTime.Add(10 * time.Second))
+	renewed.Spec.RenewTime = &next
+	for _, step := range []struct {
+		what   string
+		do     func()
+		change bool
+	}{
+		{"first marked", func() { h.observe("east", m, time.Now()) }, true},
+		{"renewed", func() { h.observe("east", renewed, time.Now()) }, false},
+		{"marked by an older mcs-syncer", func() { h.observe("east", older, time.Now()) }, true},
+		{"listed", func() { h.markListed("east") }, true},
+		{"listed again", func() { h.markListed("east") }, false},
+		{"forgotten", func() { h.Forget("east") }, true},
+	} {
+		changed := h.ReadersChanged()
+		step.do()
+		select {
+		case <-changed:
+			if !step.change {
+				t.Errorf("%s: told as a change of the readers", step.what)
+			}
+		default:
+			if step.change {
+				t.Errorf("%s: not told", step.what)
+			}
+		}
+	}
+}

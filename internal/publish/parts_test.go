@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/api/v1alpha1"
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 )
 
 // writes counts a fake publication server's writes by verb.
@@ -376,11 +377,15 @@ func TestReadersChangedRepublishes(t *testing.T) {
 	p, _, _ := countingPublisher(t, store)
 	var mu sync.Mutex
 	wholeOnly := []clusterset.ClusterID{"west"}
+	asked := make(chan struct{}, 10) // one per call of Readers
 	p.opts.Readers = func() ([]clusterset.ClusterID, bool) {
+		defer func() { asked <- struct{}{} }()
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(wholeOnly), true
 	}
+	var readers notify.Signal
+	p.opts.ReadersChanged = readers.Changed
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
@@ -388,13 +393,28 @@ func TestReadersChangedRepublishes(t *testing.T) {
 	if err := p.followReaders(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * readersPoll) // unchanged: nothing may be queued
+	waitAsked := func(what string) {
+		t.Helper()
+		select {
+		case <-asked:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Readers not asked %s", what)
+		}
+	}
+	waitAsked("at the start")
+	// Notified twice without a change: once the second is read, whatever
+	// the first queued is in the queue (one goroutine reads and queues).
+	readers.Notify()
+	waitAsked("at the first notification")
+	readers.Notify()
+	waitAsked("at the second notification")
 	if q.Len() != 0 {
 		t.Fatalf("%d queued while the readers did not change", q.Len())
 	}
 	mu.Lock()
 	wholeOnly = nil
 	mu.Unlock()
+	readers.Notify()
 	deadline := time.Now().Add(30 * time.Second)
 	for q.Len() < 2 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -75,6 +76,9 @@ type PublisherOptions struct {
 	// parts; and whether what is known of the readers is settled (each
 	// member read has been read once). Nil: every reader assembles parts.
 	Readers func() (wholeOnly []clusterset.ClusterID, settled bool)
+	// ReadersChanged returns a channel closed when what Readers answers
+	// may have changed (a notify.Signal's Changed); required with Readers.
+	ReadersChanged func() <-chan struct{}
 	// Warn tells the member about one of its exports (a Warning event on
 	// its ServiceExport); nil: the log only.
 	Warn func(ctx context.Context, key types.NamespacedName, reason, message string)
@@ -146,6 +150,9 @@ var markerRequest = reconcile.Request{}
 // NewPublisher returns a Publisher that writes through target's client; its
 // cache must be set up with ConfigureCache for opts.Cluster.
 func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, error) {
+	if opts.Readers != nil && opts.ReadersChanged == nil {
+		return nil, errors.New("publish: Readers needs ReadersChanged")
+	}
 	if opts.Cluster == "" || opts.Namespace == "" || opts.Store == nil || opts.Feedback == nil {
 		return nil, fmt.Errorf("publish: cluster, namespace, store and feedback are required")
 	}
@@ -201,14 +208,10 @@ func NewPublisher(target cluster.Cluster, opts PublisherOptions) (*Publisher, er
 	return p, nil
 }
 
-// readersPoll is how often the publisher asks whether the members that
-// read whole publications only have changed.
-const readersPoll = time.Second
-
 // followReaders enqueues every export of the member, until ctx ends, each
-// time opts.Readers says otherwise than before. What it says when the
-// controller starts is taken before any export is reconciled, so no
-// change is missed.
+// time opts.Readers says otherwise than before, as opts.ReadersChanged
+// tells. What it says when the controller starts is taken before any
+// export is reconciled, so no change is missed.
 func (p *Publisher) followReaders(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	if p.opts.Readers == nil {
 		return nil
@@ -218,16 +221,16 @@ func (p *Publisher) followReaders(ctx context.Context, q workqueue.TypedRateLimi
 		slices.Sort(wholeOnly)
 		return fmt.Sprint(settled, wholeOnly)
 	}
+	changed := p.opts.ReadersChanged() // before the read: a change after it closes this
 	last := said()
 	go func() {
-		ticker := time.NewTicker(readersPoll)
-		defer ticker.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-ticker.C:
+			case <-changed:
 			}
+			changed = p.opts.ReadersChanged()
 			if now := said(); now != last {
 				last = now
 				for _, key := range p.opts.Store.Keys() {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
@@ -145,7 +146,7 @@ func waitChanged(ctx context.Context, hub *membership.Hub, print [32]byte) {
 func (sy *Syncer) publisher(cl cluster.Cluster) ([]func(context.Context) error, error) {
 	cfg, s := sy.cfg, sy.settings
 	opts := publish.PublisherOptions{Cluster: sy.local, Namespace: cfg.PublicationNamespace, Store: sy.store, Feedback: sy.feedback, Workers: s.ExportSyncs, Heartbeat: s.Heartbeat,
-		MaxEndpointsPerPart: s.MaxEndpointsPerSlice, Readers: sy.publicationReaders, Warn: warnExport(cl)}
+		MaxEndpointsPerPart: s.MaxEndpointsPerSlice, Readers: sy.publicationReaders, ReadersChanged: sy.readers.Changed, Warn: warnExport(cl)}
 	if cfg.Hub == nil {
 		p, err := publish.NewPublisher(cl, opts)
 		if err != nil {
@@ -211,7 +212,7 @@ func (sy *Syncer) publicationReaders() (wholeOnly []clusterset.ClusterID, settle
 			wholeOnly = append(wholeOnly, id)
 		}
 	}
-	if time.Since(sy.started) > readersSettleLimit {
+	if time.Since(sy.started) >= readersSettleLimit {
 		return wholeOnly, true
 	}
 	for _, id := range sy.set.IDs() {
@@ -229,6 +230,18 @@ func (sy *Syncer) publicationReaders() (wholeOnly []clusterset.ClusterID, settle
 		}
 	}
 	return wholeOnly, true
+}
+
+// followReaders notifies sy.readers, until ctx ends, at each change of
+// what publicationReaders reads: the markers' readsParts and the members
+// listed (Heartbeats), the members and their states (the Set), and once
+// when readersSettleLimit has passed since the start.
+func (sy *Syncer) followReaders(ctx context.Context) error {
+	notify.Forward(ctx, &sy.readers, sy.heartbeats.ReadersChanged, sy.set.Changes)
+	settled := time.AfterFunc(readersSettleLimit-time.Since(sy.started), sy.readers.Notify)
+	defer settled.Stop()
+	<-ctx.Done()
+	return nil
 }
 
 // withClientLimits gives rc (the publisher's config of the hub) the

@@ -26,6 +26,7 @@ import (
 	"github.com/mcs-syncer/mcs-syncer/internal/imports"
 	"github.com/mcs-syncer/mcs-syncer/internal/mcsapi"
 	"github.com/mcs-syncer/mcs-syncer/internal/membership"
+	"github.com/mcs-syncer/mcs-syncer/internal/notify"
 	"github.com/mcs-syncer/mcs-syncer/internal/plumbing"
 	"github.com/mcs-syncer/mcs-syncer/internal/publish"
 )
@@ -56,6 +57,9 @@ type Syncer struct {
 	mgr       manager.Manager
 	// started is when the process was built (publicationReaders).
 	started time.Time
+	// readers is notified when what publicationReaders answers may have
+	// changed (followReaders).
+	readers notify.Signal
 	// credentials run the exec credential plugins of the members' and
 	// the hub's configs, each run with a deadline.
 	credentials *credentials.Plugins
@@ -124,6 +128,9 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		return nil, err
 	}
 	if err := sy.mgr.Add(sy.set); err != nil {
+		return nil, err
+	}
+	if err := sy.mgr.Add(manager.RunnableFunc(sy.followReaders)); err != nil {
 		return nil, err
 	}
 	if s.ProbeAddr != "0" {
