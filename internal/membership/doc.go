@@ -13,9 +13,15 @@
 //     and it is retried with a bounded backoff, so its view is rebuilt
 //     fresh when it returns instead of waiting out client-go's reflector
 //     backoff. No member waits for another.
-//   - A member's lifecycle (member.go) is a supervisor with two seams, the
-//     cluster factory and the health check (deps), which the unit tests
+//   - A member's lifecycle (member.go: its state, State in state.go, and
+//     its retries) is a supervisor with two seams, the cluster factory and
+//     the health check (healthcheck.go; both in deps), which the unit tests
 //     replace with fakes to drive every state transition in milliseconds.
+//     Each engagement (engagement.go) builds the member's cache, runs its
+//     controllers, watches its health (failures.go sorts its cache's
+//     failures) and, when it ends, waits for its controllers: for
+//     StopTimeout, past which the process is ended (ControllersHung) rather
+//     than left with their goroutines.
 //   - The members read through a hub (hub.go) share one client and cache
 //     of it (one watch of every publication, whatever their number) and
 //     one health check whose answer serves all of them; each keeps its own

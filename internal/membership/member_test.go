@@ -450,8 +450,8 @@ func TestEngageFailures(t *testing.T) {
 }
 
 // TestEngageStops: when its context ends, engage returns whether the
-// member was engaged; a controller that does not stop is left behind after
-// the stop timeout, and engage returns all the same.
+// member was engaged, once its controllers have returned, within the stop
+// timeout or else as the subtests below say.
 func TestEngageStops(t *testing.T) {
 	for _, synced := range []bool{false, true} {
 		t.Run(fmt.Sprintf("synced=%v", synced), func(t *testing.T) {
@@ -470,14 +470,50 @@ func TestEngageStops(t *testing.T) {
 			}
 		})
 	}
-	t.Run("hung controller", func(t *testing.T) {
-		l := newLifecycle(t)
+	// A controller that does not return within the stop timeout: at the
+	// process's stop it is left to end with the process; when the member
+	// is disengaged while the process goes on (its API server gone, or
+	// the Set stopping it), the process is told to exit, and engage
+	// returns only once the controller has (or the process stops).
+	hung := func(t *testing.T) (l *lifecycle, release chan struct{}, hungErrs chan error) {
+		l = newLifecycle(t)
 		l.m.deps.stopTimeout = 10 * time.Millisecond
-		release := make(chan struct{})
-		defer close(release)
+		hungErrs = make(chan error, 1)
+		l.m.deps.opts.ControllersHung = func(err error) { hungErrs <- err }
+		release = make(chan struct{})
 		l.runnable = func(context.Context) error { <-release; return nil }
-		ctx, cancel := context.WithCancel(t.Context())
 		close(l.cluster.sync)
+		return l, release, hungErrs
+	}
+	// engageUntilHung engages l, disengages it with disengage, waits for
+	// ControllersHung, releases the controller, and says how many
+	// controllers ran when engage returned.
+	engageUntilHung := func(t *testing.T, l *lifecycle, ctx context.Context, release chan struct{}, hungErrs chan error, disengage func()) int {
+		runningAtReturn := make(chan int, 1)
+		go func() { l.m.engage(ctx); runningAtReturn <- l.runningNow() }()
+		l.wantState(Engaged, "")
+		disengage()
+		select {
+		case err := <-hungErrs:
+			if !errors.Is(err, ErrControllersHung) || !strings.Contains(err.Error(), "east") {
+				t.Errorf("ControllersHung(%v), want ErrControllersHung naming east", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("ControllersHung not called")
+		}
+		close(release)
+		select {
+		case n := <-runningAtReturn:
+			return n
+		case <-time.After(30 * time.Second):
+			t.Fatal("engage did not return once the controller had")
+			return -1
+		}
+	}
+	t.Run("hung controller at the process's stop", func(t *testing.T) {
+		l, release, hungErrs := hung(t)
+		defer close(release)
+		ctx, cancel := context.WithCancel(t.Context())
 		done := l.engage(ctx)
 		l.wantState(Engaged, "")
 		cancel()
@@ -486,6 +522,30 @@ func TestEngageStops(t *testing.T) {
 		}
 		if n := l.runningNow(); n != 1 {
 			t.Errorf("%d controllers running, want the hung one", n)
+		}
+		select {
+		case err := <-hungErrs:
+			t.Errorf("ControllersHung(%v) at the process's stop", err)
+		default:
+		}
+	})
+	t.Run("hung controller of a member gone", func(t *testing.T) {
+		l, release, hungErrs := hung(t)
+		n := engageUntilHung(t, l, t.Context(), release, hungErrs, func() {
+			l.prober.set(Unreachable, errors.New("i/o timeout"))
+			l.cluster.onWatchError(t.Context(), errors.New("dial tcp: i/o timeout"))
+		})
+		if n != 0 {
+			t.Errorf("engage returned while %d controllers still ran", n)
+		}
+	})
+	t.Run("hung controller of a member stopped by the Set", func(t *testing.T) {
+		l, release, hungErrs := hung(t)
+		l.m.deps.processDone = func() <-chan struct{} { return t.Context().Done() }
+		ctx, cancel := context.WithCancelCause(t.Context())
+		n := engageUntilHung(t, l, ctx, release, hungErrs, func() { cancel(errMemberStopped) })
+		if n != 0 {
+			t.Errorf("engage returned while %d controllers still ran", n)
 		}
 	})
 }

@@ -57,6 +57,12 @@ type Options struct {
 	// mcs-syncer wrote into it unless its cluster is still (or again) a
 	// member. It must not block: slow work goes to a goroutine.
 	Departed func(Departure)
+	// ControllersHung, if set, is called when a disengaged member's
+	// controllers have not returned within StopTimeout while the process
+	// goes on, with an error that wraps ErrControllersHung. It must end the
+	// process (the syncer stops its manager and exits 1): the member is not
+	// engaged again until they return. Nil: the member waits for them.
+	ControllersHung func(error)
 	// Changed, if set, is called when a member's health (up, held or
 	// down: clusterset.Health) changes, or a member joins or leaves.
 	Changed func()
@@ -225,7 +231,7 @@ func NewSet(path string, cfg *Config, opts Options) (*Set, error) {
 		opts.Credentials = &credentials.Plugins{}
 	}
 	s.deps = &deps{opts: opts, metrics: m, changed: s.announceHealth, states: &s.states, identified: s.rejoined,
-		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: stopTimeout, failingLimit: failingLimit, clusterset: cfg.Clusterset}
+		newCluster: newCluster(opts), mcsAPI: mcsAPIOf(opts), newProber: newHealthCheck, stopTimeout: StopTimeout, processDone: s.done, failingLimit: failingLimit, clusterset: cfg.Clusterset}
 	s.deps.hubs = newHubs(s.deps)
 	s.resolver = newIDResolver(s.deps)
 	s.inventory = newInventoryReader()
@@ -417,8 +423,19 @@ func (s *Set) inBackground(ctx context.Context, read func(context.Context, *Conf
 	}
 }
 
+// done is closed when Start's context ends (never before Start).
+func (s *Set) done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == nil {
+		return nil
+	}
+	return s.run.Done()
+}
+
 func (s *Set) startMember(ctx context.Context, m *member) {
-	ctx, m.cancel = context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	m.cancel = func() { cancel(errMemberStopped) }
 	go m.run(ctx)
 }
 

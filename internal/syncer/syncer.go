@@ -60,6 +60,9 @@ type Syncer struct {
 	// readers is notified when what publicationReaders answers may have
 	// changed (followReaders).
 	readers notify.Signal
+	// fatal receives what must end the process (membership's
+	// ControllersHung); Start stops the manager and returns it.
+	fatal chan error
 	// credentials run the exec credential plugins of the members' and
 	// the hub's configs, each run with a deadline.
 	credentials *credentials.Plugins
@@ -101,7 +104,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
 	}
 	sy := &Syncer{settings: s, cfg: cfg, local: clusterset.ClusterID(s.LocalCluster),
-		store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now(),
+		store: clusterset.NewStore(), feedback: clusterset.NewFeedback(), heartbeats: publish.NewHeartbeats(), published: &publishing{}, started: time.Now(), fatal: make(chan error, 1),
 		credentials: &credentials.Plugins{Timeout: s.CredentialPluginTimeout}}
 	if err := checkMode(cfg, sy.local); err != nil {
 		return nil, ConfigError{fmt.Errorf("--clusterset-config %s: %w", s.ClustersetConfig, err)}
@@ -122,7 +125,7 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 		Scheme: sy.scheme, MCSSchemes: sy.mcsSchemes, ConfigureCache: sy.configureCache, ReadsPublications: sy.readsPublications,
 		Heartbeat: sy.heartbeats.Of, PublicationsLeftOut: sy.heartbeats.LeftOut, Registerer: reg,
 		QPS: float32(s.KubeAPIQPS), Burst: s.KubeAPIBurst, Required: sy.local, Credentials: sy.credentials,
-		Engage: sy.engage, Departed: sy.departed, Changed: sy.store.AnnounceAll,
+		Engage: sy.engage, Departed: sy.departed, Changed: sy.store.AnnounceAll, ControllersHung: sy.exit,
 	})
 	if err != nil {
 		return nil, err
@@ -141,10 +144,33 @@ func New(s Settings, reg prometheus.Registerer) (*Syncer, error) {
 	return sy, nil
 }
 
-// Start runs the process until ctx ends.
+// Start runs the process until ctx ends, or until something must end it
+// (exit): then it stops the manager and returns why.
 func (sy *Syncer) Start(ctx context.Context) error {
 	ctrl.Log.Info("Starting", "clusterset", sy.cfg.Clusterset, "members", sy.set.IDs(), "localCluster", sy.local, "hub", sy.cfg.Hub != nil)
-	return sy.mgr.Start(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case err := <-sy.fatal:
+			cancel(err)
+		case <-ctx.Done():
+		}
+	}()
+	err := sy.mgr.Start(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, membership.ErrControllersHung) {
+		return errors.Join(cause, err)
+	}
+	return err
+}
+
+// exit ends the process with err (the first such error; later ones are
+// dropped): Start returns it, and main exits 1.
+func (sy *Syncer) exit(err error) {
+	select {
+	case sy.fatal <- err:
+	default:
+	}
 }
 
 // newManager builds the manager: metrics, pprof and leader election. Its

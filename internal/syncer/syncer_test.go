@@ -1,7 +1,9 @@
 package syncer
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,5 +209,35 @@ func TestHubClientLimits(t *testing.T) {
 		if rc.QPS != float32(s.KubeAPIQPS) || rc.Burst != s.KubeAPIBurst {
 			t.Errorf("%+v: hub client QPS %v burst %d", s, rc.QPS, rc.Burst)
 		}
+	}
+}
+
+// TestControllersHungEndsTheProcess: exit, membership's ControllersHung (a
+// disengaged member's controllers did not return), stops the manager, and
+// Start returns the error, which main exits 1 with; a plain stop (SIGTERM)
+// returns nil.
+func TestControllersHungEndsTheProcess(t *testing.T) {
+	for _, hung := range []bool{false, true} {
+		sy, err := newSyncer(t, "clusterset: prod\nmembers:\n- id: east\n  kubeconfig: east.kubeconfig\n", nil, "east.kubeconfig")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		returned := make(chan error, 1)
+		go func() { returned <- sy.Start(ctx) }()
+		if hung {
+			sy.exit(fmt.Errorf("member east: %w within 15s", membership.ErrControllersHung))
+		} else {
+			cancel()
+		}
+		select {
+		case err := <-returned:
+			if hung != errors.Is(err, membership.ErrControllersHung) || !hung && err != nil {
+				t.Errorf("hung %v: Start returned %v", hung, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("hung %v: Start did not return", hung)
+		}
+		cancel()
 	}
 }
