@@ -63,6 +63,7 @@ unit: ## The tests that need no testbed, with the race detector: no `make tools`
 	cd $(LIBRARY) && $(GO_TEST) -race ./...
 	$(GO_TEST) -race -short $$(go list ./... | grep -v /test/e2e)
 	cd bench && $(GO_TEST) ./e2e/
+	cd hack/walk && $(GO_TEST) ./...
 
 # The packages whose tests start a testbed: test/testbed itself and those
 # whose tests import it (the end-to-end packages have targets of their own).
@@ -157,6 +158,7 @@ lint: $(STATICCHECK) $(GOCYCLO) $(CONTROLLER_GEN) ## gofmt, go vet, staticcheck,
 	$(STATICCHECK) -tags reproducibility ./hack/image/
 	cd $(LIBRARY) && go vet ./... && $(STATICCHECK) ./...
 	cd bench && go vet ./... && $(STATICCHECK) ./...
+	cd hack/walk && go vet ./... && $(STATICCHECK) ./...
 	@over=$$($(GOCYCLO) -over $(MAX_COMPLEXITY) -ignore '_test\.go|/examples/' cmd internal pkg api || true); \
 	if [ -n "$$over" ]; then echo "functions over cyclomatic complexity $(MAX_COMPLEXITY) (split them):"; echo "$$over"; exit 1; fi
 	@out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
@@ -216,3 +218,13 @@ $(CONTROLLER_GEN): hack/tools/controller-gen/go.mod hack/tools/controller-gen/go
 clean: ## Stop the demo's testbed and remove every built or cached file.
 	-[ -d $(STATE_DIR) ] && go run ./test/testbed/cmd/testbed down --state $(STATE_DIR) --bin $(TOOLS_BIN)
 	rm -rf $(CACHE) $(BIN)
+
+# The walk of the calls from each side's entry point (hack/walk): stops,
+# files and returns to a file already left, at every depth and at depth 3
+# (docs/architecture.md, "One way through each side").
+.PHONY: walk
+walk: ## Print the call walk of a change on the import and the publish side.
+	@cd hack/walk && for depth in -1 3; do \
+		go run . -q -depth $$depth -dir ../.. -entry '(*internal/imports.Controller).reconcile' -scope internal/imports; \
+		go run . -q -depth $$depth -dir ../.. -entry '(*internal/publish.Publisher).sync' -scope internal/publish; \
+	done

@@ -2,12 +2,12 @@ package imports
 
 import (
 	"cmp"
+	"encoding/json"
 	"maps"
-	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +18,6 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/mcs-syncer/mcs-syncer/internal/clusterset"
-	"github.com/mcs-syncer/mcs-syncer/pkg/reconciler"
 )
 
 // The import's plan, stage by stage: what must exist in the consumer,
@@ -135,104 +134,72 @@ func planStatus(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, slicesPr
 	return mcsv1beta1.ServiceImportStatus{Clusters: clusters, EndpointSliceObjects: objects, Conditions: conditions}, true
 }
 
-// sliceInputs is what the slices' plan is made from: the import (its
-// owner), its merged and per-cluster exports, which members are not all
-// known yet, the members, the imported slices the consumer holds, the
-// zones of the consumer's nodes (local-first imports; nil: unknown or not
-// asked for) and the inputs under which each source was last found up to
-// date (settled.go; read only).
-type sliceInputs struct {
-	si        *mcsv1beta1.ServiceImport
-	siGVK     schema.GroupVersionKind
-	merged    clusterset.Merged
-	exports   []*clusterset.ExportedService
-	unsettled map[clusterset.ClusterID]bool
-	members   []clusterset.ClusterID
-	held      []*discoveryv1.EndpointSlice
-	consumer  clusterset.ClusterID
-	zones     []string
-	settled   settledSources
-	// ranges are the members' address ranges (Options.AddressRanges).
-	ranges map[clusterset.ClusterID][]netip.Prefix
-	// checked are the arrays of endpoints found importable (checked.go;
-	// nil: every endpoint is checked).
-	checked *checkedArrays
-}
+// setMetadata gives si the labels and annotations of the merged exports
+// and mcs-syncer's own (managed-by, derived-service, local-cluster-first),
+// removes those that the exports carried before and no longer do, and
+// leaves every other key alone.
+func setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, managedBy string) {
+	var before exportedKeys
+	_ = json.Unmarshal([]byte(si.Annotations[ExportedKeysAnnotation]), &before) // unreadable: nothing was ours
+	si.Labels = mergeOwned(si.Labels, before.Labels, merged.Spec.Labels)
+	si.Annotations = mergeOwned(si.Annotations, before.Annotations, merged.Spec.Annotations)
 
-// slicesPlan is what the slices' stage does.
-type slicesPlan struct {
-	// sources are every member, every cluster the held slices name (those
-	// of a cluster that left the clusterset, or was renamed, are
-	// withdrawn) and every exporter, each once.
-	sources []clusterset.ClusterID
-	// planned are the sources whose slices are reconciled, in that order.
-	planned []sourcePlan
-	// present says that a source left as it is holds slices.
-	present bool
-}
-
-// sourcePlan is the reconciler's input for one source's slices and what
-// applying it records.
-type sourcePlan struct {
-	source clusterset.ClusterID
-	export *clusterset.ExportedService // nil: the source exports nothing
-	input  reconciler.Input
-	// endpoints counts the desired endpoints; leftOut those left out.
-	endpoints int
-	leftOut   leftOut
-	// settled is recorded once the source's slices are found up to date;
-	// never under local-first hints, which follow the consumer's zones,
-	// not the inputs settled compares.
-	settled  settledInputs
-	remember bool
-}
-
-// planSlices returns the slices' plan: one reconciler.Input per source
-// whose slices may differ from its export. A source is left as it is when
-// it neither exports nor holds slices, when its exports are not all known
-// yet (unsettled: absence proves nothing), or when nothing it is planned
-// from changed since its slices were last up to date.
-func planSlices(in sliceInputs) slicesPlan {
-	bySource, named := bySourceCluster(in.held)
-	exportOf := make(map[clusterset.ClusterID]*clusterset.ExportedService, len(in.exports))
-	exporters := make([]clusterset.ClusterID, len(in.exports))
-	for i, es := range in.exports {
-		exportOf[es.Cluster] = es
-		exporters[i] = es.Cluster
+	si.Labels[ManagedByLabel] = managedBy
+	delete(si.Annotations, DerivedServiceAnnotation)
+	if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
+		si.Annotations[DerivedServiceAnnotation] = DerivedServiceName(client.ObjectKeyFromObject(si))
 	}
-	plan := slicesPlan{sources: membersAnd(in.members, named, exporters)}
-	addressTypes := addressTypesOf(in.merged.Spec.IPFamilies)
-	key := client.ObjectKeyFromObject(in.si)
-	local, _ := desiredGroups(in.merged, exportOf[in.consumer], addressTypes, in.ranges, in.checked, key)
-	hints := localFirstHints(in.merged, local, in.zones, in.consumer)
-	shared := sharedInputs(in.si, in.merged, addressTypes)
-	for _, source := range plan.sources {
-		existing, es := bySource[source], exportOf[source]
-		settled := settledInputs{export: es, shared: shared, slices: heldSlices(existing)}
-		if (es == nil && len(existing) == 0) || in.unsettled[source] || (hints == nil && in.settled.same(source, settled)) {
-			plan.present = plan.present || len(existing) > 0
-			continue
-		}
-		p := sourcePlan{source: source, export: es, settled: settled, remember: hints == nil}
-		p.input = reconciler.Input{
-			Owner: in.si, OwnerGVK: in.siGVK,
-			AddressTypes: addressTypes,
-			Existing:     existing,
-			Labeler:      sliceLabeler(in.si, in.merged, source),
-			// See hints.go: never the source's hints, the import's own.
-			TrafficDistribution: importTrafficDistribution(in.merged.Spec.TrafficDistribution),
-		}
-		if hints != nil {
-			p.input.Hints = hints(source)
-		}
-		if es != nil {
-			p.input.TriggerTime = es.LastChangeTriggerTime
-			p.input.Desired, p.leftOut = desiredGroups(in.merged, es, addressTypes, in.ranges, in.checked, key)
-		}
-		for _, g := range p.input.Desired {
-			p.endpoints += len(g.Endpoints)
-		}
-		plan.planned = append(plan.planned, p)
+	delete(si.Annotations, clusterset.LocalClusterFirstAnnotation)
+	if merged.Spec.LocalClusterFirst {
+		si.Annotations[clusterset.LocalClusterFirstAnnotation] = "true"
 	}
-	return plan
+	delete(si.Annotations, ExportedKeysAnnotation)
+	now := exportedKeys{Labels: slices.Sorted(maps.Keys(merged.Spec.Labels)), Annotations: slices.Sorted(maps.Keys(merged.Spec.Annotations))}
+	if len(now.Labels)+len(now.Annotations) > 0 {
+		value, _ := json.Marshal(now) // cannot fail: two string slices
+		si.Annotations[ExportedKeysAnnotation] = string(value)
+	}
+	if len(si.Annotations) == 0 {
+		si.Annotations = nil
+	}
+}
+
+// mergeOwned returns current without the keys it owned before and with
+// the keys of want; other keys are kept. Never nil.
+func mergeOwned(current map[string]string, ownedBefore []string, want map[string]string) map[string]string {
+	out := maps.Clone(current)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for _, k := range ownedBefore {
+		delete(out, k)
+	}
+	maps.Copy(out, want)
+	return out
+}
+
+// incompleteNote says which sources' endpoints are imported in part, and
+// why ("" for none). It names no count: a count that follows a member's
+// flood would rewrite the status at each of its writes.
+func incompleteNote(sources []clusterset.ClusterID) string {
+	if len(sources) == 0 {
+		return ""
+	}
+	return "incomplete: " + clusterList(sources) + " publish more than this cluster's mcs-syncer holds of one member " +
+		"(--max-publications-per-member, --max-publication-bytes-per-member); parts of their publications, and the endpoints in them, are left out"
+}
+
+// clusterList formats ids as fmt's %v does ("[east west]"), without a
+// reflection per ID.
+func clusterList(ids []clusterset.ClusterID) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(string(id))
+	}
+	b.WriteByte(']')
+	return b.String()
 }

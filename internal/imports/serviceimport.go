@@ -2,9 +2,7 @@ package imports
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,50 +48,6 @@ func (c *Controller) applyServiceImport(ctx context.Context, key types.Namespace
 	}
 	c.own.Wrote(si.ResourceVersion, want)
 	return want, nil
-}
-
-// setMetadata gives si the labels and annotations of the merged exports
-// and mcs-syncer's own (managed-by, derived-service, local-cluster-first),
-// removes those that the exports carried before and no longer do, and
-// leaves every other key alone.
-func setMetadata(si *mcsv1beta1.ServiceImport, merged clusterset.Merged, managedBy string) {
-	var before exportedKeys
-	_ = json.Unmarshal([]byte(si.Annotations[ExportedKeysAnnotation]), &before) // unreadable: nothing was ours
-	si.Labels = mergeOwned(si.Labels, before.Labels, merged.Spec.Labels)
-	si.Annotations = mergeOwned(si.Annotations, before.Annotations, merged.Spec.Annotations)
-
-	si.Labels[ManagedByLabel] = managedBy
-	delete(si.Annotations, DerivedServiceAnnotation)
-	if merged.Spec.Type == mcsv1beta1.ClusterSetIP {
-		si.Annotations[DerivedServiceAnnotation] = DerivedServiceName(client.ObjectKeyFromObject(si))
-	}
-	delete(si.Annotations, clusterset.LocalClusterFirstAnnotation)
-	if merged.Spec.LocalClusterFirst {
-		si.Annotations[clusterset.LocalClusterFirstAnnotation] = "true"
-	}
-	delete(si.Annotations, ExportedKeysAnnotation)
-	now := exportedKeys{Labels: slices.Sorted(maps.Keys(merged.Spec.Labels)), Annotations: slices.Sorted(maps.Keys(merged.Spec.Annotations))}
-	if len(now.Labels)+len(now.Annotations) > 0 {
-		value, _ := json.Marshal(now) // cannot fail: two string slices
-		si.Annotations[ExportedKeysAnnotation] = string(value)
-	}
-	if len(si.Annotations) == 0 {
-		si.Annotations = nil
-	}
-}
-
-// mergeOwned returns current without the keys it owned before and with
-// the keys of want; other keys are kept. Never nil.
-func mergeOwned(current map[string]string, ownedBefore []string, want map[string]string) map[string]string {
-	out := maps.Clone(current)
-	if out == nil {
-		out = map[string]string{}
-	}
-	for _, k := range ownedBefore {
-		delete(out, k)
-	}
-	maps.Copy(out, want)
-	return out
 }
 
 // applyIPs writes the clusterset IPs into spec.ips where they differ.

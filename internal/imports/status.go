@@ -51,36 +51,10 @@ func incompleteSources(exports []*clusterset.ExportedService) []clusterset.Clust
 	return out
 }
 
-// incompleteNote says which sources' endpoints are imported in part, and
-// why ("" for none). It names no count: a count that follows a member's
-// flood would rewrite the status at each of its writes.
-func incompleteNote(sources []clusterset.ClusterID) string {
-	if len(sources) == 0 {
-		return ""
-	}
-	return "incomplete: " + clusterList(sources) + " publish more than this cluster's mcs-syncer holds of one member " +
-		"(--max-publications-per-member, --max-publication-bytes-per-member); parts of their publications, and the endpoints in them, are left out"
-}
-
 // readyMessage is the message of status's Ready condition ("" for none).
 func readyMessage(status mcsv1beta1.ServiceImportStatus) string {
 	if ready := meta.FindStatusCondition(status.Conditions, string(mcsv1beta1.ServiceImportConditionReady)); ready != nil {
 		return ready.Message
 	}
 	return ""
-}
-
-// clusterList formats ids as fmt's %v does ("[east west]"), without a
-// reflection per ID.
-func clusterList(ids []clusterset.ClusterID) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(string(id))
-	}
-	b.WriteByte(']')
-	return b.String()
 }

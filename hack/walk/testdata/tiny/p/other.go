@@ -1,0 +1,7 @@
+package p
+
+type T struct{}
+
+func (T) m() {}
+
+func second() { T{}.m() }
