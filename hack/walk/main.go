@@ -39,11 +39,11 @@ func main() {
 // walker holds the loaded packages and the walk so far.
 type walker struct {
 	maxDepth int
-	decls   map[*types.Func]*ast.FuncDecl
-	files   map[*ast.FuncDecl]string
-	infos   map[*ast.FuncDecl]*types.Info
-	visited map[*types.Func]bool
-	stops   []stop
+	decls    map[*types.Func]*ast.FuncDecl
+	files    map[*ast.FuncDecl]string
+	infos    map[*ast.FuncDecl]*types.Info
+	visited  map[*types.Func]bool
+	stops    []stop
 }
 
 type stop struct {
