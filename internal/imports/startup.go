@@ -34,7 +34,7 @@ type firstPasses struct{ done, underWay, total int }
 // under way for the seconds the hub's list takes, with none coming in:
 // the quiet period alone ended the wait before any of them.) It looks at
 // passes again when changed says they may have changed and when a quiet
-// period ends, never on a timer.
+// period ends: it does not poll.
 func waitForFirstPasses(ctx context.Context, passes func() firstPasses, changed func() <-chan struct{}, quiet, limit time.Duration) {
 	giveUp := time.NewTimer(limit)
 	defer giveUp.Stop()
