@@ -305,3 +305,142 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 	}
 	return out
 }
+
+// apiWords are the camel-case words that package docs use for what the
+// Kubernetes and MCS APIs name (kinds, fields, condition reasons, policy
+// values), not Go names of ours.
+var apiWords = map[string]bool{
+	// kinds and types
+	"ClusterProfiles": true, "ClusterProperty": true, "CustomResourceDefinition": true, "EndpointSlice": true,
+	"ExecCredential": true, "GroupVersionKind": true, "ServiceExport": true, "ServiceImport": true, "EndpointGroups": true,
+	"EndpointSelectors": true, "CoreDNS": true,
+	// fields and values
+	"ClusterIP": true, "ClusterIPs": true, "ClusterSetIP": true, "IfNotPresent": true, "imagePullPolicy": true,
+	"nodeName": true, "targetRef": true, "provideClusterInfo": true, "publishNotReadyAddresses": true, "groupName": true,
+	"exportedAnnotations": true, "exportedLabels": true, "endpointSliceObjects": true,
+	// mcs-api's condition reasons
+	"InvalidServiceType": true, "NoConflicts": true, "NoService": true,
+}
+
+// TestPackageDocsNameExistingIdentifiers: a package doc (the comment
+// above its package clause) that names a Go identifier bare, as
+// doc comments do (inventory's doc named ToMember after it was gone),
+// names one declared in the tree: a camel-case word there is a name of
+// ours (any package's top-level name, method or field) or one of
+// apiWords.
+func TestPackageDocsNameExistingIdentifiers(t *testing.T) {
+	root := filepath.Join("..", "..")
+	goFiles, _ := sourcesAndDocs(t, root)
+	d := readDeclarations(t, goFiles)
+	known := map[string]bool{}
+	for _, names := range d.names {
+		for name := range names {
+			for _, part := range strings.Split(name, ".") {
+				known[part] = true
+			}
+		}
+	}
+	camel := regexp.MustCompile(`\b(?:[A-Z][a-z0-9]+|[a-z]+)(?:[A-Z][a-z0-9]*)+\b`)
+	checked := 0
+	for i, file := range d.files {
+		if file.Doc == nil {
+			continue
+		}
+		path, _ := filepath.Rel(root, goFiles[i])
+		for _, word := range camel.FindAllString(file.Doc.Text(), -1) {
+			checked++
+			if !known[word] && !apiWords[word] {
+				t.Errorf("%s: the package doc names %s, which nothing in the tree declares (renamed or removed? a word of a Kubernetes API goes in apiWords)", path, word)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked %d words: the package docs' or the pattern's format changed", checked)
+	}
+}
+
+// retiredStatements are sentences that docs and comments once made and
+// the code made false; prose drifts past every name check, so each one
+// found is kept here. docs/benchmarks-history.md, a record of the past,
+// may still say them.
+var retiredStatements = []struct{ phrase, now string }{
+	{"served in both versions", "diagnose passes a member that serves either version of the MCS API (one suffices)"},
+	{"one object per export", "an export is published as a head and parts (internal/publish)"},
+}
+
+// TestRetiredStatementsStayRetired: no doc (but the benchmarks' history),
+// no Go comment and no string of a program (a usage text) makes a retired
+// statement again.
+func TestRetiredStatementsStayRetired(t *testing.T) {
+	root := filepath.Join("..", "..")
+	goFiles, docs := sourcesAndDocs(t, root)
+	d := readDeclarations(t, goFiles)
+	texts := map[string]string{}
+	for _, path := range docs {
+		if filepath.Base(path) != "benchmarks-history.md" {
+			texts[path] = docText(t, path)
+		}
+	}
+	for i, file := range d.files {
+		var b strings.Builder
+		for _, g := range file.Comments {
+			b.WriteString(g.Text())
+		}
+		if !strings.HasSuffix(goFiles[i], "_test.go") { // and what the programs say (usage texts)
+			ast.Inspect(file, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					b.WriteString(lit.Value + "\n")
+				}
+				return true
+			})
+		}
+		texts[goFiles[i]] = b.String()
+	}
+	for path, text := range texts {
+		rel, _ := filepath.Rel(root, path)
+		flat := strings.Join(strings.Fields(strings.ToLower(text)), " ") // a phrase may wrap
+		for _, r := range retiredStatements {
+			if strings.Contains(flat, r.phrase) {
+				t.Errorf("%s says %q again: %s", rel, r.phrase, r.now)
+			}
+		}
+	}
+}
+
+// TestCommentsNameExistingFiles: a Go comment that names a file of its
+// package by its name names one in its folder, and one that names a path
+// of the tree (internal/imports/compact.go) names one that is there:
+// files are split and renamed (membership's and publish's largest were),
+// and a comment must not send the reader to nothing. A path whose first
+// folders (two at most) the tree has not is another project's.
+func TestCommentsNameExistingFiles(t *testing.T) {
+	root := filepath.Join("..", "..")
+	goFiles, _ := sourcesAndDocs(t, root)
+	d := readDeclarations(t, goFiles)
+	fileName := regexp.MustCompile(`(?:^|[\s(\x60"'])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_]+\.go)\b`)
+	checked := 0
+	for i, file := range d.files {
+		dir := filepath.Dir(goFiles[i])
+		rel, _ := filepath.Rel(root, goFiles[i])
+		for _, g := range file.Comments {
+			for _, m := range fileName.FindAllStringSubmatch(g.Text(), -1) {
+				name := m[1]
+				where := filepath.Join(dir, name)
+				if parts := strings.Split(name, "/"); len(parts) > 1 {
+					folders := parts[:min(2, len(parts)-1)]
+					if _, err := os.Stat(filepath.Join(append([]string{root}, folders...)...)); err != nil {
+						continue // another project's path (controller-runtime's pkg/metrics/...)
+					}
+					where = filepath.Join(root, name)
+				}
+				checked++
+				if _, err := os.Stat(where); err != nil {
+					t.Errorf("%s: a comment names %s, which is not there", rel, name)
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d file names: the comments' or the pattern's format changed", checked)
+	}
+}

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestWalk: Entry, first (entry.go), second and T.m (other.go), then third
-// (entry.go again: one return); third's call of second is not a stop again.
+// TestWalk: Entry, first (p/entry.go), second and T.m (p/other.go), then
+// third (p/entry.go again: one return); third's call of second is not a
+// stop again.
 func TestWalk(t *testing.T) {
 	out := capture(t, func() error { return run("testdata/tiny", "p.Entry", []string{"p"}, -1, false) })
 	for _, want := range []string{

@@ -334,7 +334,8 @@ func countHints(slices_ []discoveryv1.EndpointSlice) (ready map[discoveryv1.Addr
 }
 
 // explainedMirroringRecycle is an upstream bug of kube-controller-manager's
-// endpointslicemirroring-controller (v1.36.3, reconciler_helpers.go,
+// endpointslicemirroring-controller (v1.36.3,
+// pkg/controller/endpointslicemirroring/reconciler_helpers.go,
 // recycleSlices): when one sync both creates and deletes slices of an
 // address type, it turns creates into updates of the slices it would
 // delete, but takes them out of the creates by name (removeSlice), and a
