@@ -58,6 +58,14 @@ func startMembers(ctx context.Context, t *testing.T, config func(member string) 
 // member, with that member's identity (the kubeconfig the testbed wrote).
 func hubClient(t *testing.T, member string) client.Client {
 	t.Helper()
+	return hubClientQPS(t, member, 0)
+}
+
+// hubClientQPS is hubClient with a client-side limit of qps requests a
+// second, negative for none; 0 keeps the config's (the testbed's 200 for
+// the administrator, client-go's default of 5 for a member's kubeconfig).
+func hubClientQPS(t *testing.T, member string, qps float32) client.Client {
+	t.Helper()
 	rc := bed.Hub.RESTConfig()
 	if member != "" {
 		var err error
@@ -65,6 +73,9 @@ func hubClient(t *testing.T, member string) client.Client {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if qps != 0 {
+		rc.QPS = qps
 	}
 	cl, err := client.New(rc, client.Options{Scheme: controlplane.Scheme()})
 	if err != nil {
