@@ -7,11 +7,12 @@
 # differential test of pkg/reconciler (test/e2e/diffkcm, 1.5 min). (With
 # diffkcm in the second, as until 2026-11-30, the second ended 3 min after
 # the first: 944 s against 909 + 99 + 131 s of the generic hub's tests.)
-# Measured on 2 cores (2026-11-28, make e2e E2E_GENERIC_HUB=1 as CI runs
-# it): 35 min in all, the second ending 2.5 min before the first, at a
-# load average of 9-22; one process took 45 (and the generic hub's 3
-# more). The second's output goes to its log, printed when both have
-# ended. E2E_SHARDS=1 runs every test in one
+# Measured on 2 cores (2026-11-30, make e2e E2E_GENERIC_HUB=1 as CI runs
+# it, in a fresh-clone .ci/run): 1,058 s in all, the first 825 + 100 s,
+# the second 914 + 135 s (on 2026-11-28: 35 min, on a slower day). A
+# waiting test of about a minute moved from $second to the first would
+# even them out. The second's output goes to its log, printed when both
+# have ended. E2E_SHARDS=1 runs every test in one
 # process, one after another on one testbed. E2E_GENERIC_HUB=1 runs the
 # hub-mode tests ($HUB_TESTS) again with the hub served by the KEP-4080
 # generic control plane (make e2e-generic-hub) after the second's tests,
