@@ -135,8 +135,8 @@ func (e *engagement) run(f func(context.Context) error) {
 // (ctx ended, not by the Set's stopping the member) it returns, and they
 // end with the process; otherwise Options.ControllersHung is called to end
 // the process, and stop waits on until they return or the process stops
-// (the Set's Start ends). The log
-// line's stacks say which worker did not return.
+// (the Set's Start ends). The log line's stacks say which worker did not
+// return.
 func (e *engagement) stop(ctx context.Context) {
 	e.cancel()
 	defer e.release()
