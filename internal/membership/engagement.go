@@ -140,8 +140,12 @@ func (e *engagement) run(f func(context.Context) error) {
 func (e *engagement) stop(ctx context.Context) {
 	e.cancel()
 	defer e.release()
-	if waitTimeout(&e.controllers, e.m.deps.stopTimeout) {
+	stopped := make(chan struct{})
+	go func() { e.controllers.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
 		return
+	case <-time.After(e.m.deps.stopTimeout):
 	}
 	logger := log.FromContext(ctx).WithValues("cluster", e.m.id(), "workerStacks", workerStacks(maxLoggedStacks))
 	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errMemberStopped) {
@@ -153,8 +157,6 @@ func (e *engagement) stop(ctx context.Context) {
 	if hung := e.m.deps.opts.ControllersHung; hung != nil {
 		hung(err)
 	}
-	stopped := make(chan struct{})
-	go func() { e.controllers.Wait(); close(stopped) }()
 	processEnds := ctx.Done()
 	if e.m.deps.processDone != nil {
 		processEnds = e.m.deps.processDone()
@@ -290,15 +292,4 @@ func workerStacks(limit int) string {
 		stacks = append(stacks, fmt.Sprintf("(and %d more)", more))
 	}
 	return strings.Join(stacks, "\n\n")
-}
-
-func waitTimeout(wg *sync.WaitGroup, timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
 }
